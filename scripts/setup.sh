@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Installs only what matchd's tests and benchmarks need and is missing: Valkey >= 7.2,
+# RabbitMQ, the node modules, and the compiled ./matchd. Idempotent; quiet when all is present.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf 'setup: %s\n' "$*" >&2; }
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+valkey_ok() {
+  command -v valkey-server >/dev/null 2>&1 || return 1
+  local v; v=$(valkey-server --version | sed -n 's/.*v=\([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
+  set -- $v
+  [ "${1:-0}" -gt 7 ] || { [ "${1:-0}" -eq 7 ] && [ "${2:-0}" -ge 2 ]; }
+}
+
+apt_updated=0
+apt_update() { [ "$apt_updated" = 1 ] || { as_root apt-get update -qq >/dev/null; apt_updated=1; }; }
+
+# Adds Debian's backports suite using the URIs of the machine's own Debian source,
+# so no registry host is ever written into this repository.
+add_backports() {
+  local codename uris
+  codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
+  if grep -rqs "${codename}-backports" /etc/apt/sources.list /etc/apt/sources.list.d/; then return 0; fi
+  uris=$(awk -v s="$codename" '
+    /^URIs:/ { u=$2 } /^Suites:/ { for (i=2;i<=NF;i++) if ($i==s) found=u } END { print found }' \
+    /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
+  if [ -z "$uris" ] && [ -f /etc/apt/sources.list ]; then
+    uris=$(awk -v s="$codename" '$1=="deb" && $3==s { print $2; exit }' /etc/apt/sources.list)
+  fi
+  [ -n "$uris" ] || { log "cannot find the machine's Debian apt source to derive ${codename}-backports"; exit 1; }
+  log "adding ${codename}-backports from ${uris}"
+  printf 'Types: deb\nURIs: %s\nSuites: %s-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+    "$uris" "$codename" | as_root tee /etc/apt/sources.list.d/matchd-backports.sources >/dev/null
+  apt_updated=0
+}
+
+if ! valkey_ok; then
+  add_backports
+  apt_update
+  codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
+  log "installing valkey-server from ${codename}-backports"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t "${codename}-backports" valkey-server >/dev/null
+  # The package starts a system-wide service on 6379; matchd runs its own private servers.
+  as_root systemctl disable --now valkey-server >/dev/null 2>&1 || as_root service valkey-server stop >/dev/null 2>&1 || true
+fi
+
+if [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then
+  apt_update
+  log "installing rabbitmq-server"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rabbitmq-server >/dev/null
+  as_root systemctl disable --now rabbitmq-server >/dev/null 2>&1 || as_root service rabbitmq-server stop >/dev/null 2>&1 || true
+fi
+
+if [ ! -x node_modules/.bin/bun ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  log "installing node modules"
+  npm ci --no-audit --no-fund --loglevel=error >/dev/null
+fi
+
+if [ ! -x ./matchd ] || [ -n "$(find src package-lock.json -newer ./matchd -print -quit 2>/dev/null)" ]; then
+  log "building ./matchd"
+  npm run --silent build >/dev/null
+fi

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The test command (`npm test`): installs what is missing, type-checks, lints, starts a
+# private stack (Valkey primary + replica with AOF, RabbitMQ), runs every test against
+# it, and always stops the stack.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/setup.sh
+node_modules/.bin/tsc --noEmit -p .
+node_modules/.bin/biome check src test bench
+
+stack_dir=$(mktemp -d -t matchd-test-stack-XXXXXX)
+cleanup() { ./matchd stack down --dir "$stack_dir" >/dev/null 2>&1 || true; }
+trap cleanup EXIT
+./matchd stack up --dir "$stack_dir" >/dev/null
+set -a
+# shellcheck disable=SC1091
+source "$stack_dir/env"
+set +a
+
+node_modules/.bin/bun test "$@"

@@ -1,0 +1,156 @@
+// The "pure domain" boundary benchmark: the matching engine in-process, no I/O, commands
+// generated outside the timed region, each apply() timed, state checked at the end.
+
+import { type CommandEnvelope, MatchingEngine } from "../domain/index";
+import { LatencyHistogram } from "./histogram";
+import { type BenchReport, collectEnvironment, renderReport } from "./report";
+import { createWorkload } from "./workloads";
+
+export interface DomainBenchOptions {
+  workload: string;
+  commands: number;
+  seed: number;
+  warmup: number;
+}
+
+/** Commands are generated in batches outside the timed region so generation cost is not counted. */
+const BATCH = 8192;
+
+const now = (): number => Bun.nanoseconds();
+
+export function runDomainBench(options: DomainBenchOptions): BenchReport {
+  const { workload: name, commands, seed, warmup } = options;
+  // Warm up on a separate engine and workload instance so the timed run starts from a known state.
+  if (warmup > 0) {
+    const warm = new MatchingEngine();
+    const warmWorkload = createWorkload(name, { seed: seed + 1 });
+    for (const command of warmWorkload.prefill()) warm.apply(command);
+    for (let i = 0; i < warmup; i++) warm.apply(warmWorkload.next(i));
+  }
+  Bun.gc(true);
+  const engine = new MatchingEngine();
+  const workload = createWorkload(name, { seed });
+  for (const command of workload.prefill()) engine.apply(command);
+  const prefilled = engine.restingOrderCount();
+
+  const histogram = new LatencyHistogram();
+  const counts = { events: 0, accepted: 0, rejected: 0, duplicate: 0, deals: 0 };
+  let timedNs = 0;
+  const batch: CommandEnvelope[] = new Array(BATCH);
+  for (let start = 0; start < commands; start += BATCH) {
+    const size = Math.min(BATCH, commands - start);
+    for (let k = 0; k < size; k++) batch[k] = workload.next(start + k);
+    const batchStart = now();
+    for (let k = 0; k < size; k++) {
+      const t0 = now();
+      const outcome = engine.apply(batch[k]!);
+      histogram.record(now() - t0);
+      counts.events += outcome.events.length;
+      counts[outcome.result.status]++;
+    }
+    timedNs += now() - batchStart;
+  }
+  engine.check();
+  const resting = engine.restingOrderCount();
+  const seconds = timedNs / 1e9;
+  const expected = workload.expectedEventsPerCommand;
+  const invariants: BenchReport["invariants"] = { ok: true, checkPassed: true };
+  if (expected !== undefined) {
+    invariants.eventsExpected = expected * commands;
+    invariants.eventsMatch = counts.events === expected * commands;
+    invariants.bookEmpty = resting === 0;
+    invariants.ok = invariants.eventsMatch && invariants.bookEmpty;
+  }
+  const memory = process.memoryUsage();
+  return {
+    boundary: "pure-domain",
+    boundaryStatement:
+      "deterministic trade calculation only: MatchingEngine.apply in-process; no decoding, I/O, durability or publication",
+    durability: "none (in-memory)",
+    workload: name,
+    workloadDescription: workload.description,
+    commands,
+    warmup,
+    seconds,
+    commandsPerSecond: commands / seconds,
+    latencyMs: histogram.percentilesMs(),
+    invariants,
+    environment: collectEnvironment(),
+    extra: {
+      seed,
+      events: counts.events,
+      eventsPerCommand: counts.events / commands,
+      accepted: counts.accepted,
+      rejected: counts.rejected,
+      duplicate: counts.duplicate,
+      prefilledOrders: prefilled,
+      restingOrders: resting,
+      digest: engine.digest(),
+      rssMiB: memory.rss / 2 ** 20,
+      heapUsedMiB: memory.heapUsed / 2 ** 20,
+    },
+  };
+}
+
+/** Loads `orders` resting limit orders (spread over 10,000 bid levels) and reports memory. */
+export function runRestingMemoryBench(orders = 1_000_000): BenchReport {
+  Bun.gc(true);
+  const before = process.memoryUsage().rss;
+  const engine = new MatchingEngine();
+  const started = now();
+  for (let i = 0; i < orders; i++) {
+    engine.loadRestingOrder({
+      id: `r-${i}`,
+      userId: `u${i % 1000}`,
+      pairId: 1,
+      side: "bid",
+      price: String(1000 + (i % 10_000)),
+      volume: "1.5",
+      volumeTotal: "2",
+      timestamp: 1_704_067_200_000 + i,
+      sequence: i + 1,
+      priceDecimals: 2,
+      amountDecimals: 8,
+      quoteDecimals: 8,
+      stp: "none",
+    });
+  }
+  const seconds = (now() - started) / 1e9;
+  Bun.gc(true);
+  const memory = process.memoryUsage();
+  engine.check();
+  const rssMiB = memory.rss / 2 ** 20;
+  return {
+    boundary: "pure-domain",
+    boundaryStatement: "memory of resting orders held by MatchingEngine (loadRestingOrder)",
+    durability: "none (in-memory)",
+    workload: "resting-memory",
+    commands: orders,
+    warmup: 0,
+    seconds,
+    commandsPerSecond: orders / seconds,
+    latencyMs: { p50: 0, p95: 0, p99: 0, p999: 0, max: 0 },
+    invariants: { ok: rssMiB < 1024, rssBelow1GiB: rssMiB < 1024, checkPassed: true },
+    environment: collectEnvironment(),
+    extra: {
+      restingOrders: engine.restingOrderCount(),
+      rssMiB,
+      rssBeforeMiB: before / 2 ** 20,
+      heapUsedMiB: memory.heapUsed / 2 ** 20,
+      bytesPerOrder: (memory.rss - before) / orders,
+    },
+  };
+}
+
+/** CLI: bun src/bench/domain-bench.ts [workload] [commands] [--resting N]. */
+if (import.meta.main) {
+  const args = process.argv.slice(2);
+  const restingAt = args.indexOf("--resting");
+  if (restingAt >= 0) {
+    console.log(renderReport(runRestingMemoryBench(Number(args[restingAt + 1] ?? 1_000_000))));
+  } else {
+    const workload = args[0] ?? "alternating";
+    const commands = Number(args[1] ?? 1_000_000);
+    console.log(renderReport(runDomainBench({ workload, commands, seed: 42, warmup: 50_000 })));
+  }
+}

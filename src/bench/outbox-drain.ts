@@ -1,0 +1,195 @@
+/**
+ * The outbox-drain boundary benchmark: build a backlog of N realistic event envelopes
+ * in one partition's stream, start an outbox on it, and time how long it takes until
+ * the stream is empty AND sink queues bound to every event exchange have received every
+ * event. Reports events/s with its invariants (duplicates, retries, dead letters).
+ *
+ * Usage (wired by `matchd bench outbox-drain`):
+ *   runOutboxDrainBench({ config, events: 100_000, window: 2000,
+ *     startOutbox: (extraArgs) => spawn `matchd outbox --partition P ...extraArgs`
+ *       and resolve once its /healthz answers, with its /metrics URL and a stop() })
+ * The caller owns the servers; this function deletes the partition's keys first, so
+ * no other outbox or conductor may be running on that partition.
+ */
+import amqp from "amqplib";
+import Redis from "ioredis";
+import type { Config } from "../config/schema";
+import { eventIdOf } from "../domain/events";
+import { allEventExchanges } from "../infra/amqp/topology";
+import { partitionKeys } from "../infra/valkey/keys";
+
+export interface OutboxDrainOptions {
+  config: Config;
+  /** Backlog size. */
+  events: number;
+  /** Confirm window passed to the outbox as --window (1 = publish and await each confirm). */
+  window: number;
+  /** Starts an outbox for config.partition with the extra flags; resolves once it answers /healthz. */
+  startOutbox: (extraArgs: string[]) => Promise<{ stop(): Promise<void>; metricsUrl: string }>;
+  log?: (line: string) => void;
+  /** Gives up after this long; default scales with the backlog (at least 60 s). */
+  timeoutMs?: number;
+}
+
+const xaddChunk = 5000;
+
+/**
+ * The benchmark workload's event mix, repeated: a resting bid (1 event), then an ask
+ * that fills it (maker filled, taker filled, deal executed) — 2 commands, 4 events.
+ */
+function buildEnvelope(partition: number, runId: string, n: number): string {
+  const command = Math.floor(n / 4) * 2 + (n % 4 === 0 ? 0 : 1);
+  const commandId = `${runId}-${command}`;
+  const ordinal = n % 4 === 0 ? 0 : (n % 4) - 1;
+  const type = n % 4 === 0 ? "order.rested.v1" : n % 4 === 3 ? "deal.executed.v1" : "order.filled.v1";
+  const occurredAt = new Date(1_700_000_000_000 + command).toISOString();
+  const bidId = `${runId}-o${command - (n % 4 === 0 ? 0 : 1)}`;
+  const askId = `${runId}-o${command}`;
+  const payload =
+    type === "order.rested.v1"
+      ? { orderId: bidId, userId: "1001", pairId: 1, side: "bid", price: "100", volume: "1", volumeTotal: "1", executedVolume: "0" }
+      : type === "order.filled.v1"
+        ? { orderId: ordinal === 0 ? bidId : askId, userId: ordinal === 0 ? "1001" : "1002", pairId: 1, side: ordinal === 0 ? "bid" : "ask", price: "100", volumeTotal: "1", executedVolume: "1", role: ordinal === 0 ? "maker" : "taker" }
+        : { dealId: `${commandId}:deal:0`, pairId: 1, price: "100", volume: "1", quoteVolume: "100", makerOrderId: bidId, takerOrderId: askId, makerUserId: "1001", takerUserId: "1002", takerSide: "ask" };
+  return JSON.stringify({
+    schemaVersion: 1,
+    eventId: eventIdOf(commandId, ordinal, type),
+    type,
+    partition,
+    pairId: 1,
+    commandId,
+    correlationId: commandId,
+    ordinal,
+    occurredAt,
+    payload,
+  });
+}
+
+async function deleteKeys(valkey: Redis, prefix: string): Promise<number> {
+  let cursor = "0";
+  let deleted = 0;
+  do {
+    const [next, keys] = await valkey.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
+    cursor = next;
+    if (keys.length > 0) deleted += await valkey.del(...keys);
+  } while (cursor !== "0");
+  return deleted;
+}
+
+interface HistogramJson {
+  count?: number;
+  p50?: number;
+  p99?: number;
+  max?: number;
+}
+
+export async function runOutboxDrainBench(options: OutboxDrainOptions): Promise<Record<string, unknown>> {
+  const { config, events, window, startOutbox } = options;
+  const log = options.log ?? (() => undefined);
+  const timeoutMs = options.timeoutMs ?? Math.max(60_000, events * 2);
+  const partition = config.partition;
+  const keys = partitionKeys(partition);
+  const runId = `bench-${Date.now().toString(36)}`;
+  const valkey = new Redis(config.datastoreUrl, { maxRetriesPerRequest: 1 });
+  const connection = await amqp.connect(config.brokerUrl);
+  let outbox: { stop(): Promise<void>; metricsUrl: string } | undefined;
+  try {
+    await deleteKeys(valkey, keys.prefix);
+
+    // The sink: one exclusive queue bound to every event exchange, consumed without acks
+    // so that the consumer is never the bottleneck being measured.
+    const channel = await connection.createChannel();
+    const { queue } = await channel.assertQueue("", { exclusive: true, autoDelete: true });
+    for (const exchange of allEventExchanges) {
+      await channel.assertExchange(exchange, "direct", { durable: true });
+      await channel.bindQueue(queue, exchange, exchange);
+    }
+    const seen = new Set<string>();
+    let duplicates = 0;
+    let foreign = 0;
+    let lastReceivedAt = 0;
+    await channel.consume(
+      queue,
+      (message) => {
+        if (!message) return;
+        const messageId = String(message.properties.messageId);
+        // Other partitions share the contract's exchanges; count only this run's events.
+        if (!messageId.startsWith(runId)) {
+          foreign++;
+          return;
+        }
+        if (seen.has(messageId)) duplicates++;
+        else seen.add(messageId);
+        lastReceivedAt = performance.now();
+      },
+      { noAck: true },
+    );
+
+    const backlogStarted = performance.now();
+    for (let from = 0; from < events; from += xaddChunk) {
+      const pipeline = valkey.pipeline();
+      for (let n = from; n < Math.min(events, from + xaddChunk); n++) {
+        pipeline.xadd(keys.events, "*", "event", buildEnvelope(partition, runId, n));
+      }
+      await pipeline.exec();
+    }
+    const backlogSeconds = (performance.now() - backlogStarted) / 1000;
+    const backlogLength = await valkey.xlen(keys.events);
+    log(`backlog of ${backlogLength} events written in ${backlogSeconds.toFixed(2)} s; starting the outbox (window ${window})`);
+
+    const started = performance.now();
+    outbox = await startOutbox(["--window", String(window)]);
+    const ready = performance.now();
+    let length = backlogLength;
+    let nextReport = ready + 1000;
+    while (length > 0 || seen.size < events) {
+      if (performance.now() - started > timeoutMs) {
+        throw new Error(`outbox drain timed out after ${timeoutMs} ms: XLEN ${length}, received ${seen.size} of ${events}`);
+      }
+      await Bun.sleep(10);
+      length = await valkey.xlen(keys.events);
+      if (performance.now() >= nextReport) {
+        log(`XLEN ${length}, received ${seen.size} of ${events}`);
+        nextReport += 1000;
+      }
+    }
+    const drained = performance.now();
+    const metrics = (await (await fetch(outbox.metricsUrl)).json()) as Record<string, unknown>;
+    const latency = (metrics.matching_outbox_confirm_latency_seconds ?? {}) as HistogramJson;
+    const drainSeconds = (drained - ready) / 1000;
+    const report: Record<string, unknown> = {
+      boundary: "outbox-drain",
+      events,
+      window,
+      readCount: config.outboxReadCount,
+      durability: config.durability,
+      backlogWriteSeconds: round(backlogSeconds),
+      outboxStartSeconds: round((ready - started) / 1000),
+      drainSeconds: round(drainSeconds),
+      lastEventSeconds: round((lastReceivedAt - ready) / 1000),
+      eventsPerSecond: Math.round(events / drainSeconds),
+      received: seen.size,
+      duplicates,
+      foreignMessages: foreign,
+      confirmLatencySeconds: { p50: latency.p50, p99: latency.p99, max: latency.max, count: latency.count },
+      publishRetries: metrics.matching_outbox_publish_retries_total,
+      deadLetters: metrics.matching_outbox_dead_letter_total,
+      unroutable: metrics.matching_outbox_unroutable_total,
+      published: metrics.matching_outbox_events_published_total,
+      invariantsOk:
+        seen.size === events &&
+        metrics.matching_outbox_publish_retries_total === 0 &&
+        metrics.matching_outbox_dead_letter_total === 0,
+    };
+    log(`drained ${events} events in ${drainSeconds.toFixed(2)} s: ${report.eventsPerSecond} events/s`);
+    return report;
+  } finally {
+    await outbox?.stop().catch(() => undefined);
+    await connection.close().catch(() => undefined);
+    valkey.disconnect();
+  }
+}
+
+function round(value: number): number {
+  return Math.round(value * 1000) / 1000;
+}

@@ -1,0 +1,391 @@
+/**
+ * The pipeline boundaries (conductor, full-pipeline, round-trip): publishes a
+ * deterministic workload to the partition's command queue, closed loop or at a fixed
+ * offered rate, and measures until every command is durably processed (and, for the
+ * full pipeline, every event has reached the sink queues), checking invariants.
+ */
+import amqp, { type Channel, type ConfirmChannel } from "amqplib";
+import type { Config } from "../config/schema";
+import type { CommandEnvelope } from "../domain/index";
+import { allEventExchanges, commandExchange, commandQueue } from "../infra/amqp/topology";
+import { createValkey, parseInfo, type Valkey } from "../infra/valkey/client";
+import { partitionKeys } from "../infra/valkey/keys";
+import { LatencyHistogram } from "./histogram";
+import { fetchMetrics, metricNumber } from "./services";
+import { createWorkload } from "./workloads";
+
+export type PipelineBoundary = "conductor" | "full-pipeline" | "round-trip";
+
+export interface PipelineOptions {
+  boundary: PipelineBoundary;
+  config: Config;
+  datastoreUrl: string;
+  brokerUrl: string;
+  conductorUrl: string;
+  outboxUrl?: string;
+  workload: string;
+  commands: number;
+  warmup: number;
+  seed: number;
+  /** Offered commands per second; undefined = closed loop (as fast as it goes). */
+  rate?: number;
+  progress: (line: string) => void;
+}
+
+export interface TimelinePoint {
+  tSeconds: number;
+  commandsPerSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  queueDepth: number;
+  streamLength: number;
+}
+
+export interface PipelineResult {
+  commands: number;
+  seconds: number;
+  latency: LatencyHistogram;
+  /** Command submitted (scheduled send) to its durable RPC reply. */
+  replyLatency: LatencyHistogram;
+  /** Command submitted to the last of its events received by a sink (full pipeline). */
+  eventLatency: LatencyHistogram;
+  publishLatency: LatencyHistogram;
+  timeline: TimelinePoint[];
+  invariants: { ok: boolean; [check: string]: boolean | number | string };
+  facts: Record<string, number | string | boolean>;
+  stages: Record<string, unknown>;
+}
+
+const sinkPrefix = "matchd-bench-sink";
+
+export async function runPipelineBench(options: PipelineOptions): Promise<PipelineResult> {
+  const { config, boundary } = options;
+  const partition = config.partition;
+  const keys = partitionKeys(partition);
+  const queue = commandQueue(partition);
+  const wantEvents = boundary === "full-pipeline";
+
+  const workload = createWorkload(options.workload, {
+    seed: options.seed,
+    partition,
+    partitionCount: config.partitionCount,
+  });
+  const prefill = workload.prefill();
+  const total = options.warmup + options.commands;
+  const bodies: Buffer[] = [];
+  const ids: string[] = [];
+  const encode = (command: CommandEnvelope) => {
+    ids.push(command.commandId);
+    bodies.push(Buffer.from(JSON.stringify(command)));
+  };
+  for (const command of prefill) encode(command);
+  for (let i = 0; i < total; i++) encode(workload.next(i));
+  const timedFrom = prefill.length + options.warmup;
+
+  const valkey = createValkey(options.datastoreUrl, { name: "matchd-bench" });
+  const connection = await amqp.connect(options.brokerUrl);
+  const publisher: ConfirmChannel = await connection.createConfirmChannel();
+  const consumer: Channel = await connection.createChannel();
+  await consumer.prefetch(5000);
+
+  // State per command index.
+  const sentAt = new Float64Array(bodies.length);
+  const repliedAt = new Float64Array(bodies.length);
+  const expectedEvents = new Int32Array(bodies.length).fill(-1);
+  const receivedEvents = new Int32Array(bodies.length);
+  const lastEventAt = new Float64Array(bodies.length);
+  const indexOf = new Map<string, number>();
+  ids.forEach((id, i) => indexOf.set(id, i));
+
+  const latency = new LatencyHistogram();
+  const replyLatency = new LatencyHistogram();
+  const eventLatency = new LatencyHistogram();
+  const publishLatency = new LatencyHistogram();
+  let completed = 0;
+  let completedTimed = 0;
+  let replies = 0;
+  let failedReplies = 0;
+  const seenEvents = new Set<string>();
+  let eventsReceived = 0;
+  let duplicateEvents = 0;
+  const perSecond: { count: number; hist: LatencyHistogram }[] = [];
+  let timedStart = 0;
+
+  const complete = (i: number) => {
+    const end = wantEvents ? Math.max(repliedAt[i]!, lastEventAt[i]!) : repliedAt[i]!;
+    completed++;
+    if (i < timedFrom) return;
+    completedTimed++;
+    const ns = (end - sentAt[i]!) * 1e6;
+    latency.record(ns);
+    const second = Math.floor((end - timedStart) / 1000);
+    while (perSecond.length <= second) perSecond.push({ count: 0, hist: new LatencyHistogram() });
+    perSecond[second]!.count++;
+    perSecond[second]!.hist.record(ns);
+  };
+  const isComplete = (i: number) =>
+    repliedAt[i]! > 0 && (!wantEvents || (expectedEvents[i]! >= 0 && receivedEvents[i]! >= expectedEvents[i]!));
+
+  const replyQueue = (await consumer.assertQueue("", { exclusive: true, autoDelete: true })).queue;
+  await consumer.consume(
+    replyQueue,
+    (message) => {
+      if (!message) return;
+      const i = indexOf.get(message.properties.correlationId as string);
+      if (i === undefined || repliedAt[i]! > 0) return;
+      const now = performance.now();
+      repliedAt[i] = now;
+      replies++;
+      const result = JSON.parse(message.content.toString()) as { status: string; events: number };
+      if (result.status === "rejected") failedReplies++;
+      expectedEvents[i] = result.events;
+      if (i >= timedFrom) replyLatency.record((now - sentAt[i]!) * 1e6);
+      if (isComplete(i)) complete(i);
+    },
+    { noAck: true },
+  );
+
+  if (wantEvents) {
+    for (const exchange of allEventExchanges) {
+      await consumer.assertExchange(exchange, "direct", { durable: true });
+      const sink = `${sinkPrefix}:${exchange}`;
+      // Durable sinks survive a bench crash only until the next run purges them.
+      await consumer.assertQueue(sink, { durable: false, exclusive: true, autoDelete: true });
+      await consumer.bindQueue(sink, exchange, exchange);
+      await consumer.consume(
+        sink,
+        (message) => {
+          if (!message) return;
+          const eventId = message.properties.messageId as string;
+          if (seenEvents.has(eventId)) {
+            duplicateEvents++;
+            return;
+          }
+          seenEvents.add(eventId);
+          eventsReceived++;
+          const commandId = eventId.slice(0, eventId.indexOf(":"));
+          const i = indexOf.get(commandId);
+          if (i === undefined) return;
+          receivedEvents[i]!++;
+          const now = performance.now();
+          if (now > lastEventAt[i]!) lastEventAt[i] = now;
+          if (i >= timedFrom && repliedAt[i]! > 0 && receivedEvents[i] === expectedEvents[i]) {
+            eventLatency.record((now - sentAt[i]!) * 1e6);
+          }
+          if (isComplete(i)) complete(i);
+        },
+        { noAck: true },
+      );
+    }
+  }
+
+  const publish = async (i: number): Promise<void> => {
+    const started = performance.now();
+    sentAt[i] = started;
+    const ok = publisher.publish(commandExchange, queue, bodies[i]!, {
+      persistent: true,
+      contentType: "application/json",
+      replyTo: replyQueue,
+      correlationId: ids[i],
+      messageId: ids[i],
+      timestamp: Date.now(),
+    });
+    publishLatency.record((performance.now() - started) * 1e6);
+    if (!ok) await new Promise((resolve) => publisher.once("drain", resolve));
+  };
+
+  const waitFor = async (what: string, done: () => boolean | Promise<boolean>, limitMs: number) => {
+    const deadline = performance.now() + limitMs;
+    while (!(await done())) {
+      if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await Bun.sleep(10);
+    }
+  };
+
+  // Phase 1: prefill and warm-up, not timed.
+  if (timedFrom > 0) {
+    options.progress(`warm-up: ${prefill.length} prefill + ${options.warmup} warm-up commands`);
+    for (let i = 0; i < timedFrom; i++) await publish(i);
+    await waitFor("warm-up commands", () => completed >= timedFrom, 120_000);
+    if (wantEvents) {
+      await waitFor("warm-up events drained", async () => (await valkey.xlen(keys.events)) === 0, 60_000);
+    }
+  }
+  const baseConductor = await fetchMetrics(options.conductorUrl);
+  const baseOutbox = options.outboxUrl ? await fetchMetrics(options.outboxUrl) : {};
+  const eventsReceivedBefore = eventsReceived;
+
+  // Sampling: queue depth, stream length and replica presence throughout the run.
+  const samples: { t: number; queueDepth: number; streamLength: number }[] = [];
+  let minReplicas = Number.POSITIVE_INFINITY;
+  let sampling = true;
+  const sampler = (async () => {
+    const probe = await connection.createChannel();
+    while (sampling) {
+      try {
+        const [depth, xlen, info] = await Promise.all([
+          probe.checkQueue(queue),
+          valkey.xlen(keys.events),
+          valkey.info("replication"),
+        ]);
+        samples.push({ t: (performance.now() - timedStart) / 1000, queueDepth: depth.messageCount, streamLength: xlen });
+        minReplicas = Math.min(minReplicas, Number(parseInfo(info).get("connected_slaves") ?? 0));
+      } catch {
+        // A failed sample is a gap, not a failure of the run.
+      }
+      await Bun.sleep(250);
+    }
+    await probe.close().catch(() => undefined);
+  })();
+
+  // Phase 2: the timed run.
+  timedStart = performance.now();
+  const progressTimer = setInterval(() => {
+    const elapsed = (performance.now() - timedStart) / 1000;
+    options.progress(
+      `${boundary}: ${completedTimed}/${options.commands} complete, ${Math.round(completedTimed / Math.max(elapsed, 0.001))} cmd/s, ${elapsed.toFixed(1)} s`,
+    );
+  }, 1000);
+  try {
+    if (options.rate === undefined) {
+      for (let i = timedFrom; i < bodies.length; i++) await publish(i);
+    } else {
+      const intervalMs = 1000 / options.rate;
+      for (let i = timedFrom; i < bodies.length; ) {
+        const due = timedStart + (i - timedFrom) * intervalMs;
+        const now = performance.now();
+        if (now < due) {
+          await Bun.sleep(Math.max(0, due - now));
+          continue;
+        }
+        // Latency counts from the scheduled time, not the actual send: no coordinated omission.
+        while (i < bodies.length && timedStart + (i - timedFrom) * intervalMs <= performance.now()) {
+          await publish(i);
+          sentAt[i] = timedStart + (i - timedFrom) * intervalMs;
+          i++;
+        }
+      }
+    }
+    await publisher.waitForConfirms();
+    await waitFor("every command's durable result", () => completedTimed >= options.commands, 600_000);
+    if (wantEvents) {
+      await waitFor("the events stream drained", async () => (await valkey.xlen(keys.events)) === 0, 120_000);
+    }
+  } finally {
+    clearInterval(progressTimer);
+  }
+  const seconds = (performance.now() - timedStart) / 1000;
+  sampling = false;
+  await sampler;
+
+  const conductor = await fetchMetrics(options.conductorUrl);
+  const outbox = options.outboxUrl ? await fetchMetrics(options.outboxUrl) : {};
+  const delta = (now: Record<string, unknown>, base: Record<string, unknown>, key: string) =>
+    metricNumber(now, key) - metricNumber(base, key);
+  const processed = delta(conductor, baseConductor, "matching_commands_processed_total");
+  const failures = delta(conductor, baseConductor, "matching_command_failures_total");
+  const eventsCreated = delta(conductor, baseConductor, "matching_events_created_total");
+  const durabilityTimeouts = delta(conductor, baseConductor, "matching_durability_timeouts_total");
+  const eventsReceivedTimed = eventsReceived - eventsReceivedBefore;
+
+  const invariants: PipelineResult["invariants"] = { ok: true };
+  const check = (name: string, value: number | string | boolean, ok: boolean) => {
+    invariants[name] = value;
+    if (!ok) {
+      invariants.ok = false;
+      invariants[`${name}Failed`] = true;
+    }
+  };
+  check("commandsProcessed", processed, processed === options.commands);
+  check("commandFailures", failures, failures === 0);
+  check("durabilityTimeouts", durabilityTimeouts, durabilityTimeouts === 0);
+  check("rejectedResults", failedReplies, failedReplies === 0);
+  if (config.durability === "aof-replicated") {
+    check("replicaConnectedThroughout", minReplicas >= 1, minReplicas >= 1);
+  }
+  const perCommand = workload.expectedEventsPerCommand;
+  if (perCommand !== undefined) {
+    const expected = perCommand * options.commands;
+    check("eventsCreated", eventsCreated, eventsCreated === expected);
+    invariants.eventsExpected = expected;
+  } else {
+    invariants.eventsCreated = eventsCreated;
+  }
+  if (wantEvents) {
+    const retries = delta(outbox, baseOutbox, "matching_outbox_publish_retries_total");
+    const deadLetters = delta(outbox, baseOutbox, "matching_outbox_dead_letter_total");
+    check("outboxRetries", retries, retries === 0);
+    check("outboxDeadLetters", deadLetters, deadLetters === 0);
+    check("eventsReceivedBySinks", eventsReceivedTimed, eventsReceivedTimed === eventsCreated);
+    invariants.duplicateEventsReceived = duplicateEvents;
+    const xlen = await valkey.xlen(keys.events);
+    check("streamLengthAtEnd", xlen, xlen === 0);
+  }
+  if (options.workload === "alternating") {
+    let depth = 0;
+    for (const pairId of workload.pairIds) {
+      depth += await valkey.zcard(keys.bookRates(pairId, "bid"));
+      depth += await valkey.zcard(keys.bookRates(pairId, "ask"));
+    }
+    check("remainingBookDepth", depth, depth === 0);
+  }
+  const digest = (await fetch(`${options.conductorUrl}/digest`).then((r) => r.json(), () => ({}))) as {
+    digest?: string;
+    restingOrders?: number;
+  };
+  invariants.finalBookDigest = digest.digest ?? "unavailable";
+  invariants.restingOrdersAtEnd = digest.restingOrders ?? -1;
+
+  const timeline: TimelinePoint[] = perSecond.map((bucket, second) => {
+    const inSecond = samples.filter((s) => Math.floor(s.t) === second);
+    const p = bucket.hist.percentilesMs();
+    return {
+      tSeconds: second + 1,
+      commandsPerSecond: bucket.count,
+      p50Ms: p.p50,
+      p99Ms: p.p99,
+      maxMs: p.max,
+      queueDepth: Math.max(0, ...inSecond.map((s) => s.queueDepth)),
+      streamLength: Math.max(0, ...inSecond.map((s) => s.streamLength)),
+    };
+  });
+  const stageKeys = Object.keys(conductor).filter((k) => k.startsWith("matching_stage_"));
+  const stages: Record<string, unknown> = {};
+  for (const key of stageKeys) stages[key] = conductor[key];
+  stages.matching_batch_size = conductor.matching_batch_size;
+  if (options.outboxUrl) stages.matching_outbox_confirm_latency_seconds = outbox.matching_outbox_confirm_latency_seconds;
+
+  await connection.close().catch(() => undefined);
+  valkey.disconnect();
+  return {
+    commands: options.commands,
+    seconds,
+    latency,
+    replyLatency,
+    eventLatency,
+    publishLatency,
+    timeline,
+    invariants,
+    stages,
+    facts: {
+      maxQueueDepth: Math.max(0, ...samples.map((s) => s.queueDepth)),
+      maxStreamLength: Math.max(0, ...samples.map((s) => s.streamLength)),
+      replies,
+      eventsReceived: eventsReceivedTimed,
+      offeredRate: options.rate ?? "closed loop",
+    },
+  };
+}
+
+export async function resetPartition(valkey: Valkey, partition: number): Promise<number> {
+  const pattern = `${partitionKeys(partition).prefix}*`;
+  let cursor = "0";
+  let deleted = 0;
+  do {
+    const [next, keys] = await valkey.scan(cursor, "MATCH", pattern, "COUNT", 1000);
+    cursor = next;
+    if (keys.length > 0) deleted += await valkey.del(...keys);
+  } while (cursor !== "0");
+  return deleted;
+}

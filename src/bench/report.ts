@@ -1,0 +1,71 @@
+// The benchmark report shape shared by every boundary (domain, conductor, pipeline), with a
+// readable table rendering and a JSON rendering; environment facts are passed in or collected here.
+
+import { cpus, platform, release, totalmem } from "node:os";
+import type { Percentiles } from "./histogram";
+
+export interface BenchEnvironment {
+  cpuModel: string;
+  cores: number;
+  os: string;
+  runtime: string;
+  totalMemoryBytes: number;
+}
+
+export interface BenchReport {
+  boundary: string;
+  boundaryStatement: string;
+  durability: string;
+  workload: string;
+  workloadDescription?: string;
+  commands: number;
+  warmup: number;
+  seconds: number;
+  commandsPerSecond: number;
+  latencyMs: Percentiles;
+  invariants: { ok: boolean; [check: string]: boolean | number | string };
+  environment: BenchEnvironment;
+  extra: Record<string, number | string | boolean>;
+}
+
+/** Collects the machine description; kept here so src/domain never imports node:os. */
+export function collectEnvironment(): BenchEnvironment {
+  const list = cpus();
+  const bun = (globalThis as { Bun?: { version: string } }).Bun;
+  return {
+    cpuModel: list[0]?.model ?? "unknown",
+    cores: list.length,
+    os: `${platform()} ${release()}`,
+    runtime: bun ? `bun ${bun.version}` : `node ${process.version}`,
+    totalMemoryBytes: totalmem(),
+  };
+}
+
+export function reportJson(report: BenchReport): string {
+  return JSON.stringify(report, null, 2);
+}
+
+const fmt = (value: number, digits = 0) =>
+  value.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
+/** A two-column table of the report, for humans reading a terminal. */
+export function renderReport(report: BenchReport): string {
+  const rows: [string, string][] = [
+    ["boundary", `${report.boundary}: ${report.boundaryStatement}`],
+    ["durability", report.durability],
+    ["workload", report.workloadDescription ? `${report.workload} (${report.workloadDescription})` : report.workload],
+    ["commands", `${fmt(report.commands)} (+${fmt(report.warmup)} warm-up, not counted)`],
+    ["seconds", fmt(report.seconds, 3)],
+    ["commands/s", fmt(report.commandsPerSecond)],
+    [
+      "latency ms",
+      `p50 ${report.latencyMs.p50}  p95 ${report.latencyMs.p95}  p99 ${report.latencyMs.p99}  ` +
+        `p99.9 ${report.latencyMs.p999}  max ${report.latencyMs.max}`,
+    ],
+    ["invariants", Object.entries(report.invariants).map(([k, v]) => `${k}=${v}`).join("  ")],
+    ...Object.entries(report.extra).map(([k, v]): [string, string] => [k, typeof v === "number" ? fmt(v, 2) : String(v)]),
+    ["environment", `${report.environment.cpuModel} x${report.environment.cores}, ${report.environment.os}, ${report.environment.runtime}`],
+  ];
+  const width = Math.max(...rows.map(([k]) => k.length));
+  return rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join("\n");
+}

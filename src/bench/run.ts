@@ -1,0 +1,373 @@
+/**
+ * `matchd bench <boundary>`: resolves the bench flags, brings up what the boundary
+ * needs (private stack, conductor, outbox), runs it, prints the report (table or
+ * JSON, optionally HTML), tears everything down, and exits 1 on a failed invariant.
+ */
+import { writeFileSync } from "node:fs";
+import type { Config } from "../config/schema";
+import type { Logger } from "../infra/log";
+import { createValkey } from "../infra/valkey/client";
+import { runDatastoreBench } from "./datastore-bench";
+import { runDomainBench, runRestingMemoryBench } from "./domain-bench";
+import { collectEnvironment, environmentFacts } from "./environment";
+import { renderHtmlReport } from "./html-report";
+import { runOutboxDrainBench } from "./outbox-drain";
+import { type PipelineBoundary, resetPartition, runPipelineBench } from "./pipeline-bench";
+import type { BenchReport } from "./report";
+import { renderReport } from "./report";
+import { ensureStack, type ServiceProcess, startService } from "./services";
+import { workloadNames } from "./workloads";
+
+export const benchBoundaries: readonly string[] = [
+  "domain",
+  "datastore",
+  "conductor",
+  "outbox-drain",
+  "full-pipeline",
+  "round-trip",
+];
+
+export interface BenchRunOptions {
+  config: Config;
+  env: { datastoreGiven: boolean; brokerGiven: boolean; executable: string };
+  flags: ReadonlyMap<string, string>;
+  json: boolean;
+  keepStack: boolean;
+  log: Logger;
+}
+
+const boundaryStatements: Record<string, string> = {
+  conductor:
+    "publish to matching:commands.p<N> -> conductor decode, dedup lookup, match, one atomic commit per batch, durability wait, ack + RPC reply; timer stops when every command's durable reply is received (outbox not running)",
+  "full-pipeline":
+    "publish -> conductor (as above) -> Valkey stream -> outbox publish with confirms -> event exchanges -> sink queues; timer stops when every command is processed, the stream is drained and every event is received by the sinks",
+  "round-trip":
+    "client view: command sent as RPC (replyTo) -> conductor -> durable commit -> reply received; latency from each command's scheduled send time",
+};
+
+class BenchUsageError extends Error {}
+
+function intFlag(flags: ReadonlyMap<string, string>, name: string, fallback: number, min = 0): number {
+  const raw = flags.get(name);
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < min) throw new BenchUsageError(`${name} must be an integer >= ${min}, got ${raw}`);
+  return value;
+}
+
+export async function runBench(boundary: string, options: BenchRunOptions): Promise<number> {
+  const { flags } = options;
+  const progress = (line: string) => process.stderr.write(`[bench] ${line}\n`);
+  const workload = flags.get("--workload") ?? "alternating";
+  if (!(workloadNames as readonly string[]).includes(workload)) {
+    process.stderr.write(`matchd: --workload must be one of ${workloadNames.join(", ")}\n`);
+    return 2;
+  }
+  try {
+    const seed = intFlag(flags, "--seed", 1);
+    if (boundary === "domain") return finish(runDomainBoundary(options, workload, seed), options);
+    return await runWithStack(boundary, options, workload, seed, progress);
+  } catch (error) {
+    if (error instanceof BenchUsageError) {
+      process.stderr.write(`matchd: ${error.message}\n`);
+      return 2;
+    }
+    throw error;
+  }
+}
+
+function runDomainBoundary(options: BenchRunOptions, workload: string, seed: number): BenchReport {
+  const resting = intFlag(options.flags, "--resting", 0);
+  if (resting > 0) return runRestingMemoryBench(resting);
+  const commands = intFlag(options.flags, "--commands", workload === "sweep" ? 20_000 : 1_000_000, 1);
+  const warmup = intFlag(options.flags, "--warmup", 100_000);
+  return runDomainBench({ workload, commands, seed, warmup });
+}
+
+function finish(report: BenchReport, options: BenchRunOptions): number {
+  process.stdout.write((options.json ? JSON.stringify(report) : renderReport(report)) + "\n");
+  return report.invariants.ok ? 0 : 1;
+}
+
+async function runWithStack(
+  boundary: string,
+  options: BenchRunOptions,
+  workload: string,
+  seed: number,
+  progress: (line: string) => void,
+): Promise<number> {
+  const { config, flags } = options;
+  const stack = await ensureStack({
+    config,
+    datastoreGiven: options.env.datastoreGiven,
+    brokerGiven: options.env.brokerGiven,
+    dir: flags.get("--dir"),
+    keep: options.keepStack,
+    progress,
+  });
+  const services: ServiceProcess[] = [];
+  const cleanup = async () => {
+    for (const service of services.reverse()) await service.stop().catch(() => undefined);
+    await stack.teardown();
+  };
+  const onSignal = () => {
+    progress("interrupted; tearing down");
+    void cleanup().finally(() => process.exit(130));
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  try {
+    const base = {
+      "--datastore-url": stack.datastoreUrl,
+      "--broker-url": stack.brokerUrl,
+      "--partition": config.partition,
+      "--partition-count": config.partitionCount,
+      "--durability": config.durability,
+      "--durability-timeout-ms": config.durabilityTimeoutMs,
+      "--log-level": config.logLevel,
+    };
+    const environment = await collectEnvironment({ datastoreUrl: stack.datastoreUrl, brokerUrl: stack.brokerUrl });
+    const envFacts = Object.fromEntries(environmentFacts(environment));
+    const effective: Config = { ...config, datastoreUrl: stack.datastoreUrl, brokerUrl: stack.brokerUrl };
+
+    let report: BenchReport;
+    let series: Parameters<typeof renderHtmlReport>[1] | undefined;
+    if (boundary === "datastore") {
+      report = await datastoreReport(effective, flags, envFacts, progress);
+    } else if (boundary === "outbox-drain") {
+      report = await outboxDrainReport(effective, flags, base, envFacts, services, progress);
+    } else {
+      const pipelineBoundary = boundary as PipelineBoundary;
+      const valkey = createValkey(stack.datastoreUrl, { name: "matchd-bench-reset" });
+      const deleted = await resetPartition(valkey, config.partition);
+      valkey.disconnect();
+      if (deleted > 0) progress(`deleted ${deleted} leftover keys of partition ${config.partition}`);
+      const conductorUrl = flags.get("--conductor-url");
+      const outboxUrl = flags.get("--outbox-url");
+      let conductor = conductorUrl;
+      if (!conductor) {
+        progress("starting conductor");
+        const service = await startService(
+          "conductor",
+          { ...base, "--batch-max": config.batchMax, "--prefetch": config.prefetch },
+          progress,
+        );
+        services.push(service);
+        conductor = service.url;
+      }
+      let outbox = outboxUrl;
+      if (pipelineBoundary === "full-pipeline" && !outbox) {
+        progress("starting outbox");
+        const service = await startService("outbox", { ...base, "--window": config.outboxWindow }, progress);
+        services.push(service);
+        outbox = service.url;
+      }
+      const defaultCommands = pipelineBoundary === "round-trip" ? 10_000 : 20_000;
+      let commands = intFlag(flags, "--commands", defaultCommands, 1);
+      const rateFlag = flags.get("--rate");
+      const rate = rateFlag === undefined ? (pipelineBoundary === "round-trip" ? 1000 : undefined) : intFlag(flags, "--rate", 0, 1);
+      const duration = flags.get("--duration");
+      if (duration !== undefined) {
+        if (rate === undefined) throw new BenchUsageError("--duration needs --rate (closed loop runs a command count)");
+        commands = Math.round(rate * intFlag(flags, "--duration", 0, 1));
+      }
+      let warmup = intFlag(flags, "--warmup", Math.min(2000, commands));
+      if (workload === "alternating") {
+        // Bid/ask pairs: an odd count would leave one order resting.
+        commands += commands % 2;
+        warmup += warmup % 2;
+      }
+      const result = await runPipelineBench({
+        boundary: pipelineBoundary,
+        config: effective,
+        datastoreUrl: stack.datastoreUrl,
+        brokerUrl: stack.brokerUrl,
+        conductorUrl: conductor,
+        outboxUrl: outbox,
+        workload,
+        commands,
+        warmup,
+        seed,
+        rate,
+        progress,
+      });
+      const latencyName =
+        pipelineBoundary === "full-pipeline"
+          ? "submit to durable reply and every event received by sinks"
+          : "submit to durable RPC reply (sent right after the ack)";
+      report = {
+        boundary,
+        boundaryStatement: boundaryStatements[boundary]!,
+        durability: describeDurability(config),
+        workload,
+        commands: result.commands,
+        warmup,
+        seconds: round(result.seconds, 3),
+        commandsPerSecond: Math.round(result.commands / result.seconds),
+        latencyMs: result.latency.percentilesMs(),
+        invariants: result.invariants,
+        environment: envFacts,
+        extra: {
+          latencyMeasures: latencyName,
+          offered: rate === undefined ? "closed loop (publish as fast as the broker accepts)" : `${rate} commands/s`,
+          batchMax: config.batchMax,
+          prefetch: config.prefetch,
+          ...(pipelineBoundary === "full-pipeline" ? { outboxWindow: config.outboxWindow } : {}),
+          replyLatencyMs: JSON.stringify(result.replyLatency.percentilesMs()),
+          ...(pipelineBoundary === "full-pipeline"
+            ? { eventLatencyMs: JSON.stringify(result.eventLatency.percentilesMs()) }
+            : {}),
+          publishCallMs: JSON.stringify(result.publishLatency.percentilesMs()),
+          maxCommandQueueDepth: result.facts.maxQueueDepth as number,
+          maxEventStreamLength: result.facts.maxStreamLength as number,
+          stages: JSON.stringify(result.stages),
+        },
+      };
+      series = {
+        timeline: result.timeline,
+        histogram: histogramSeries(result.latency),
+      };
+    }
+    const reportFile = flags.get("--report");
+    if (reportFile) {
+      writeFileSync(reportFile, renderHtmlReport(report, series ?? { timeline: [], histogram: [] }));
+      progress(`HTML report written to ${reportFile}`);
+    }
+    return finish(report, options);
+  } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+    await cleanup();
+  }
+}
+
+function describeDurability(config: Config): string {
+  return config.durability === "aof-replicated"
+    ? `aof-replicated: ack only after WAITAOF 1 1 confirms primary and replica fsync (timeout ${config.durabilityTimeoutMs} ms); stack servers run appendfsync always, hz 100`
+    : "memory: no durability wait; acknowledged commands can be lost";
+}
+
+function round(value: number, digits: number): number {
+  const f = 10 ** digits;
+  return Math.round(value * f) / f;
+}
+
+function histogramSeries(histogram: import("./histogram").LatencyHistogram): { upperMs: number; count: number }[] {
+  // Log-spaced buckets from 0.05 ms to 30 s, counted from the percentile curve.
+  const out: { upperMs: number; count: number }[] = [];
+  let previous = 0;
+  for (let upper = 0.05; upper <= 30_000; upper *= 1.5) {
+    const below = histogram.countBelow(upper * 1e6);
+    out.push({ upperMs: round(upper, 3), count: below - previous });
+    previous = below;
+  }
+  return out;
+}
+
+async function datastoreReport(
+  config: Config,
+  flags: ReadonlyMap<string, string>,
+  environment: Record<string, string>,
+  progress: (line: string) => void,
+): Promise<BenchReport> {
+  const transactions = intFlag(flags, "--commands", 5000, 1);
+  const connectionsFlag = flags.get("--connections");
+  const connections = connectionsFlag === undefined ? [1, 8] : [intFlag(flags, "--connections", 1, 1)];
+  const result = await runDatastoreBench({
+    datastoreUrl: config.datastoreUrl,
+    transactions,
+    connections,
+    durabilityTimeoutMs: config.durabilityTimeoutMs,
+    log: progress,
+  });
+  const durable = result.rows.find((r) => r.policy === "aof-replicated" && r.connections === connections[0])!;
+  const extra: BenchReport["extra"] = {};
+  for (const row of result.rows) {
+    extra[`${row.policy} x${row.connections} tx/s`] = Math.round(row.txPerSecond);
+    extra[`${row.policy} x${row.connections} latency ms`] = JSON.stringify(row.latencyMs);
+  }
+  extra["durability wait alone ms"] = JSON.stringify(result.waitDurableMs);
+  return {
+    boundary: "datastore",
+    boundaryStatement:
+      "MULTI; HSET order; ZADD book; XADD event; SET processed-command EX; EXEC, sequential per connection, one partition key space per connection; under aof-replicated each EXEC is followed by the durability wait (WAITAOF 1 1 in short slices)",
+    durability: "both: memory and aof-replicated rows below",
+    workload: "synthetic commit shape of one command",
+    commands: durable.transactions,
+    warmup: 0,
+    seconds: round(durable.seconds, 3),
+    commandsPerSecond: Math.round(durable.txPerSecond),
+    latencyMs: durable.latencyMs,
+    invariants: { ok: result.durabilityTimeouts === 0, durabilityTimeouts: result.durabilityTimeouts },
+    environment,
+    extra,
+  };
+}
+
+async function outboxDrainReport(
+  config: Config,
+  flags: ReadonlyMap<string, string>,
+  base: Record<string, string | number>,
+  environment: Record<string, string>,
+  services: ServiceProcess[],
+  progress: (line: string) => void,
+): Promise<BenchReport> {
+  const events = intFlag(flags, "--events", intFlag(flags, "--commands", 100_000, 1), 1);
+  const result = await runOutboxDrainBench({
+    config,
+    events,
+    window: config.outboxWindow,
+    log: progress,
+    startOutbox: async (extraArgs) => {
+      const extra: Record<string, string> = {};
+      for (let i = 0; i + 1 < extraArgs.length; i += 2) extra[extraArgs[i]!] = extraArgs[i + 1]!;
+      const service = await startService("outbox", { ...base, "--window": config.outboxWindow, ...extra }, progress);
+      services.push(service);
+      return {
+        metricsUrl: `${service.url}/metrics`,
+        stop: async () => {
+          await service.stop();
+          services.splice(services.indexOf(service), 1);
+        },
+      };
+    },
+  });
+  return outboxDrainToReport(result, config, environment, events);
+}
+
+function outboxDrainToReport(
+  result: Record<string, unknown>,
+  config: Config,
+  environment: Record<string, string>,
+  events: number,
+): BenchReport {
+  const num = (key: string) => (typeof result[key] === "number" ? (result[key] as number) : 0);
+  const confirm = (result.confirmLatencyMs ?? {}) as Record<string, number>;
+  const invariants = (result.invariants ?? { ok: false, missing: "invariants" }) as BenchReport["invariants"];
+  const extra: BenchReport["extra"] = {};
+  for (const [key, value] of Object.entries(result)) {
+    if (typeof value === "number" || typeof value === "string" || typeof value === "boolean") extra[key] = value;
+    else if (key !== "invariants") extra[key] = JSON.stringify(value);
+  }
+  return {
+    boundary: "outbox-drain",
+    boundaryStatement:
+      "a backlog of N events already in the partition's Valkey stream -> outbox (lease, XREADGROUP, publish with confirms in a sliding window, XACK+XDEL) -> event exchanges -> sink queues; timer stops when XLEN is 0 and every event was received",
+    durability: `outbox acknowledges the stream only after broker confirms (window ${config.outboxWindow})`,
+    workload: `${events} events of the alternating mix (rested, filled, filled, deal)`,
+    commands: events,
+    warmup: 0,
+    seconds: num("seconds"),
+    commandsPerSecond: Math.round(num("eventsPerSecond")),
+    latencyMs: {
+      p50: confirm.p50 ?? 0,
+      p95: confirm.p95 ?? 0,
+      p99: confirm.p99 ?? 0,
+      p999: confirm.p999 ?? 0,
+      max: confirm.max ?? 0,
+    },
+    invariants,
+    environment,
+    extra,
+  };
+}

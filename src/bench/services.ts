@@ -1,0 +1,139 @@
+/**
+ * What a pipeline bench runs against: the private stack (started when no URLs are
+ * given) and the conductor and outbox as child processes of this same binary, with
+ * readiness waits and a teardown that also runs on Ctrl-C.
+ */
+import { mkdtempSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Config } from "../config/schema";
+import { stackDown, stackUp } from "../stack/index";
+
+export interface ServiceProcess {
+  name: string;
+  url: string;
+  stop(): Promise<number>;
+  kill(): void;
+  exited: Promise<number>;
+}
+
+/** The command that runs this same matchd: the compiled binary, or bun + main.ts from source. */
+export function selfCommand(): string[] {
+  return Bun.main.endsWith(".ts") ? [process.execPath, Bun.main] : [process.execPath];
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface BenchStack {
+  datastoreUrl: string;
+  brokerUrl: string;
+  privateStack: boolean;
+  teardown(): Promise<void>;
+}
+
+export async function ensureStack(options: {
+  config: Config;
+  datastoreGiven: boolean;
+  brokerGiven: boolean;
+  dir?: string;
+  keep: boolean;
+  progress: (line: string) => void;
+}): Promise<BenchStack> {
+  const { config } = options;
+  if (options.datastoreGiven && options.brokerGiven) {
+    return { datastoreUrl: config.datastoreUrl, brokerUrl: config.brokerUrl, privateStack: false, teardown: async () => {} };
+  }
+  if (options.datastoreGiven !== options.brokerGiven) {
+    throw new Error("give both MATCHING_DATASTORE_URL and MATCHING_BROKER_URL, or neither (a private stack is started)");
+  }
+  const dir = options.dir ?? mkdtempSync(join(tmpdir(), "matchd-bench-"));
+  options.progress(`starting private stack in ${dir}`);
+  const info = await stackUp({ dir, log: (line) => options.progress(`stack: ${line}`) });
+  let done = false;
+  return {
+    datastoreUrl: info.datastoreUrl,
+    brokerUrl: info.brokerUrl,
+    privateStack: true,
+    teardown: async () => {
+      if (done || options.keep) return;
+      done = true;
+      options.progress("stopping private stack");
+      await stackDown({ dir });
+    },
+  };
+}
+
+/** Starts `matchd <name>` with config flags and waits until its /readyz answers 200. */
+export async function startService(
+  name: "conductor" | "outbox",
+  flags: Record<string, string | number>,
+  progress: (line: string) => void,
+): Promise<ServiceProcess> {
+  const port = await freePort();
+  const args = Object.entries({ ...flags, "--http-port": port }).flatMap(([flag, value]) => [flag, String(value)]);
+  const child = Bun.spawn([...selfCommand(), name, ...args], {
+    stdout: "ignore",
+    stderr: "pipe",
+  });
+  const logTail: string[] = [];
+  void (async () => {
+    const decoder = new TextDecoder();
+    for await (const chunk of child.stderr) {
+      for (const line of decoder.decode(chunk).split("\n")) {
+        if (!line) continue;
+        logTail.push(line);
+        if (logTail.length > 40) logTail.shift();
+        if (/"level":"(warn|error)"/.test(line)) progress(`${name}: ${line.slice(0, 300)}`);
+      }
+    }
+  })();
+  const url = `http://127.0.0.1:${port}`;
+  const service: ServiceProcess = {
+    name,
+    url,
+    exited: child.exited,
+    kill: () => child.kill("SIGKILL"),
+    stop: async () => {
+      child.kill("SIGTERM");
+      const timeout = setTimeout(() => child.kill("SIGKILL"), 15_000);
+      const code = await child.exited;
+      clearTimeout(timeout);
+      return code;
+    },
+  };
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) {
+      throw new Error(`${name} exited with ${child.exitCode} before it was ready:\n${logTail.join("\n")}`);
+    }
+    const ready = await fetch(`${url}/readyz`).then((r) => r.status === 200, () => false);
+    if (ready) return service;
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL");
+      throw new Error(`${name} not ready within 60 s:\n${logTail.join("\n")}`);
+    }
+    await Bun.sleep(100);
+  }
+}
+
+export async function fetchMetrics(url: string): Promise<Record<string, unknown>> {
+  const response = await fetch(`${url}/metrics`);
+  if (!response.ok) throw new Error(`${url}/metrics answered ${response.status}`);
+  return (await response.json()) as Record<string, unknown>;
+}
+
+export function metricNumber(metrics: Record<string, unknown>, key: string): number {
+  const value = metrics[key];
+  return typeof value === "number" ? value : 0;
+}

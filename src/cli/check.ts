@@ -1,0 +1,34 @@
+/**
+ * `matchd check`: the durability policy's datastore checks plus broker reachability,
+ * each printed as pass/fail; starts nothing.
+ */
+import type { Config } from "../config/schema";
+import { connectBroker } from "../infra/amqp/connect";
+import { runDatastoreChecks } from "../infra/boot";
+import type { CheckOutcome } from "../infra/valkey/durability";
+
+export async function runCheck(config: Config, print: (line: string) => void): Promise<number> {
+  const outcomes = await runDatastoreChecks(config);
+  outcomes.push(await checkBroker(config.brokerUrl));
+  print(`policy: MATCHING_DURABILITY=${config.durability}`);
+  for (const outcome of outcomes) {
+    print(`${outcome.ok ? "PASS" : "FAIL"} ${outcome.name}: ${outcome.detail}`);
+  }
+  return outcomes.every((o) => o.ok) ? 0 : 3;
+}
+
+async function checkBroker(url: string): Promise<CheckOutcome> {
+  try {
+    const connection = await connectBroker(url, "matchd-check");
+    const channel = await connection.createChannel();
+    await channel.close();
+    await connection.close();
+    return { name: "broker reachable", ok: true, detail: "AMQP channel opened" };
+  } catch (error) {
+    return {
+      name: "broker reachable",
+      ok: false,
+      detail: `cannot open an AMQP channel (${(error as Error).message}); start RabbitMQ or fix MATCHING_BROKER_URL`,
+    };
+  }
+}

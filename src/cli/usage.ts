@@ -1,0 +1,85 @@
+/**
+ * Help texts for every subcommand, generated from the config schema so flags and
+ * environment variables are documented in one place.
+ */
+import { settings } from "../config/schema";
+
+const configHelp = settings
+  .map((s) => `  ${s.flag.padEnd(26)} ${s.env.padEnd(32)} ${s.accepted}`)
+  .join("\n");
+
+export const mainUsage = `matchd: exchange order matching with a durable single writer per partition
+
+usage: matchd <command> [flags]
+
+commands:
+  conductor   consume partition N's commands, match, commit atomically, wait for durability, ack
+  outbox      move partition N's committed events from Valkey to RabbitMQ, in order, confirmed
+  bench       measure a boundary: domain | datastore | conductor | outbox-drain | full-pipeline | round-trip
+  stack       up | down | status: a private local Valkey primary + replica and RabbitMQ node
+  check       run the datastore and broker checks of the durability policy, start nothing
+
+  matchd <command> --help   flags of one command
+  matchd --version
+`;
+
+export const configUsage = `configuration (flag, environment variable, accepted values):\n${configHelp}\n`;
+
+export const commandUsage: Record<string, string> = {
+  conductor: `usage: matchd conductor [--partition N] [config flags]
+
+The single writer of partition N: consumes matching:commands.p<N>, applies commands
+through the domain in batches, commits each batch atomically in Valkey, waits for the
+durability policy (WAITAOF 1 1 under aof-replicated), then acknowledges and replies.
+
+${configUsage}`,
+  outbox: `usage: matchd outbox [--partition N] [--window W] [config flags]
+
+Moves partition N's committed events from its Valkey stream to RabbitMQ in stream
+order on one confirm channel, at least once, keeping up to W publishes unconfirmed.
+
+${configUsage}`,
+  check: `usage: matchd check [config flags]
+
+Runs the checks the durability policy needs (WAITAOF support, primary role, appendonly,
+a connected replica, a probe write fsynced on primary and replica) plus broker
+reachability, prints each as pass/fail and exits 0 when all pass, 3 otherwise.
+
+${configUsage}`,
+  stack: `usage: matchd stack up|down|status --dir DIR
+
+up      start a Valkey primary + replica (appendonly yes, appendfsync always, hz 100) and a
+        private RabbitMQ node on free loopback ports, wait until WAITAOF 1 1 succeeds and an
+        AMQP channel opens, print MATCHING_* URL lines, and leave them running
+down    stop exactly the processes 'up' started in DIR (by pid)
+status  print the recorded stack and whether each process is alive
+`,
+  bench: `usage: matchd bench <boundary> [flags]
+
+boundaries:
+  domain          the pure matching domain in-process
+  datastore       the commit shape (MULTI..EXEC) alone, memory vs aof-replicated, plus WAITAOF latency
+  conductor       commands published to the queue until processed (conductor only)
+  outbox-drain    a backlog of events drained from the stream to sink queues
+  full-pipeline   conductor and outbox together until every event is received by sinks
+  round-trip      RPC commands (replyTo): send to durable reply
+
+flags:
+  --workload NAME     alternating (default) | mixed | sweep | multi-pair
+  --commands N        commands to time (default depends on the boundary)
+  --events N          backlog size for outbox-drain (default 100000)
+  --seed S            workload seed (default 1)
+  --warmup N          commands run first and not timed
+  --rate R            offer R commands/s (open loop) instead of closed loop
+  --duration S        run for S seconds instead of --commands
+  --connections C     datastore bench connections (default 1 and 8)
+  --resting N         domain: also measure RSS with N resting orders
+  --dir DIR           where the private stack lives (default a temp dir)
+  --json              print one JSON object instead of the table
+  --report FILE       also write a self-contained HTML report
+
+With no MATCHING_DATASTORE_URL / MATCHING_BROKER_URL set, the bench starts its own
+private stack and services and tears them down at the end.
+
+${configUsage}`,
+};

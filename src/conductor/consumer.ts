@@ -1,0 +1,184 @@
+/**
+ * The conductor's RabbitMQ side: consumes the partition's command queue with bounded
+ * prefetch, hands deliveries over in arrival order, acknowledges or requeues whole
+ * batches, sends RPC replies and dead-letters unreadable bodies. Reconnects with backoff.
+ */
+import type { Channel, ChannelModel, ConfirmChannel, ConsumeMessage } from "amqplib";
+import type { Config } from "../config/schema";
+import { connectBroker } from "../infra/amqp/connect";
+import { commandDeadLetterQueue, commandQueue, declareCommandTopology } from "../infra/amqp/topology";
+import type { Logger } from "../infra/log";
+
+export interface Delivery {
+  message: ConsumeMessage;
+  /** Which channel delivered it: a delivery tag is only valid on its own channel. */
+  generation: number;
+  receivedAtMs: number;
+}
+
+export class CommandConsumer {
+  private connection: ChannelModel | undefined;
+  private channel: Channel | undefined;
+  private output: ConfirmChannel | undefined;
+  private consumerTag: string | undefined;
+  private generation = 0;
+  private pending: Delivery[] = [];
+  private stopping = false;
+  private reconnectDelayMs = 100;
+  connected = false;
+
+  constructor(
+    private readonly config: Config,
+    private readonly log: Logger,
+    /** Called whenever new deliveries arrive, so the batch loop can wake. */
+    private readonly onDelivery: () => void,
+  ) {}
+
+  get queue(): string {
+    return commandQueue(this.config.partition);
+  }
+
+  get pendingCount(): number {
+    return this.pending.length;
+  }
+
+  async start(): Promise<void> {
+    // Handlers of an older connection must never tear down a newer one.
+    const generation = ++this.generation;
+    const connection = await connectBroker(this.config.brokerUrl, `matchd-conductor-p${this.config.partition}`);
+    this.connection = connection;
+    connection.on("error", (error: Error) => this.log.warn("broker connection error", { error }));
+    connection.on("close", () => this.lost("connection closed", generation));
+    await declareCommandTopology(connection, this.config.partition, this.log);
+    const channel = await connection.createChannel();
+    channel.on("error", (error: Error) => this.log.warn("command channel error", { error }));
+    channel.on("close", () => this.lost("command channel closed", generation));
+    await channel.prefetch(this.config.prefetch);
+    const output = await connection.createConfirmChannel();
+    output.on("error", (error: Error) => this.log.warn("output channel error", { error }));
+    this.channel = channel;
+    this.output = output;
+    const { consumerTag } = await channel.consume(
+      this.queue,
+      (message) => {
+        if (message === null) {
+          this.lost("consumer cancelled by the broker", generation);
+          return;
+        }
+        this.pending.push({ message, generation, receivedAtMs: Date.now() });
+        this.onDelivery();
+      },
+      { noAck: false },
+    );
+    this.consumerTag = consumerTag;
+    this.connected = true;
+    this.reconnectDelayMs = 100;
+    this.log.info("consuming commands", { queue: this.queue, prefetch: this.config.prefetch });
+  }
+
+  /** Takes up to `max` of the oldest deliveries that are still valid on the current channel. */
+  take(max: number): Delivery[] {
+    this.pending = this.pending.filter((d) => d.generation === this.generation);
+    return this.pending.splice(0, max);
+  }
+
+  /** Acknowledges a contiguous batch of deliveries with one frame. */
+  ack(batch: readonly Delivery[]): boolean {
+    const last = batch[batch.length - 1];
+    if (!last || last.generation !== this.generation || !this.channel) return false;
+    this.channel.ack(last.message, true);
+    return true;
+  }
+
+  /**
+   * Returns a failed batch and every later delivery to the queue, so the broker
+   * redelivers them in their original order rather than after newer commands.
+   */
+  requeueFrom(batch: readonly Delivery[]): void {
+    const current = this.pending.filter((d) => d.generation === this.generation);
+    const last = current[current.length - 1] ?? batch[batch.length - 1];
+    this.pending = [];
+    if (!last || last.generation !== this.generation || !this.channel) return;
+    this.channel.nack(last.message, true, true);
+  }
+
+  reply(message: ConsumeMessage, body: string): void {
+    const { replyTo, correlationId } = message.properties;
+    if (!replyTo || !this.output) return;
+    this.output.sendToQueue(replyTo, Buffer.from(body), {
+      correlationId,
+      contentType: "application/json",
+    });
+  }
+
+  /** Publishes an unreadable message to the dead-letter queue and waits for the broker's confirm. */
+  async deadLetter(messages: readonly { message: ConsumeMessage; reason: string }[]): Promise<void> {
+    const output = this.output;
+    if (!output) throw new Error("broker not connected");
+    for (const { message, reason } of messages) {
+      output.sendToQueue(commandDeadLetterQueue, message.content, {
+        persistent: true,
+        headers: { ...message.properties.headers, "x-dead-letter-reason": reason },
+        contentType: message.properties.contentType,
+        messageId: message.properties.messageId,
+        correlationId: message.properties.correlationId,
+      });
+    }
+    await output.waitForConfirms();
+  }
+
+  /** Stops receiving new commands; deliveries already received stay pending. */
+  async stopConsuming(): Promise<void> {
+    if (this.channel && this.consumerTag) {
+      await this.channel.cancel(this.consumerTag).catch(() => undefined);
+      this.consumerTag = undefined;
+    }
+  }
+
+  async close(): Promise<void> {
+    this.stopping = true;
+    this.connected = false;
+    // Unacknowledged deliveries go back to the queue when the channel closes.
+    await this.connection?.close().catch(() => undefined);
+  }
+
+  private lost(reason: string, generation: number): void {
+    if (!this.connected || generation !== this.generation) return;
+    this.connected = false;
+    this.generation++;
+    this.pending = [];
+    if (this.stopping) return;
+    this.log.warn("broker link lost; reconnecting", { reason });
+    this.connection?.close().catch(() => undefined);
+    this.scheduleReconnect();
+  }
+
+  private scheduleReconnect(): void {
+    const delay = this.reconnectDelayMs * (0.5 + Math.random());
+    this.reconnectDelayMs = Math.min(this.reconnectDelayMs * 2, 5000);
+    setTimeout(() => {
+      if (this.stopping) return;
+      this.start().catch((error: Error) => {
+        this.connection?.close().catch(() => undefined);
+        this.log.warn("broker reconnect failed", { error: error.message });
+        this.scheduleReconnect();
+      });
+    }, delay);
+  }
+
+  /** The first connection: retried with backoff until it works or we are stopped. */
+  async startWithRetry(): Promise<void> {
+    for (;;) {
+      try {
+        await this.start();
+        return;
+      } catch (error) {
+        await this.connection?.close().catch(() => undefined);
+        if (this.stopping) return;
+        this.log.warn("broker not reachable; retrying", { error: (error as Error).message });
+        await Bun.sleep(this.reconnectDelayMs);
+        this.reconnectDelayMs = Math.min(this.reconnectDelayMs * 2, 5000);
+      }
+    }
+  }
+}

@@ -1,0 +1,35 @@
+/**
+ * Read-only HTTP queries of the conductor: aggregated book depth, one resting order,
+ * the books' canonical digest, and a command's stored result (which resolves an ambiguous acknowledgement).
+ */
+import type { Hono } from "hono";
+import type { MatchingEngine } from "../domain/index";
+import type { ConductorStore } from "./store";
+
+export function queryRoutes(engine: MatchingEngine, store: ConductorStore) {
+  return (app: Hono): void => {
+    app.get("/books/:pairId", (c) => {
+      const pairId = Number(c.req.param("pairId"));
+      const depth = Number(c.req.query("depth") ?? "10");
+      if (!Number.isSafeInteger(pairId) || pairId <= 0) return c.json({ error: "pairId must be a positive integer" }, 400);
+      if (!Number.isSafeInteger(depth) || depth < 1 || depth > 1000) {
+        return c.json({ error: "depth must be an integer 1..1000" }, 400);
+      }
+      return c.json({ pairId, ...engine.depth(pairId, depth) });
+    });
+    app.get("/digest", (c) => c.json({ digest: engine.digest(), restingOrders: engine.restingOrderCount() }));
+    app.get("/orders/:orderId", (c) => {
+      const order = engine.getOrder(c.req.param("orderId"));
+      return order ? c.json(order) : c.json({ error: "no resting order with that id" }, 404);
+    });
+    app.get("/commands/:commandId", async (c) => {
+      try {
+        const stored = await store.storedResult(c.req.param("commandId"));
+        if (stored === null) return c.json({ error: "no stored result (never processed, or past the dedup window)" }, 404);
+        return c.body(stored, 200, { "content-type": "application/json" });
+      } catch (error) {
+        return c.json({ error: `datastore unavailable: ${(error as Error).message}` }, 503);
+      }
+    });
+  };
+}

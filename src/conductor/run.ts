@@ -1,0 +1,81 @@
+/**
+ * `matchd conductor`: boots the partition's single writer: enforces the durability
+ * policy, claims ownership, loads the books, serves HTTP, consumes commands, and shuts
+ * down gracefully on SIGTERM/SIGINT.
+ */
+import type { Config } from "../config/schema";
+import { describeConfig } from "../config/resolve";
+import { MatchingEngine } from "../domain/index";
+import { enforceDurabilityPolicy } from "../infra/boot";
+import { createHttpApp, serveHttp } from "../infra/http/app";
+import type { Logger } from "../infra/log";
+import { createValkey } from "../infra/valkey/client";
+import { partitionKeys } from "../infra/valkey/keys";
+import { CommandConsumer } from "./consumer";
+import { createConductorMetrics } from "./metrics";
+import { queryRoutes } from "./queries";
+import { Conductor } from "./service";
+import { ConductorStore } from "./store";
+
+export async function runConductor(config: Config, log: Logger): Promise<number> {
+  log.info("conductor starting", { config: describeConfig(config), durability: config.durability });
+  await enforceDurabilityPolicy(config, log);
+
+  const keys = partitionKeys(config.partition);
+  const writer = createValkey(config.datastoreUrl, { name: `matchd-conductor-p${config.partition}` });
+  writer.on("error", () => undefined); // reported through failed commits and /readyz
+  const engine = new MatchingEngine();
+  const store = new ConductorStore(writer, keys);
+  const metrics = createConductorMetrics(config, () => engine.restingOrderCount());
+  let conductor: Conductor | undefined;
+  const consumer = new CommandConsumer(config, log, () => conductor?.notify());
+  conductor = new Conductor(config, engine, store, keys, consumer, metrics, log);
+  const owner = conductor;
+
+  const app = createHttpApp({
+    metrics: metrics.registry,
+    readiness: () => {
+      const reasons: string[] = [];
+      if (writer.status !== "ready") reasons.push(`datastore ${writer.status}`);
+      if (!consumer.connected) reasons.push("broker not connected");
+      if (!owner.loaded) reasons.push("books not loaded");
+      if (owner.fenced) reasons.push("fenced: another conductor owns the partition");
+      if (owner.lastFailure) reasons.push(`last batch failed: ${owner.lastFailure}`);
+      return { ready: reasons.length === 0, status: reasons.length === 0 ? "ready" : "not-ready", reasons };
+    },
+    routes: queryRoutes(engine, store),
+  });
+  const http = serveHttp(app, config.httpPort);
+  log.info("http listening", { port: http.port });
+
+  for (let delayMs = 100; ; delayMs = Math.min(delayMs * 2, 5000)) {
+    try {
+      await owner.takeOwnership();
+      break;
+    } catch (error) {
+      log.warn("cannot take ownership or load books yet; retrying", { error, delayMs });
+      await Bun.sleep(delayMs);
+    }
+  }
+  await consumer.startWithRetry();
+  owner.start();
+
+  const signalled = new Promise<string>((resolve) => {
+    process.once("SIGTERM", () => resolve("SIGTERM"));
+    process.once("SIGINT", () => resolve("SIGINT"));
+  });
+  const fenced = (async () => {
+    while (!owner.fenced) await Bun.sleep(200);
+    return "fenced";
+  })();
+  const reason = await Promise.race([signalled, fenced]);
+  log.info("conductor stopping", { reason });
+  await consumer.stopConsuming();
+  await owner.stop();
+  await consumer.close();
+  await http.stop();
+  writer.disconnect();
+  log.info("conductor stopped", { reason, digest: engine.digest() });
+  // A fenced conductor exits non-zero so a supervisor notices the takeover.
+  return reason === "fenced" ? 4 : 0;
+}

@@ -1,0 +1,177 @@
+/**
+ * The conductor's view of Valkey, the source of truth: ownership epochs for fencing,
+ * batch lookups of dedup markers, the fenced atomic commit, the durability wait, and
+ * loading the partition's books back into the engine.
+ */
+import type { RestingOrder, Side, StpMode } from "../domain/index";
+import type { Valkey } from "../infra/valkey/client";
+import { waitDurable } from "../infra/valkey/durability";
+import type { PartitionKeys } from "../infra/valkey/keys";
+import { type CommitBuilder, commitScript } from "./commit-script";
+
+export class FencedError extends Error {
+  readonly code = "FENCED";
+  constructor(
+    message: string,
+    /** True when the epoch key is gone: the keyspace was reset, not taken over. */
+    readonly keyspaceReset: boolean,
+  ) {
+    super(message);
+  }
+}
+
+export interface DedupLookup {
+  /** Stored results of commands already processed, by command id. */
+  stored: Map<string, string>;
+  /** Order ids with an accepted-order marker. */
+  accepted: Set<string>;
+}
+
+const orderFieldCount = 13;
+
+export class ConductorStore {
+  private scriptSha: string | undefined;
+
+  constructor(
+    /** The one connection that commits: WAITAOF waits for this connection's writes. */
+    private readonly writer: Valkey,
+    private readonly keys: PartitionKeys,
+  ) {}
+
+  /** Takes ownership of the partition: every earlier owner's commits are fenced from now on. */
+  async claimOwnership(): Promise<number> {
+    return Number(await this.writer.incr(this.keys.ownerEpoch));
+  }
+
+  async lookup(commandIds: readonly string[], orderIds: readonly string[]): Promise<DedupLookup> {
+    const stored = new Map<string, string>();
+    const accepted = new Set<string>();
+    if (commandIds.length + orderIds.length === 0) return { stored, accepted };
+    const keys = [
+      ...commandIds.map((id) => this.keys.processedCommand(id)),
+      ...orderIds.map((id) => this.keys.acceptedOrder(id)),
+    ];
+    const values = await this.writer.mget(keys);
+    commandIds.forEach((id, i) => {
+      const value = values[i];
+      if (value != null) stored.set(id, value);
+    });
+    orderIds.forEach((id, i) => {
+      if (values[commandIds.length + i] != null) accepted.add(id);
+    });
+    return { stored, accepted };
+  }
+
+  async storedResult(commandId: string): Promise<string | null> {
+    return this.writer.get(this.keys.processedCommand(commandId));
+  }
+
+  async commit(batch: CommitBuilder): Promise<void> {
+    this.scriptSha ??= (await this.writer.script("LOAD", commitScript)) as string;
+    try {
+      await this.writer.evalsha(this.scriptSha, batch.keys.length, ...batch.keys, ...batch.args);
+    } catch (error) {
+      const message = (error as Error).message;
+      if (message.startsWith("NOSCRIPT")) {
+        // The server restarted or flushed its script cache; load again and retry once.
+        this.scriptSha = undefined;
+        return this.commit(batch);
+      }
+      if (message.startsWith("FENCED")) {
+        throw new FencedError(message, message.endsWith(" false") || message.endsWith(" nil"));
+      }
+      throw error;
+    }
+  }
+
+  waitDurable(timeoutMs: number): Promise<number> {
+    return waitDurable(this.writer, timeoutMs);
+  }
+
+  /** Reads every resting order of the partition, in FIFO order per book side. */
+  async loadRestingOrders(): Promise<RestingOrder[]> {
+    const pairIds = (await this.writer.smembers(this.keys.pairs)).map(Number).sort((a, b) => a - b);
+    const members: string[] = [];
+    for (const pairId of pairIds) {
+      for (const side of ["bid", "ask"] as const) {
+        members.push(...(await this.writer.zrange(this.keys.bookRates(pairId, side), 0, -1)));
+      }
+    }
+    const orders: RestingOrder[] = [];
+    // Pipelined in chunks: one round trip per chunk, bounded memory per reply.
+    const chunk = 5000;
+    for (let start = 0; start < members.length; start += chunk) {
+      const pipeline = this.writer.pipeline();
+      for (const member of members.slice(start, start + chunk)) {
+        pipeline.hgetall(this.keys.order(orderIdFromMember(member)));
+      }
+      const replies = (await pipeline.exec()) ?? [];
+      for (const [error, hash] of replies) {
+        if (error) throw error;
+        orders.push(decodeOrder(hash as Record<string, string>));
+      }
+    }
+    orders.sort((a, b) => a.sequence - b.sequence);
+    return orders;
+  }
+
+  stageRestingOrder(batch: CommitBuilder, order: RestingOrder): void {
+    batch.replaceHash(this.keys.order(order.id), encodeOrder(order));
+    batch.zadd(this.keys.bookRates(order.pairId, order.side), order.price, bookMember(order));
+    batch.sadd(this.keys.pairs, String(order.pairId));
+  }
+
+  stageRemovedOrder(batch: CommitBuilder, order: RestingOrder): void {
+    batch.zrem(this.keys.bookRates(order.pairId, order.side), bookMember(order));
+    batch.del(this.keys.order(order.id));
+  }
+}
+
+/** Zero-padded sequence first, so members with equal price (score) sort in time order. */
+export function bookMember(order: RestingOrder): string {
+  return `${String(order.sequence).padStart(16, "0")}:${order.id}`;
+}
+
+function orderIdFromMember(member: string): string {
+  return member.slice(member.indexOf(":") + 1);
+}
+
+function encodeOrder(order: RestingOrder): string[] {
+  return [
+    "id", order.id,
+    "userId", order.userId,
+    "pairId", String(order.pairId),
+    "side", order.side,
+    "price", order.price,
+    "volume", order.volume,
+    "volumeTotal", order.volumeTotal,
+    "timestamp", String(order.timestamp),
+    "sequence", String(order.sequence),
+    "priceDecimals", String(order.priceDecimals),
+    "amountDecimals", String(order.amountDecimals),
+    "quoteDecimals", String(order.quoteDecimals),
+    "stp", order.stp,
+  ];
+}
+
+/** A book member without its order hash means the keyspace changed under us: fail the load loudly. */
+function decodeOrder(hash: Record<string, string>): RestingOrder {
+  if (Object.keys(hash).length < orderFieldCount) {
+    throw new Error(`order hash incomplete while loading books: ${JSON.stringify(hash)}`);
+  }
+  return {
+    id: hash.id!,
+    userId: hash.userId!,
+    pairId: Number(hash.pairId),
+    side: hash.side as Side,
+    price: hash.price!,
+    volume: hash.volume!,
+    volumeTotal: hash.volumeTotal!,
+    timestamp: Number(hash.timestamp),
+    sequence: Number(hash.sequence),
+    priceDecimals: Number(hash.priceDecimals),
+    amountDecimals: Number(hash.amountDecimals),
+    quoteDecimals: Number(hash.quoteDecimals),
+    stp: hash.stp as StpMode,
+  };
+}

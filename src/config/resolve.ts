@@ -1,0 +1,53 @@
+/**
+ * Resolves the configuration once from the environment and flags (flags win),
+ * collecting every problem instead of stopping at the first.
+ */
+import { type Config, type Subcommand, settings } from "./schema";
+
+export type ConfigResult = { ok: true; config: Config } | { ok: false; problems: string[] };
+
+export function resolveConfig(
+  env: Readonly<Record<string, string | undefined>>,
+  flags: ReadonlyMap<string, string>,
+  subcommand: Subcommand,
+): ConfigResult {
+  const problems: string[] = [];
+  const values: Record<string, unknown> = {};
+  for (const setting of settings) {
+    const fromFlag = flags.get(setting.flag);
+    const fromEnv = env[setting.env];
+    const raw = fromFlag ?? (fromEnv === undefined || fromEnv === "" ? undefined : fromEnv);
+    const source = fromFlag !== undefined ? setting.flag : setting.env;
+    const parsed = setting.schema.safeParse(raw ?? setting.defaultFor(subcommand));
+    if (parsed.success) {
+      values[setting.key] = parsed.data;
+    } else {
+      problems.push(
+        `${setting.env} (${setting.flag}): got ${JSON.stringify(raw)}; accepted: ${setting.accepted} [from ${source}]`,
+      );
+    }
+  }
+  const { partition, partitionCount } = values;
+  if (typeof partition === "number" && typeof partitionCount === "number" && partition >= partitionCount) {
+    problems.push(
+      `MATCHING_PARTITION (--partition): got ${partition}; accepted: below MATCHING_PARTITION_COUNT (${partitionCount})`,
+    );
+  }
+  // Every setting parsed, so the record now has exactly the Config shape.
+  return problems.length === 0 ? { ok: true, config: values as unknown as Config } : { ok: false, problems };
+}
+
+/** A redacted view of the config for start-up logs and bench reports. */
+export function describeConfig(config: Config): Record<string, unknown> {
+  return { ...config, brokerUrl: redactUrl(config.brokerUrl), datastoreUrl: redactUrl(config.datastoreUrl) };
+}
+
+export function redactUrl(value: string): string {
+  try {
+    const url = new URL(value);
+    if (url.password) url.password = "***";
+    return url.toString();
+  } catch {
+    return value;
+  }
+}

@@ -1,0 +1,186 @@
+/**
+ * The one configuration schema shared by every matchd subcommand: each setting's
+ * environment variable, flag, bounds and default, validated together so that a bad
+ * configuration reports every problem at once.
+ */
+import { z } from "zod";
+
+export type Subcommand = "conductor" | "outbox" | "bench" | "check" | "stack";
+export type DurabilityPolicy = "aof-replicated" | "memory";
+export type LogLevel = "debug" | "info" | "warn" | "error";
+
+export interface Config {
+  datastoreUrl: string;
+  brokerUrl: string;
+  partition: number;
+  partitionCount: number;
+  httpPort: number;
+  durability: DurabilityPolicy;
+  durabilityTimeoutMs: number;
+  batchMax: number;
+  prefetch: number;
+  dedupRetentionSeconds: number;
+  outboxWindow: number;
+  outboxReadCount: number;
+  outboxClaimIdleMs: number;
+  outboxLeaseTtlMs: number;
+  logLevel: LogLevel;
+}
+
+interface Setting<K extends keyof Config> {
+  key: K;
+  env: string;
+  flag: string;
+  accepted: string;
+  schema: z.ZodType<Config[K]>;
+  defaultFor: (subcommand: Subcommand) => string;
+}
+
+function integer(min: number, max: number): z.ZodType<number> {
+  return z
+    .string()
+    .regex(/^\d+$/, "not a whole number")
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+}
+
+function url(protocols: string[]): z.ZodType<string> {
+  return z.string().refine((value) => {
+    try {
+      return protocols.includes(new URL(value).protocol);
+    } catch {
+      return false;
+    }
+  }, "not a valid URL");
+}
+
+const always =
+  (value: string) =>
+  (_subcommand: Subcommand): string =>
+    value;
+
+// Kept as a list rather than an object so the help text and error messages follow one order.
+export const settings = [
+  {
+    key: "datastoreUrl",
+    env: "MATCHING_DATASTORE_URL",
+    flag: "--datastore-url",
+    accepted: "a redis:// or rediss:// URL of the Valkey primary",
+    schema: url(["redis:", "rediss:"]),
+    defaultFor: always("redis://127.0.0.1:6379"),
+  },
+  {
+    key: "brokerUrl",
+    env: "MATCHING_BROKER_URL",
+    flag: "--broker-url",
+    accepted: "an amqp:// or amqps:// URL (the vhost is its path)",
+    schema: url(["amqp:", "amqps:"]),
+    defaultFor: always("amqp://guest:guest@127.0.0.1:5672"),
+  },
+  {
+    key: "partition",
+    env: "MATCHING_PARTITION",
+    flag: "--partition",
+    accepted: "an integer 0..1023, below the partition count",
+    schema: integer(0, 1023),
+    defaultFor: always("0"),
+  },
+  {
+    key: "partitionCount",
+    env: "MATCHING_PARTITION_COUNT",
+    flag: "--partition-count",
+    accepted: "an integer 1..1024",
+    schema: integer(1, 1024),
+    defaultFor: always("1"),
+  },
+  {
+    key: "httpPort",
+    env: "MATCHING_HTTP_PORT",
+    flag: "--http-port",
+    accepted: "a TCP port 0..65535 (0 picks a free one)",
+    schema: integer(0, 65535),
+    defaultFor: (subcommand) => (subcommand === "outbox" ? "3035" : "3002"),
+  },
+  {
+    key: "durability",
+    env: "MATCHING_DURABILITY",
+    flag: "--durability",
+    accepted: "aof-replicated or memory",
+    schema: z.enum(["aof-replicated", "memory"]),
+    defaultFor: always("aof-replicated"),
+  },
+  {
+    key: "durabilityTimeoutMs",
+    env: "MATCHING_DURABILITY_TIMEOUT_MS",
+    flag: "--durability-timeout-ms",
+    accepted: "milliseconds 10..60000",
+    schema: integer(10, 60_000),
+    defaultFor: always("2000"),
+  },
+  {
+    key: "batchMax",
+    env: "MATCHING_BATCH_MAX",
+    flag: "--batch-max",
+    accepted: "commands per commit 1..10000 (1 = one command per commit)",
+    schema: integer(1, 10_000),
+    defaultFor: always("500"),
+  },
+  {
+    key: "prefetch",
+    env: "MATCHING_PREFETCH",
+    flag: "--prefetch",
+    accepted: "unacknowledged commands in flight 1..20000",
+    schema: integer(1, 20_000),
+    defaultFor: always("2000"),
+  },
+  {
+    key: "dedupRetentionSeconds",
+    env: "MATCHING_DEDUP_RETENTION_S",
+    flag: "--dedup-retention-s",
+    accepted: "seconds 60..31536000 that dedup markers and stored results are kept",
+    schema: integer(60, 31_536_000),
+    defaultFor: always(String(7 * 24 * 3600)),
+  },
+  {
+    key: "outboxWindow",
+    env: "MATCHING_OUTBOX_WINDOW",
+    flag: "--window",
+    accepted: "events awaiting a broker confirm 1..20000 (1 = publish and await each)",
+    schema: integer(1, 20_000),
+    defaultFor: always("2000"),
+  },
+  {
+    key: "outboxReadCount",
+    env: "MATCHING_OUTBOX_READ_COUNT",
+    flag: "--read-count",
+    accepted: "stream entries per read 1..5000",
+    schema: integer(1, 5000),
+    defaultFor: always("500"),
+  },
+  {
+    key: "outboxClaimIdleMs",
+    env: "MATCHING_OUTBOX_CLAIM_IDLE_MS",
+    flag: "--claim-idle-ms",
+    accepted: "milliseconds 100..3600000 before another consumer's pending entries are claimed",
+    schema: integer(100, 3_600_000),
+    defaultFor: always("30000"),
+  },
+  {
+    key: "outboxLeaseTtlMs",
+    env: "MATCHING_OUTBOX_LEASE_TTL_MS",
+    flag: "--lease-ttl-ms",
+    accepted: "milliseconds 1000..600000 of the outbox publishing lease",
+    schema: integer(1000, 600_000),
+    defaultFor: always("10000"),
+  },
+  {
+    key: "logLevel",
+    env: "MATCHING_LOG_LEVEL",
+    flag: "--log-level",
+    accepted: "debug, info, warn or error",
+    schema: z.enum(["debug", "info", "warn", "error"]),
+    defaultFor: always("info"),
+  },
+] as const satisfies readonly Setting<keyof Config>[];
+
+export const configFlags: ReadonlySet<string> = new Set(settings.map((setting) => setting.flag));

@@ -1,0 +1,116 @@
+// Structural decoding of a command envelope with zod: shape and types only. Money values are
+// checked later by the engine, so every reject reason comes from one place.
+
+import { z } from "zod";
+import { type ResultCode, ResultCodes } from "./result-codes";
+import type { CommandEnvelope } from "./types";
+
+const idText = z.string().min(1).max(200);
+/** Producers use string user ids; a numeric id is accepted and turned into its decimal text. */
+const userIdText = z.union([idText, z.number().int().nonnegative()]).transform((v) => String(v));
+const pairId = z.number().int().positive();
+const decimals = z.number().int().min(0).max(18);
+
+const placePayload = z.looseObject({
+  id: idText,
+  userId: userIdText,
+  side: z.enum(["bid", "ask"]),
+  type: z.enum(["limit", "market"]),
+  pairId,
+  timestamp: z.number().int().nonnegative(),
+  price: z.string(),
+  volume: z.string(),
+  volumeTotal: z.string(),
+  quoteVolume: z.string(),
+  priceDecimals: decimals,
+  amountDecimals: decimals,
+  quoteDecimals: decimals,
+  role: z.string().optional(),
+  timeInForce: z.enum(["gtc", "ioc", "fok"]).optional(),
+  postOnly: z.boolean().optional(),
+  stp: z.enum(["none", "cancel-taker", "cancel-maker", "cancel-both"]).optional(),
+});
+
+const cancelPayload = z.looseObject({ id: idText, userId: userIdText, pairId });
+
+const base = {
+  schemaVersion: z.literal(1),
+  commandId: idText,
+  correlationId: z.string().max(200),
+  submittedAt: z.string().min(1).max(64),
+  pairId,
+  partition: z.number().int().nonnegative(),
+};
+
+const envelopeSchema = z.discriminatedUnion("type", [
+  z.object({ ...base, type: z.literal("order.place"), payload: placePayload }),
+  z.object({ ...base, type: z.literal("order.cancel"), payload: cancelPayload }),
+]);
+
+export type DecodeResult =
+  | { ok: true; command: CommandEnvelope }
+  | {
+      ok: false;
+      code: ResultCode;
+      reason: string;
+      commandId?: string;
+      correlationId?: string;
+      pairId?: number;
+      orderId?: string;
+      userId?: string;
+      partition?: number;
+      submittedAt?: string;
+    };
+
+/** Decodes an already-unwrapped JSON value; returns a reject value, never throws. */
+export function decodeCommand(value: unknown): DecodeResult {
+  const parsed = envelopeSchema.safeParse(value);
+  if (parsed.success) return { ok: true, command: parsed.data as CommandEnvelope };
+  const hints = salvageHints(value);
+  const type = isRecord(value) ? value.type : undefined;
+  const unknownType = type !== "order.place" && type !== "order.cancel" && type !== undefined;
+  const reason = parsed.error.issues
+    .slice(0, 5)
+    .map((issue) => `${issue.path.join(".") || "(root)"}: ${issue.message}`)
+    .join("; ");
+  return {
+    ok: false,
+    code: unknownType ? ResultCodes.unknownCommandType : ResultCodes.badEnvelope,
+    reason: unknownType ? `unknown command type ${JSON.stringify(type).slice(0, 80)}` : reason,
+    ...hints,
+  };
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** Picks whatever identifying fields survive in a bad command, so the reject can be correlated. */
+function salvageHints(value: unknown): {
+  commandId?: string;
+  correlationId?: string;
+  pairId?: number;
+  orderId?: string;
+  userId?: string;
+  partition?: number;
+  submittedAt?: string;
+} {
+  if (!isRecord(value)) return {};
+  const hints: ReturnType<typeof salvageHints> = {};
+  if (typeof value.commandId === "string" && value.commandId.length > 0) {
+    hints.commandId = value.commandId.slice(0, 200);
+  }
+  if (typeof value.correlationId === "string") hints.correlationId = value.correlationId.slice(0, 200);
+  if (typeof value.submittedAt === "string") hints.submittedAt = value.submittedAt.slice(0, 64);
+  if (Number.isSafeInteger(value.pairId)) hints.pairId = value.pairId as number;
+  if (Number.isSafeInteger(value.partition)) hints.partition = value.partition as number;
+  const payload = value.payload;
+  if (isRecord(payload)) {
+    if (typeof payload.id === "string") hints.orderId = payload.id.slice(0, 200);
+    if (typeof payload.userId === "string") hints.userId = payload.userId.slice(0, 200);
+    if (hints.pairId === undefined && Number.isSafeInteger(payload.pairId)) {
+      hints.pairId = payload.pairId as number;
+    }
+  }
+  return hints;
+}

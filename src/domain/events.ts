@@ -1,0 +1,126 @@
+// Event envelopes and their typed payloads; event ids are derived from the command id, the
+// ordinal and the type so a republished event is recognisable downstream.
+
+import type { EventEnvelope, EventType, Side, StpMode } from "./types";
+
+/** Deterministic event id, e.g. `3f2a…:0:order.rested.v1`. */
+export function eventIdOf(commandId: string, ordinal: number, type: EventType): string {
+  return commandId + ":" + ordinal + ":" + type;
+}
+
+export interface OrderRestedPayload {
+  orderId: string;
+  userId: string;
+  pairId: number;
+  side: Side;
+  price: string;
+  /** Remaining volume now resting. */
+  volume: string;
+  volumeTotal: string;
+  /** Volume this order executed as a taker before it rested. */
+  executedVolume: string;
+  timestamp: number;
+  stp: StpMode;
+}
+
+/** Payload of order.filled.v1 and order.updated.v1: one fill of one order. */
+export interface OrderFillPayload {
+  orderId: string;
+  userId: string;
+  pairId: number;
+  side: Side;
+  role: "maker" | "taker";
+  /** The order's limit price; "0" for market orders. */
+  price: string;
+  /** Remaining volume after this fill ("0" when filled). */
+  volume: string;
+  volumeTotal: string;
+  fillPrice: string;
+  fillVolume: string;
+  fillQuoteVolume: string;
+  /** Quote budget left, only on quote-sized market bids. */
+  quoteVolume?: string;
+}
+
+export type CancelReason = "user" | "ioc" | "fok" | "market-remainder" | "stp";
+
+export interface OrderCancelledPayload {
+  orderId: string;
+  userId: string;
+  pairId: number;
+  side: Side;
+  price: string;
+  /** Volume cancelled (what was left unfilled). */
+  volume: string;
+  volumeTotal: string;
+  executedVolume: string;
+  reason: CancelReason;
+  code: number;
+  /** Quote budget left, only on quote-sized market bids. */
+  quoteVolume?: string;
+}
+
+export interface DealExecutedPayload {
+  pairId: number;
+  price: string;
+  volume: string;
+  /** price × volume rounded down to quoteDecimals. */
+  quoteVolume: string;
+  makerOrderId: string;
+  makerUserId: string;
+  makerSide: Side;
+  takerOrderId: string;
+  takerUserId: string;
+  takerSide: Side;
+  timestamp: number;
+}
+
+export interface OrderRejectedPayload {
+  orderId?: string;
+  userId?: string;
+  pairId?: number;
+  commandType?: string;
+  code: number;
+  codeName: string;
+  reason: string;
+}
+
+export type EventPayload =
+  | OrderRestedPayload
+  | OrderFillPayload
+  | OrderCancelledPayload
+  | DealExecutedPayload
+  | OrderRejectedPayload;
+
+/** The command fields every event of a command copies. */
+export interface EventSource {
+  commandId: string;
+  correlationId: string;
+  partition: number;
+  pairId: number;
+  submittedAt: string;
+}
+
+/** Collects one command's events, numbering them 0..n-1 in emission order. */
+export class EventLog {
+  readonly events: EventEnvelope[] = [];
+
+  constructor(private readonly source: EventSource) {}
+
+  push(type: EventType, payload: EventPayload): void {
+    const source = this.source;
+    const ordinal = this.events.length;
+    this.events.push({
+      schemaVersion: 1,
+      eventId: eventIdOf(source.commandId, ordinal, type),
+      type,
+      partition: source.partition,
+      pairId: source.pairId,
+      commandId: source.commandId,
+      correlationId: source.correlationId,
+      ordinal,
+      occurredAt: source.submittedAt,
+      payload: payload as unknown as Record<string, unknown>,
+    });
+  }
+}

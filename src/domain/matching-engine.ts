@@ -1,0 +1,713 @@
+// The single-threaded matching engine: applies one command at a time to in-memory books and
+// returns events, book changes and a result. No I/O, no clock, no randomness.
+
+import { formatScaled, isCanonicalDecimal, parseScaled, pow10n } from "./decimal-scale";
+import { digestOrders } from "./digest";
+import { type CancelReason, EventLog, type EventSource } from "./events";
+import { invariant, MatchingInvariantError } from "./invariant-error";
+import { type OrderNode, PairBook, type PriceLevel, toRestingOrder } from "./order-book";
+import { RecentOrders } from "./recent-orders";
+import { type ResultCode, ResultCodes, resultCodeName } from "./result-codes";
+import type {
+  BookChange,
+  CancelOrderCommand,
+  CommandEnvelope,
+  CommandOutcome,
+  CommandResult,
+  Depth,
+  DepthLevel,
+  OrderStatus,
+  PlaceOrderCommand,
+  RestingOrder,
+  Side,
+} from "./types";
+import { type ParsedPlace, validatePlace } from "./validate-place";
+
+export interface MatchingEngineOptions {
+  /** Bound on remembered accepted / finished order ids (duplicate and cancel detection). */
+  recentMemory?: number;
+}
+
+/** What is known about a command the shell or decodeCommand refused; every field is optional. */
+export interface RejectTarget {
+  commandId?: string;
+  correlationId?: string;
+  pairId?: number;
+  partition?: number;
+  submittedAt?: string;
+  orderId?: string;
+  userId?: string;
+  type?: string;
+}
+
+/** Stand-ins for a refused command that lacks the field: documented, stable, never a clock. */
+const UNKNOWN_COMMAND_ID = "unidentified";
+const EPOCH_ISO = "1970-01-01T00:00:00.000Z";
+
+/** The mutable state of the incoming order while it matches. */
+interface Taker {
+  id: string;
+  userId: string;
+  side: Side;
+  limit: boolean;
+  price: bigint;
+  priceText: string;
+  remaining: bigint;
+  remainingText: string;
+  budget: bigint;
+  quoteSized: boolean;
+  executed: bigint;
+  volumeTotal: bigint;
+  volumeTotalText: string;
+  accepted: bigint;
+  timestamp: number;
+}
+
+export class MatchingEngine {
+  private readonly books = new Map<number, PairBook>();
+  private readonly orders = new Map<string, OrderNode>();
+  private readonly recent: RecentOrders;
+  private nextSequence = 1;
+
+  constructor({ recentMemory = 100_000 }: MatchingEngineOptions = {}) {
+    this.recent = new RecentOrders(recentMemory);
+  }
+
+  apply(command: CommandEnvelope, alreadyAccepted = false): CommandOutcome {
+    if (command.type === "order.place") return this.place(command, alreadyAccepted);
+    if (command.type === "order.cancel") return this.cancel(command);
+    const unknown = command as { type?: unknown };
+    return this.reject(
+      command,
+      ResultCodes.unknownCommandType,
+      `unknown command type ${String(unknown.type)}`,
+    );
+  }
+
+  /** Builds the order.rejected.v1 outcome for a command refused before or by the engine. */
+  reject(target: CommandEnvelope | RejectTarget, code: ResultCode, reason: string): CommandOutcome {
+    const info = rejectInfo(target);
+    const log = new EventLog({
+      commandId: info.commandId ?? UNKNOWN_COMMAND_ID,
+      correlationId: info.correlationId ?? "",
+      partition: info.partition ?? 0,
+      pairId: info.pairId ?? 0,
+      submittedAt: info.submittedAt ?? EPOCH_ISO,
+    });
+    const codeName = resultCodeName(code);
+    log.push("order.rejected.v1", {
+      orderId: info.orderId,
+      userId: info.userId,
+      pairId: info.pairId,
+      commandType: info.type,
+      code,
+      codeName,
+      reason,
+    });
+    const result: CommandResult = {
+      commandId: info.commandId ?? UNKNOWN_COMMAND_ID,
+      status: "rejected",
+      code,
+      codeName,
+      reason,
+      orderStatus: "rejected",
+      events: 1,
+    };
+    if (info.orderId !== undefined) result.orderId = info.orderId;
+    return { result, events: log.events, changes: [] };
+  }
+
+  private place(command: PlaceOrderCommand, alreadyAccepted: boolean): CommandOutcome {
+    const payload = command.payload;
+    if (alreadyAccepted || this.orders.has(payload.id) || this.recent.has(payload.id)) {
+      return {
+        result: {
+          commandId: command.commandId,
+          status: "duplicate",
+          code: ResultCodes.duplicateOrder,
+          codeName: "duplicate-order",
+          orderId: payload.id,
+          events: 0,
+        },
+        events: [],
+        changes: [],
+      };
+    }
+    const parsed = validatePlace(payload, command.pairId);
+    if ("code" in parsed) return this.reject(command, parsed.code, parsed.reason);
+    const book = this.books.get(command.pairId);
+    if (book?.precisionDiffers(payload.priceDecimals, payload.amountDecimals, payload.quoteDecimals)) {
+      return this.reject(
+        command,
+        ResultCodes.pairPrecisionMismatch,
+        "order precisions differ from the resting orders of this pair",
+      );
+    }
+    const opposite: Side = payload.side === "bid" ? "ask" : "bid";
+    if (parsed.postOnly && book !== undefined) {
+      const best = book.best(opposite);
+      if (best !== undefined && crosses(payload.side, parsed.price, best.price)) {
+        return this.reject(command, ResultCodes.postOnlyWouldTake, "post-only order would take");
+      }
+    }
+    return this.match(command, parsed, book);
+  }
+
+  private match(command: PlaceOrderCommand, parsed: ParsedPlace, existing: PairBook | undefined): CommandOutcome {
+    const payload = command.payload;
+    const limit = payload.type === "limit";
+    const decimals = payload.amountDecimals;
+    const taker: Taker = {
+      id: payload.id,
+      userId: payload.userId,
+      side: payload.side,
+      limit,
+      price: parsed.price,
+      priceText: limit ? canonicalText(payload.price, parsed.price, payload.priceDecimals) : "0",
+      remaining: parsed.quoteSized ? 0n : parsed.volume,
+      remainingText: parsed.quoteSized ? "0" : canonicalText(payload.volume, parsed.volume, decimals),
+      budget: parsed.quoteVolume,
+      quoteSized: parsed.quoteSized,
+      executed: 0n,
+      volumeTotal: parsed.volumeTotal,
+      volumeTotalText:
+        payload.volumeTotal === payload.volume && !parsed.quoteSized
+          ? canonicalText(payload.volume, parsed.volume, decimals)
+          : formatScaled(parsed.volumeTotal, decimals),
+      accepted: parsed.volume,
+      timestamp: payload.timestamp,
+    };
+    const log = new EventLog(command);
+    const changes: BookChange[] = [];
+    const book = existing ?? this.createBook(command.pairId);
+
+    if (parsed.timeInForce === "fok" && !this.fokCanFill(book, taker, parsed)) {
+      this.emitTakerCancel(log, taker, payload, "fok", ResultCodes.fokNotFilled);
+      return this.finishTaker(command, taker, log, changes, "cancelled", ResultCodes.fokNotFilled);
+    }
+
+    const stpStopped = this.sweep(book, taker, parsed, payload.amountDecimals, log, changes);
+    const complete = taker.quoteSized ? taker.budget === 0n : taker.remaining === 0n;
+    if (complete) {
+      return this.finishTaker(command, taker, log, changes, "filled", ResultCodes.filled);
+    }
+    if (stpStopped) {
+      this.emitTakerCancel(log, taker, payload, "stp", ResultCodes.stpCancelled);
+      return this.finishTaker(command, taker, log, changes, "cancelled", ResultCodes.stpCancelled);
+    }
+    if (limit && parsed.timeInForce === "gtc") return this.rest(command, taker, parsed, book, log, changes);
+    const reason: CancelReason = limit ? "ioc" : "market-remainder";
+    this.emitTakerCancel(log, taker, payload, reason, ResultCodes.remainderCancelled);
+    return this.finishTaker(command, taker, log, changes, "cancelled", ResultCodes.remainderCancelled);
+  }
+
+  /**
+   * Matches the taker against the opposite side, best price first and FIFO within a level, at the
+   * maker's price. Returns true when self-trade prevention stopped the taker.
+   */
+  private sweep(
+    book: PairBook,
+    taker: Taker,
+    parsed: ParsedPlace,
+    amountDecimals: number,
+    log: EventLog,
+    changes: BookChange[],
+  ): boolean {
+    const levels = taker.side === "bid" ? book.asks : book.bids;
+    const stp = parsed.stp;
+    while (levels.length > 0) {
+      const level = levels[levels.length - 1]!;
+      if (taker.limit && !crosses(taker.side, taker.price, level.price)) return false;
+      let maker = level.head;
+      while (maker !== null) {
+        const next = maker.next;
+        if (stp !== "none" && maker.userId === taker.userId) {
+          if (stp !== "cancel-taker") this.cancelMakerForStp(book, maker, log, changes);
+          if (stp !== "cancel-maker") return true;
+          maker = next;
+          continue;
+        }
+        const done = this.fill(book, level, maker, taker, amountDecimals, log, changes);
+        if (done) return false;
+        maker = next;
+      }
+    }
+    return false;
+  }
+
+  /** Executes one fill; returns true when the taker can take no more. */
+  private fill(
+    book: PairBook,
+    level: PriceLevel,
+    maker: OrderNode,
+    taker: Taker,
+    amountDecimals: number,
+    log: EventLog,
+    changes: BookChange[],
+  ): boolean {
+    const price = maker.price;
+    // Quote arithmetic uses the maker's precisions (a pair's orders share them).
+    const scaleShift = maker.priceDecimals + maker.amountDecimals;
+    let volume: bigint;
+    if (taker.quoteSized) {
+      // Round the affordable volume down so the quote spent never exceeds the budget.
+      const affordable =
+        (taker.budget * pow10n(scaleShift)) / (price * pow10n(maker.quoteDecimals));
+      volume = affordable < maker.remaining ? affordable : maker.remaining;
+      if (volume === 0n) return true;
+    } else {
+      volume = taker.remaining < maker.remaining ? taker.remaining : maker.remaining;
+    }
+    const quote = (price * volume * pow10n(maker.quoteDecimals)) / pow10n(scaleShift);
+    const makerBefore = maker.remaining;
+    const takerBefore = taker.quoteSized ? taker.executed : taker.remaining;
+    maker.remaining = makerBefore - volume;
+    level.total -= volume;
+    taker.executed += volume;
+    if (taker.quoteSized) taker.budget -= quote;
+    else taker.remaining -= volume;
+    const takerAfter = taker.quoteSized ? taker.executed : taker.remaining;
+    // Conservation: both sides move by the same positive amount and nothing goes negative.
+    if (
+      volume <= 0n ||
+      maker.remaining < 0n ||
+      taker.remaining < 0n ||
+      taker.budget < 0n ||
+      level.total < 0n ||
+      makerBefore - maker.remaining !== (taker.quoteSized ? takerAfter - takerBefore : takerBefore - takerAfter) ||
+      (!taker.quoteSized && taker.executed > taker.accepted)
+    ) {
+      throw new MatchingInvariantError(
+        `fill broke conservation: maker ${maker.id} taker ${taker.id} volume ${volume}`,
+      );
+    }
+    // Reuse existing canonical texts when the fill is a whole remaining volume (the common case).
+    const volumeText =
+      volume === makerBefore
+        ? maker.remainingText
+        : volume === takerBefore && !taker.quoteSized
+          ? taker.remainingText
+          : formatScaled(volume, amountDecimals);
+    const quoteText = formatScaled(quote, maker.quoteDecimals);
+    const makerDone = maker.remaining === 0n;
+    maker.remainingText = makerDone ? "0" : formatScaled(maker.remaining, maker.amountDecimals);
+    if (!taker.quoteSized) {
+      taker.remainingText = taker.remaining === 0n ? "0" : formatScaled(taker.remaining, amountDecimals);
+    }
+    const makerState = toRestingOrder(maker);
+    if (makerDone) {
+      book.remove(maker);
+      this.orders.delete(maker.id);
+      this.recent.finish(maker.id);
+      changes.push({ op: "remove", order: makerState });
+    } else {
+      changes.push({ op: "put", order: makerState });
+    }
+    log.push(makerDone ? "order.filled.v1" : "order.updated.v1", {
+      orderId: maker.id,
+      userId: maker.userId,
+      pairId: maker.pairId,
+      side: maker.side,
+      role: "maker",
+      price: maker.priceText,
+      volume: makerState.volume,
+      volumeTotal: maker.volumeTotalText,
+      fillPrice: maker.priceText,
+      fillVolume: volumeText,
+      fillQuoteVolume: quoteText,
+    });
+    const takerDone = taker.quoteSized ? taker.budget === 0n : taker.remaining === 0n;
+    if (takerDone) {
+      log.push("order.filled.v1", {
+        orderId: taker.id,
+        userId: taker.userId,
+        pairId: maker.pairId,
+        side: taker.side,
+        role: "taker",
+        price: taker.priceText,
+        volume: "0",
+        volumeTotal: taker.volumeTotalText,
+        fillPrice: maker.priceText,
+        fillVolume: volumeText,
+        fillQuoteVolume: quoteText,
+        quoteVolume: taker.quoteSized ? "0" : undefined,
+      });
+    }
+    log.push("deal.executed.v1", {
+      pairId: maker.pairId,
+      price: maker.priceText,
+      volume: volumeText,
+      quoteVolume: quoteText,
+      makerOrderId: maker.id,
+      makerUserId: maker.userId,
+      makerSide: maker.side,
+      takerOrderId: taker.id,
+      takerUserId: taker.userId,
+      takerSide: taker.side,
+      timestamp: taker.timestamp,
+    });
+    return takerDone;
+  }
+
+  private cancelMakerForStp(book: PairBook, maker: OrderNode, log: EventLog, changes: BookChange[]): void {
+    const state = toRestingOrder(maker);
+    book.remove(maker);
+    this.orders.delete(maker.id);
+    this.recent.finish(maker.id);
+    changes.push({ op: "remove", order: state });
+    log.push("order.cancelled.v1", {
+      orderId: maker.id,
+      userId: maker.userId,
+      pairId: maker.pairId,
+      side: maker.side,
+      price: maker.priceText,
+      volume: state.volume,
+      volumeTotal: maker.volumeTotalText,
+      executedVolume: formatScaled(maker.volumeTotal - maker.remaining, maker.amountDecimals),
+      reason: "stp",
+      code: ResultCodes.stpCancelled,
+    });
+  }
+
+  /**
+   * Walks the opposite side without changing it to see whether a fill-or-kill taker can fill
+   * completely, applying self-trade prevention the way the sweep would.
+   */
+  private fokCanFill(book: PairBook, taker: Taker, parsed: ParsedPlace): boolean {
+    const levels = taker.side === "bid" ? book.asks : book.bids;
+    let available = 0n;
+    for (let i = levels.length - 1; i >= 0; i--) {
+      const level = levels[i]!;
+      if (taker.limit && !crosses(taker.side, taker.price, level.price)) return false;
+      for (let maker = level.head; maker !== null; maker = maker.next) {
+        if (parsed.stp !== "none" && maker.userId === taker.userId) {
+          if (parsed.stp === "cancel-maker") continue;
+          return false;
+        }
+        available += maker.remaining;
+        if (available >= taker.remaining) return true;
+      }
+    }
+    return false;
+  }
+
+  private rest(
+    command: PlaceOrderCommand,
+    taker: Taker,
+    parsed: ParsedPlace,
+    book: PairBook,
+    log: EventLog,
+    changes: BookChange[],
+  ): CommandOutcome {
+    const payload = command.payload;
+    const node: OrderNode = {
+      id: taker.id,
+      userId: taker.userId,
+      pairId: command.pairId,
+      side: taker.side,
+      price: taker.price,
+      priceText: taker.priceText,
+      remaining: taker.remaining,
+      remainingText: taker.remainingText,
+      accepted: taker.accepted,
+      volumeTotal: taker.volumeTotal,
+      volumeTotalText: taker.volumeTotalText,
+      timestamp: taker.timestamp,
+      sequence: this.nextSequence++,
+      priceDecimals: payload.priceDecimals,
+      amountDecimals: payload.amountDecimals,
+      quoteDecimals: payload.quoteDecimals,
+      stp: parsed.stp,
+      level: null,
+      prev: null,
+      next: null,
+    };
+    book.insert(node);
+    this.orders.set(node.id, node);
+    const state = toRestingOrder(node);
+    changes.push({ op: "put", order: state });
+    log.push("order.rested.v1", {
+      orderId: node.id,
+      userId: node.userId,
+      pairId: node.pairId,
+      side: node.side,
+      price: node.priceText,
+      volume: state.volume,
+      volumeTotal: node.volumeTotalText,
+      executedVolume: formatScaled(node.volumeTotal - node.remaining, node.amountDecimals),
+      timestamp: node.timestamp,
+      stp: node.stp,
+    });
+    const partially = taker.executed > 0n;
+    return this.finishTaker(
+      command,
+      taker,
+      log,
+      changes,
+      partially ? "partially-filled-rested" : "rested",
+      partially ? ResultCodes.partiallyFilledRested : ResultCodes.rested,
+    );
+  }
+
+  private emitTakerCancel(
+    log: EventLog,
+    taker: Taker,
+    payload: PlaceOrderCommand["payload"],
+    reason: CancelReason,
+    code: ResultCode,
+  ): void {
+    const decimals = payload.amountDecimals;
+    log.push("order.cancelled.v1", {
+      orderId: taker.id,
+      userId: taker.userId,
+      pairId: payload.pairId,
+      side: taker.side,
+      price: taker.priceText,
+      volume: taker.remainingText,
+      volumeTotal: taker.volumeTotalText,
+      executedVolume: formatScaled(executedOf(taker), decimals),
+      reason,
+      code,
+      quoteVolume: taker.quoteSized ? formatScaled(taker.budget, payload.quoteDecimals) : undefined,
+    });
+  }
+
+  private finishTaker(
+    command: PlaceOrderCommand,
+    taker: Taker,
+    log: EventLog,
+    changes: BookChange[],
+    orderStatus: OrderStatus,
+    code: ResultCode,
+  ): CommandOutcome {
+    if (orderStatus === "filled" || orderStatus === "cancelled") this.recent.finish(taker.id);
+    const decimals = command.payload.amountDecimals;
+    return {
+      result: {
+        commandId: command.commandId,
+        status: "accepted",
+        code,
+        codeName: resultCodeName(code),
+        orderId: taker.id,
+        orderStatus,
+        executedVolume: formatScaled(taker.executed, decimals),
+        remainingVolume: taker.remainingText,
+        events: log.events.length,
+      },
+      events: log.events,
+      changes,
+      acceptedOrderId: taker.id,
+    };
+  }
+
+  private cancel(command: CancelOrderCommand): CommandOutcome {
+    const payload = command.payload;
+    if (payload.pairId !== command.pairId) {
+      return this.reject(command, ResultCodes.pairMismatch, "payload pairId differs from envelope");
+    }
+    const node = this.orders.get(payload.id);
+    if (node === undefined || node.pairId !== command.pairId) {
+      if (this.recent.has(payload.id)) {
+        return this.reject(command, ResultCodes.orderAlreadyFinished, "order already filled or cancelled");
+      }
+      return this.reject(command, ResultCodes.unknownOrder, "no such resting order");
+    }
+    if (node.userId !== payload.userId) {
+      return this.reject(command, ResultCodes.notOwner, "order belongs to another user");
+    }
+    const book = this.books.get(node.pairId)!;
+    const state = toRestingOrder(node);
+    book.remove(node);
+    this.orders.delete(node.id);
+    this.recent.finish(node.id);
+    const log = new EventLog(command);
+    const executed = formatScaled(node.volumeTotal - node.remaining, node.amountDecimals);
+    log.push("order.cancelled.v1", {
+      orderId: node.id,
+      userId: node.userId,
+      pairId: node.pairId,
+      side: node.side,
+      price: node.priceText,
+      volume: state.volume,
+      volumeTotal: node.volumeTotalText,
+      executedVolume: executed,
+      reason: "user",
+      code: ResultCodes.ok,
+    });
+    return {
+      result: {
+        commandId: command.commandId,
+        status: "accepted",
+        code: ResultCodes.ok,
+        codeName: resultCodeName(ResultCodes.ok),
+        orderId: node.id,
+        orderStatus: "cancelled",
+        executedVolume: executed,
+        remainingVolume: state.volume,
+        events: 1,
+      },
+      events: log.events,
+      changes: [{ op: "remove", order: state }],
+    };
+  }
+
+  private createBook(pairId: number): PairBook {
+    const book = new PairBook(pairId);
+    this.books.set(pairId, book);
+    return book;
+  }
+
+  /** Rebuilds state from the datastore; the next sequence stays above every loaded one. */
+  loadRestingOrder(order: RestingOrder): void {
+    const fail = (why: string): never => {
+      throw new MatchingInvariantError(`cannot load order ${order.id}: ${why}`);
+    };
+    if (this.orders.has(order.id)) fail("duplicate id");
+    const price = parseScaled(order.price, order.priceDecimals);
+    const remaining = parseScaled(order.volume, order.amountDecimals);
+    const volumeTotal = parseScaled(order.volumeTotal, order.amountDecimals);
+    if (typeof price === "object" || price <= 0n) return fail("bad price");
+    if (typeof remaining === "object" || remaining <= 0n) return fail("bad volume");
+    if (typeof volumeTotal === "object") return fail("bad volumeTotal");
+    if (!Number.isSafeInteger(order.sequence) || order.sequence < 0) fail("bad sequence");
+    const book = this.books.get(order.pairId) ?? this.createBook(order.pairId);
+    if (book.precisionDiffers(order.priceDecimals, order.amountDecimals, order.quoteDecimals)) {
+      fail("precisions differ from the pair's other orders");
+    }
+    const node: OrderNode = {
+      id: order.id,
+      userId: order.userId,
+      pairId: order.pairId,
+      side: order.side,
+      price,
+      priceText: formatScaled(price, order.priceDecimals),
+      remaining,
+      remainingText: formatScaled(remaining, order.amountDecimals),
+      accepted: remaining,
+      volumeTotal,
+      volumeTotalText: formatScaled(volumeTotal, order.amountDecimals),
+      timestamp: order.timestamp,
+      sequence: order.sequence,
+      priceDecimals: order.priceDecimals,
+      amountDecimals: order.amountDecimals,
+      quoteDecimals: order.quoteDecimals,
+      stp: order.stp,
+      level: null,
+      prev: null,
+      next: null,
+    };
+    book.insertBySequence(node);
+    this.orders.set(node.id, node);
+    if (order.sequence >= this.nextSequence) this.nextSequence = order.sequence + 1;
+  }
+
+  /** Every resting order, in canonical order (pairs ascending, bids then asks, best first, FIFO). */
+  *restingOrders(): Generator<RestingOrder> {
+    for (const book of this.sortedBooks()) {
+      for (const node of book.canonicalOrders()) yield toRestingOrder(node);
+    }
+  }
+
+  restingOrderCount(pairId?: number): number {
+    if (pairId === undefined) return this.orders.size;
+    return this.books.get(pairId)?.orderCount ?? 0;
+  }
+
+  getOrder(orderId: string): RestingOrder | undefined {
+    const node = this.orders.get(orderId);
+    return node === undefined ? undefined : toRestingOrder(node);
+  }
+
+  /** Aggregated top `levels` price levels per side, best first. */
+  depth(pairId: number, levels: number): Depth {
+    const book = this.books.get(pairId);
+    const side = (list: PriceLevel[] | undefined, decimals: number): DepthLevel[] => {
+      const out: DepthLevel[] = [];
+      if (list === undefined) return out;
+      for (let i = list.length - 1; i >= 0 && out.length < levels; i--) {
+        const level = list[i]!;
+        out.push({ price: level.priceText, volume: formatScaled(level.total, decimals), orders: level.count });
+      }
+      return out;
+    };
+    const decimals = book?.amountDecimals ?? 0;
+    return { bids: side(book?.bids, decimals), asks: side(book?.asks, decimals) };
+  }
+
+  /** Validates every book and the id index; throws MatchingInvariantError on the first fault. */
+  check(): void {
+    let total = 0;
+    for (const book of this.books.values()) total += book.check();
+    invariant(total === this.orders.size, () => `index holds ${this.orders.size}, books ${total}`);
+    for (const [id, node] of this.orders) {
+      invariant(node.id === id && node.level !== null, () => `index entry ${id} not resting`);
+      invariant(this.books.get(node.pairId) !== undefined, () => `order ${id} has no book`);
+    }
+  }
+
+  /** Canonical FNV-1a 64 hex digest of all books, independent of absolute sequence numbers. */
+  digest(): string {
+    const engine = this;
+    return digestOrders(
+      (function* () {
+        for (const book of engine.sortedBooks()) {
+          for (const node of book.canonicalOrders()) {
+            yield {
+              id: node.id,
+              userId: node.userId,
+              pairId: node.pairId,
+              side: node.side,
+              price: node.priceText,
+              volume: node.remainingText,
+              volumeTotal: node.volumeTotalText,
+              timestamp: node.timestamp,
+              stp: node.stp,
+            };
+          }
+        }
+      })(),
+    );
+  }
+
+  clear(): void {
+    this.books.clear();
+    this.orders.clear();
+    this.recent.clear();
+    this.nextSequence = 1;
+  }
+
+  private sortedBooks(): PairBook[] {
+    return [...this.books.values()].filter((b) => b.orderCount > 0).sort((a, b) => a.pairId - b.pairId);
+  }
+}
+
+/** True when a taker on `side` at `price` would trade against a level at `levelPrice`. */
+function crosses(side: Side, price: bigint, levelPrice: bigint): boolean {
+  return side === "bid" ? levelPrice <= price : levelPrice >= price;
+}
+
+/** The caller's text when it is already canonical, else the formatted value. */
+function canonicalText(text: string, value: bigint, decimals: number): string {
+  return isCanonicalDecimal(text) ? text : formatScaled(value, decimals);
+}
+
+function executedOf(taker: Taker): bigint {
+  return taker.quoteSized ? taker.executed : taker.volumeTotal - taker.remaining;
+}
+
+function rejectInfo(target: CommandEnvelope | RejectTarget): RejectTarget {
+  if (!("payload" in target)) return target;
+  const payload = target.payload;
+  return {
+    commandId: target.commandId,
+    correlationId: target.correlationId,
+    pairId: target.pairId,
+    partition: target.partition,
+    submittedAt: target.submittedAt,
+    orderId: payload.id,
+    userId: payload.userId,
+    type: target.type,
+  };
+}
+
+export type { EventSource };

@@ -1,0 +1,33 @@
+/**
+ * Decodes command message bodies: plain JSON or superjson-wrapped JSON
+ * (`{"json": {...}, "meta": ...}`), as today's producers send them.
+ */
+import superjson, { type SuperJSONResult } from "superjson";
+
+export type BodyDecode = { ok: true; value: unknown } | { ok: false; reason: string };
+
+export function decodeBody(body: Buffer | Uint8Array): BodyDecode {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(body).toString("utf8"));
+  } catch (error) {
+    return { ok: false, reason: `body is not JSON: ${(error as Error).message}` };
+  }
+  if (isSuperJson(parsed)) {
+    try {
+      return { ok: true, value: superjson.deserialize(parsed) };
+    } catch (error) {
+      return { ok: false, reason: `superjson body cannot be decoded: ${(error as Error).message}` };
+    }
+  }
+  return { ok: true, value: parsed };
+}
+
+function isSuperJson(value: unknown): value is SuperJSONResult {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    "json" in value &&
+    Object.keys(value).every((key) => key === "json" || key === "meta")
+  );
+}

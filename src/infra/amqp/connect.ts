@@ -1,0 +1,8 @@
+/**
+ * Opens AMQP connections with a bounded connect timeout and a readable error.
+ */
+import amqp, { type ChannelModel } from "amqplib";
+
+export async function connectBroker(url: string, name: string): Promise<ChannelModel> {
+  return amqp.connect(url, { timeout: 5000, clientProperties: { connection_name: name } });
+}

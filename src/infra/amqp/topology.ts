@@ -1,0 +1,69 @@
+/**
+ * The contract's RabbitMQ names and declarations: the command exchange and per-partition
+ * quorum queues, the event exchanges, and the conductor's dead-letter queue.
+ */
+import type { Channel, ChannelModel } from "amqplib";
+import type { Logger } from "../log";
+
+export const commandExchange = "matching:commands";
+export const commandDeadLetterQueue = "matching:commands.dead-letter";
+
+export function commandQueue(partition: number): string {
+  return `matching:commands.p${partition}`;
+}
+
+export const eventExchanges = {
+  "order.rested.v1": "messages:order:create",
+  "order.filled.v1": "messages:order:delete",
+  "order.cancelled.v1": "messages:order:delete",
+  "order.updated.v1": "messages:order:update",
+  "deal.executed.v1": "messages:deal:create",
+  "order.rejected.v1": "messages:order:reject",
+} as const;
+
+export const allEventExchanges: readonly string[] = [...new Set(Object.values(eventExchanges))];
+
+export const commandQueueArguments = {
+  "x-queue-type": "quorum",
+  "x-single-active-consumer": true,
+} as const;
+
+/**
+ * Declares the command exchange and the partition's queue. A queue that already exists
+ * with other arguments is used as it is (a redeclare would fail with 406), after a
+ * passive check, and its existence is logged.
+ */
+export async function declareCommandTopology(
+  connection: ChannelModel,
+  partition: number,
+  log: Logger,
+): Promise<void> {
+  const queue = commandQueue(partition);
+  const setup = await connection.createChannel();
+  await setup.assertExchange(commandExchange, "direct", { durable: true });
+  await setup.assertQueue(commandDeadLetterQueue, { durable: true });
+  try {
+    await setup.assertQueue(queue, { durable: true, arguments: commandQueueArguments });
+    log.info("command queue declared", { queue, queueType: "quorum", singleActiveConsumer: true });
+  } catch (error) {
+    // The failed declare closed that channel; check the existing queue passively.
+    const check = await connection.createChannel();
+    const existing = await check.checkQueue(queue);
+    log.warn("command queue exists with other arguments; using it as it is", {
+      queue,
+      messageCount: existing.messageCount,
+      declareError: (error as Error).message,
+    });
+    await check.bindQueue(queue, commandExchange, queue);
+    await check.close();
+    return;
+  }
+  await setup.bindQueue(queue, commandExchange, queue);
+  await setup.close();
+}
+
+export async function declareEventExchanges(channel: Channel): Promise<void> {
+  for (const exchange of allEventExchanges) {
+    await channel.assertExchange(exchange, "direct", { durable: true });
+  }
+}

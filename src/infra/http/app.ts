@@ -1,0 +1,51 @@
+/**
+ * The HTTP surface shared by conductor and outbox: /healthz (alive), /readyz
+ * (dependencies connected and policy satisfied), /metrics (JSON by default,
+ * Prometheus text when asked), plus service-specific routes.
+ */
+import { Hono } from "hono";
+import type { MetricsRegistry } from "../metrics";
+
+export interface Readiness {
+  ready: boolean;
+  /** "degraded" is ready but with something an operator must look at. */
+  status: "ready" | "degraded" | "not-ready";
+  reasons: string[];
+}
+
+export interface HttpAppOptions {
+  metrics: MetricsRegistry;
+  readiness: () => Readiness;
+  /** Refreshes gauges that need a datastore read; must never throw. */
+  beforeMetrics?: () => Promise<void>;
+  routes?: (app: Hono) => void;
+}
+
+export function createHttpApp({ metrics, readiness, beforeMetrics, routes }: HttpAppOptions): Hono {
+  const app = new Hono();
+  app.get("/healthz", (c) => c.json({ status: "alive" }));
+  app.get("/readyz", (c) => {
+    const state = readiness();
+    return c.json(state, state.ready ? 200 : 503);
+  });
+  app.get("/metrics", async (c) => {
+    if (beforeMetrics) await beforeMetrics().catch(() => undefined);
+    const accept = c.req.header("accept") ?? "";
+    if (/text\/plain|openmetrics/i.test(accept)) {
+      return c.text(metrics.toPrometheus(), 200, { "content-type": "text/plain; version=0.0.4" });
+    }
+    return c.json(metrics.toJson());
+  });
+  routes?.(app);
+  return app;
+}
+
+export interface HttpServer {
+  port: number;
+  stop(): Promise<void>;
+}
+
+export function serveHttp(app: Hono, port: number): HttpServer {
+  const server = Bun.serve({ port, hostname: "0.0.0.0", fetch: app.fetch });
+  return { port: server.port ?? port, stop: () => server.stop(true) };
+}

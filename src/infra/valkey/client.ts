@@ -1,0 +1,36 @@
+/**
+ * Creates ioredis connections with the options matchd relies on: no offline queue
+ * (a command sent while disconnected fails at once instead of waiting unbounded) and
+ * bounded reconnect backoff.
+ */
+import Redis from "ioredis";
+
+export type Valkey = Redis;
+
+export function createValkey(url: string, options: { name: string; lazy?: boolean }): Valkey {
+  return new Redis(url, {
+    connectionName: options.name,
+    lazyConnect: options.lazy ?? false,
+    enableOfflineQueue: true,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 3000,
+    // Backoff capped at 2 s: reconnects forever, never hammers a restarting server.
+    retryStrategy: (attempt) => Math.min(50 * 2 ** Math.min(attempt, 6), 2000),
+  });
+}
+
+/** Parses a Redis INFO section into key/value pairs. */
+export function parseInfo(text: string): Map<string, string> {
+  const fields = new Map<string, string>();
+  for (const line of text.split("\r\n")) {
+    const at = line.indexOf(":");
+    if (at > 0 && !line.startsWith("#")) fields.set(line.slice(0, at), line.slice(at + 1));
+  }
+  return fields;
+}
+
+/** The error code ioredis puts first in a server reply error ("NOGROUP ...", "BUSYGROUP ..."). */
+export function replyCode(error: unknown): string | undefined {
+  if (error instanceof Error) return error.message.split(" ", 1)[0];
+  return undefined;
+}

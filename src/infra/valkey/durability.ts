@@ -1,0 +1,152 @@
+/**
+ * The durability policy against a real datastore: the boot checks that decide whether
+ * `aof-replicated` can be honoured, and the per-commit durability wait.
+ */
+import type { DurabilityPolicy } from "../../config/schema";
+import { parseInfo, type Valkey } from "./client";
+
+export interface CheckOutcome {
+  name: string;
+  ok: boolean;
+  detail: string;
+}
+
+export class DurabilityTimeoutError extends Error {
+  readonly code = "DURABILITY_TIMEOUT";
+  constructor(
+    readonly waitedMs: number,
+    readonly local: number,
+    readonly replicas: number,
+  ) {
+    super(
+      `durability not confirmed within ${waitedMs} ms (local fsyncs ${local}, replica fsyncs ${replicas})`,
+    );
+  }
+}
+
+/**
+ * Runs the checks that `aof-replicated` requires, each reported on its own. Under
+ * `memory` only reachability is checked. Never throws for a failed check.
+ */
+export async function checkDatastore(
+  valkey: Valkey,
+  policy: DurabilityPolicy,
+  timeoutMs: number,
+  probeKey: string,
+): Promise<CheckOutcome[]> {
+  const outcomes: CheckOutcome[] = [];
+  let server: Map<string, string>;
+  try {
+    server = parseInfo(await valkey.info("server"));
+    outcomes.push({ name: "datastore reachable", ok: true, detail: "PING answered" });
+  } catch (error) {
+    outcomes.push({
+      name: "datastore reachable",
+      ok: false,
+      detail: `cannot reach the datastore (${(error as Error).message}); start Valkey or fix MATCHING_DATASTORE_URL`,
+    });
+    return outcomes;
+  }
+  if (policy === "memory") return outcomes;
+
+  const version = server.get("valkey_version") ?? server.get("redis_version") ?? "0";
+  const hasWaitAof = await commandExists(valkey, "waitaof");
+  outcomes.push({
+    name: "WAITAOF supported",
+    ok: hasWaitAof,
+    detail: hasWaitAof
+      ? `server ${version} has WAITAOF`
+      : `server ${version} has no WAITAOF (needs Redis/Valkey >= 7.2); install valkey-server >= 7.2 (Debian 12: bookworm-backports)`,
+  });
+
+  const replication = parseInfo(await valkey.info("replication"));
+  const role = replication.get("role") ?? "unknown";
+  outcomes.push({
+    name: "primary role",
+    ok: role === "master",
+    detail:
+      role === "master"
+        ? "server is a primary"
+        : `server is a ${role === "slave" ? "replica" : role}, not a primary; point MATCHING_DATASTORE_URL at the primary`,
+  });
+
+  const appendonly = (await valkey.config("GET", "appendonly")) as string[];
+  const aofOn = appendonly[1] === "yes";
+  outcomes.push({
+    name: "appendonly on",
+    ok: aofOn,
+    detail: aofOn ? "appendonly yes" : "appendonly is off; set `appendonly yes` (and appendfsync always) on primary and replica",
+  });
+
+  const replicas = Number(replication.get("connected_slaves") ?? "0");
+  outcomes.push({
+    name: "replica connected",
+    ok: replicas >= 1,
+    detail:
+      replicas >= 1
+        ? `${replicas} replica(s) connected`
+        : "no replica is connected; start a replica with `replicaof <primary>` and appendonly yes",
+  });
+
+  if (hasWaitAof && role === "master" && aofOn && replicas >= 1) {
+    try {
+      await valkey.set(probeKey, String(Date.now()), "PX", 60_000);
+      const [local, replica] = await waitAof(valkey, timeoutMs);
+      const ok = local >= 1 && replica >= 1;
+      outcomes.push({
+        name: "probe write fsynced on primary and replica",
+        ok,
+        detail: ok
+          ? `WAITAOF 1 1 ${timeoutMs} confirmed local=${local} replicas=${replica}`
+          : `WAITAOF 1 1 ${timeoutMs} returned local=${local} replicas=${replica}; the replica needs appendonly yes and a healthy link`,
+      });
+    } catch (error) {
+      outcomes.push({
+        name: "probe write fsynced on primary and replica",
+        ok: false,
+        detail: `probe failed: ${(error as Error).message}`,
+      });
+    }
+  } else {
+    outcomes.push({
+      name: "probe write fsynced on primary and replica",
+      ok: false,
+      detail: "skipped: an earlier check failed",
+    });
+  }
+  return outcomes;
+}
+
+async function commandExists(valkey: Valkey, name: string): Promise<boolean> {
+  const info = (await valkey.call("COMMAND", "INFO", name)) as unknown[];
+  return Array.isArray(info) && info[0] !== null && info[0] !== undefined;
+}
+
+async function waitAof(valkey: Valkey, timeoutMs: number): Promise<[number, number]> {
+  const reply = (await valkey.call("WAITAOF", "1", "1", String(timeoutMs))) as [number, number];
+  return [Number(reply[0]), Number(reply[1])];
+}
+
+// A short WAITAOF slice: a replica's fsync acknowledgement can otherwise wait for its
+// once-a-second report; re-asking in short slices lets the next REPLCONF ACK through.
+const waitSliceMs = 5;
+
+/**
+ * Waits until the primary and at least one replica have fsynced everything this
+ * connection wrote, re-issuing short WAITAOF calls until the deadline. Throws
+ * DurabilityTimeoutError when the deadline passes first.
+ */
+export async function waitDurable(valkey: Valkey, timeoutMs: number): Promise<number> {
+  const started = performance.now();
+  let local = 0;
+  let replicas = 0;
+  for (;;) {
+    const elapsed = performance.now() - started;
+    const slice = Math.max(1, Math.min(waitSliceMs, Math.ceil(timeoutMs - elapsed)));
+    [local, replicas] = await waitAof(valkey, slice);
+    if (local >= 1 && replicas >= 1) return performance.now() - started;
+    if (performance.now() - started >= timeoutMs) {
+      throw new DurabilityTimeoutError(timeoutMs, local, replicas);
+    }
+  }
+}

@@ -1,0 +1,40 @@
+/**
+ * Every datastore key of a partition, built in one place from the contract's prefix
+ * `matching:{matching-p<N>}:` so that one partition's keys share one hash slot.
+ */
+
+export interface PartitionKeys {
+  prefix: string;
+  processedCommand(commandId: string): string;
+  acceptedOrder(orderId: string): string;
+  bookRates(pairId: number, side: "bid" | "ask"): string;
+  order(orderId: string): string;
+  events: string;
+  eventsDeadLetter: string;
+  outboxLease: string;
+  /** Extension: the conductor's ownership epoch (fencing token). */
+  ownerEpoch: string;
+  /** Extension: set of pair ids with resting orders, so a reload knows which books to read. */
+  pairs: string;
+  /** Extension: the outbox's per-event publish attempt counters. */
+  outboxAttempts: string;
+}
+
+export const outboxConsumerGroup = "matching-outbox-v1";
+
+export function partitionKeys(partition: number): PartitionKeys {
+  const prefix = `matching:{matching-p${partition}}:`;
+  return {
+    prefix,
+    processedCommand: (commandId) => `${prefix}processed-command:${commandId}`,
+    acceptedOrder: (orderId) => `${prefix}accepted-order:${orderId}`,
+    bookRates: (pairId, side) => `${prefix}book:${pairId}:${side}:rates`,
+    order: (orderId) => `${prefix}order:${orderId}`,
+    events: `${prefix}events`,
+    eventsDeadLetter: `${prefix}events:dead-letter`,
+    outboxLease: `${prefix}outbox-lease`,
+    ownerEpoch: `${prefix}owner-epoch`,
+    pairs: `${prefix}pairs`,
+    outboxAttempts: `${prefix}outbox-attempts`,
+  };
+}

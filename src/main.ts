@@ -1,0 +1,159 @@
+/**
+ * The matchd executable: turns argv into a subcommand, resolves the configuration
+ * once from the environment and flags, and runs it. The only place that reads
+ * process.env.
+ */
+import packageJson from "../package.json";
+import { parseArgs } from "./cli/args";
+import { runCheck } from "./cli/check";
+import { commandUsage, mainUsage } from "./cli/usage";
+import { resolveConfig } from "./config/resolve";
+import { type Config, configFlags, type Subcommand } from "./config/schema";
+import { PolicyRefusedError } from "./infra/boot";
+import { createLogger } from "./infra/log";
+
+const benchValued = new Set([
+  "--workload",
+  "--commands",
+  "--events",
+  "--seed",
+  "--warmup",
+  "--rate",
+  "--duration",
+  "--connections",
+  "--resting",
+  "--dir",
+  "--report",
+  "--conductor-url",
+  "--outbox-url",
+  "--pairs",
+]);
+const stackValued = new Set(["--dir"]);
+
+const subcommands: readonly Subcommand[] = ["conductor", "outbox", "bench", "stack", "check"];
+
+function fail(message: string, usage: string): never {
+  process.stderr.write(`matchd: ${message}\n\n${usage}`);
+  process.exit(2);
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === "--help" || name === "-h" || name === "help") {
+    process.stdout.write(mainUsage);
+    return name === undefined ? 2 : 0;
+  }
+  if (name === "--version" || name === "-v") {
+    process.stdout.write(`matchd ${packageJson.version} (bun ${Bun.version})\n`);
+    return 0;
+  }
+  if (!subcommands.includes(name as Subcommand)) fail(`unknown command ${name}`, mainUsage);
+  const subcommand = name as Subcommand;
+  const usage = commandUsage[subcommand]!;
+
+  const valued = new Set(subcommand === "stack" ? stackValued : configFlags);
+  if (subcommand === "bench") for (const flag of benchValued) valued.add(flag);
+  const args = parseArgs(rest, valued, new Set(["--help", "-h", "--json", "--keep-stack"]));
+  if (args.switches.has("--help")) {
+    process.stdout.write(usage);
+    return 0;
+  }
+  if (args.unknown.length > 0) fail(args.unknown.join("; "), usage);
+
+  if (subcommand === "stack") return runStackCommand(args.positionals, args.flags, usage);
+
+  const resolved = resolveConfig(process.env, args.flags, subcommand);
+  if (!resolved.ok) {
+    process.stderr.write(
+      `matchd: invalid configuration, nothing started:\n${resolved.problems.map((p) => `  - ${p}`).join("\n")}\n`,
+    );
+    return 2;
+  }
+  const config = resolved.config;
+  const log = createLogger(config.logLevel, { service: subcommand, partition: config.partition });
+
+  switch (subcommand) {
+    case "check":
+      if (args.positionals.length > 0) fail(`unexpected argument ${args.positionals[0]}`, usage);
+      return runCheck(config, (line) => process.stdout.write(line + "\n"));
+    case "conductor": {
+      if (args.positionals.length > 0) fail(`unexpected argument ${args.positionals[0]}`, usage);
+      const { runConductor } = await import("./conductor/run");
+      return runConductor(config, log);
+    }
+    case "outbox": {
+      if (args.positionals.length > 0) fail(`unexpected argument ${args.positionals[0]}`, usage);
+      const { runOutbox } = await import("./outbox/run");
+      return runOutbox(config, log);
+    }
+    case "bench": {
+      const { runBench, benchBoundaries } = await import("./bench/run");
+      const [boundary, ...extra] = args.positionals;
+      if (boundary === undefined || !benchBoundaries.includes(boundary)) {
+        fail(boundary === undefined ? "bench needs a boundary" : `unknown boundary ${boundary}`, usage);
+      }
+      if (extra.length > 0) fail(`unexpected argument ${extra[0]}`, usage);
+      return runBench(boundary, {
+        config,
+        env: benchEnvironment(),
+        flags: args.flags,
+        json: args.switches.has("--json"),
+        keepStack: args.switches.has("--keep-stack"),
+        log,
+      });
+    }
+  }
+  return 2;
+}
+
+/** Whether the user pointed the bench at running services (it reads no env itself). */
+function benchEnvironment(): { datastoreGiven: boolean; brokerGiven: boolean; executable: string } {
+  return {
+    datastoreGiven: Boolean(process.env.MATCHING_DATASTORE_URL),
+    brokerGiven: Boolean(process.env.MATCHING_BROKER_URL),
+    executable: process.execPath,
+  };
+}
+
+async function runStackCommand(
+  positionals: string[],
+  flags: Map<string, string>,
+  usage: string,
+): Promise<number> {
+  const [action, ...extra] = positionals;
+  const dir = flags.get("--dir");
+  if (!action || !["up", "down", "status"].includes(action)) fail("stack needs up, down or status", usage);
+  if (extra.length > 0) fail(`unexpected argument ${extra[0]}`, usage);
+  if (!dir) fail("stack needs --dir DIR", usage);
+  const stack = await import("./stack/index");
+  if (action === "up") {
+    const info = await stack.stackUp({ dir, log: (line) => process.stderr.write(`stack: ${line}\n`) });
+    process.stdout.write(
+      `MATCHING_DATASTORE_URL=${info.datastoreUrl}\nMATCHING_REPLICA_URL=${info.replicaUrl}\nMATCHING_BROKER_URL=${info.brokerUrl}\n`,
+    );
+    return 0;
+  }
+  if (action === "down") {
+    const { stopped } = await stack.stackDown({ dir });
+    process.stdout.write(`stopped: ${stopped.join(", ") || "nothing"}\n`);
+    return 0;
+  }
+  const status = await stack.stackStatus(dir);
+  process.stdout.write(JSON.stringify(status, null, 2) + "\n");
+  return 0;
+}
+
+main(process.argv.slice(2)).then(
+  // Exit explicitly: a finished command must not linger on an idle socket or timer.
+  (code) => process.exit(code),
+  (error: unknown) => {
+    if (error instanceof PolicyRefusedError) {
+      process.stderr.write(`matchd: ${error.message}\n`);
+      process.exit(3);
+    }
+    process.stderr.write(`matchd: fatal: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exit(1);
+  },
+);
+
+export type { Config };

@@ -1,0 +1,422 @@
+/**
+ * The outbox delivery loop: while this process holds the partition's lease, read the
+ * events stream in order (own pending first, then entries claimed from a dead
+ * consumer, then new ones), publish each event on one confirm channel with a sliding
+ * window of unconfirmed events, and advance the stream only over the confirmed
+ * contiguous prefix. Any broker failure stops the session, lets outstanding publishes
+ * settle, and retries from the first unconfirmed entry with backoff, forever.
+ */
+import type { Logger } from "../infra/log";
+import { backoffDelayMs } from "./backoff";
+import { decodeEntry, type OutboxEvent, type StreamEntry } from "./envelope";
+import type { PartitionLease } from "./lease";
+import type { OutboxMetrics } from "./metrics";
+import type { ConfirmOutcome, EventPublisher } from "./publisher";
+import { Wakeup } from "./signal";
+import { type AckItem, isMissingGroup, type OutboxStream } from "./stream-reader";
+
+export interface DeliveryOptions {
+  stream: OutboxStream;
+  lease: PartitionLease;
+  metrics: OutboxMetrics;
+  log: Logger;
+  openPublisher: () => Promise<EventPublisher>;
+  /** Events published and not yet confirmed, at most (1 = publish and await each confirm). */
+  window: number;
+  readCount: number;
+  claimIdleMs: number;
+  /** How long a `>` read waits for new entries; also bounds how long shutdown waits for a read. */
+  readBlockMs?: number;
+  /** How long a session end waits for outstanding confirms before giving up on them. */
+  settleTimeoutMs?: number;
+}
+
+interface InFlight {
+  event: OutboxEvent;
+  publishedAt: number;
+  outcome: ConfirmOutcome | null;
+}
+
+type StopReason = "stop" | "lease-lost" | "broker" | "group-missing";
+
+/** Thrown inside a session to unwind it; the reason says what happens next. */
+class SessionInterrupted extends Error {
+  constructor(readonly reason: StopReason) {
+    super(`session interrupted: ${reason}`);
+  }
+}
+
+/** At most this many entries per acknowledgement transaction, to bound one MULTI's size. */
+const ackBatchMax = 5000;
+
+export class DeliveryLoop {
+  private readonly stream: OutboxStream;
+  private readonly lease: PartitionLease;
+  private readonly metrics: OutboxMetrics;
+  private readonly log: Logger;
+  private readonly openPublisher: () => Promise<EventPublisher>;
+  private readonly window: number;
+  private readonly readCount: number;
+  private readonly claimIdleMs: number;
+  private readonly readBlockMs: number;
+  private readonly settleTimeoutMs: number;
+
+  private stopping = false;
+  private publisher: EventPublisher | null = null;
+  /** Why the current session must end; null while it may continue. */
+  private interrupt: StopReason | null = null;
+  private readonly wakeup = new Wakeup();
+  /** Session number: confirms from an earlier session's channel are ignored. */
+  private generation = 0;
+  /** Published events in stream order; `head` is the oldest not yet part of the acknowledged prefix. */
+  private queue: InFlight[] = [];
+  private head = 0;
+  private outstanding = 0;
+  private ackBuffer: AckItem[] = [];
+  private flushing: Promise<void> | null = null;
+  private ackError: unknown = null;
+  private attempt = 0;
+  /** The entry a failure stopped at; its confirm proves the retry got past it. */
+  private failedEntryId: string | null = null;
+  /** Exchange that last returned an event as unroutable, until a retry gets past it. */
+  unroutableExchange: string | null = null;
+  private runPromise: Promise<void> | null = null;
+
+  constructor(options: DeliveryOptions) {
+    this.stream = options.stream;
+    this.lease = options.lease;
+    this.metrics = options.metrics;
+    this.log = options.log;
+    this.openPublisher = options.openPublisher;
+    this.window = options.window;
+    this.readCount = options.readCount;
+    this.claimIdleMs = options.claimIdleMs;
+    this.readBlockMs = options.readBlockMs ?? 1000;
+    this.settleTimeoutMs = options.settleTimeoutMs ?? 10_000;
+  }
+
+  get inFlight(): number {
+    return this.outstanding;
+  }
+
+  get brokerConnected(): boolean {
+    return this.publisher !== null && this.publisher.failed === null;
+  }
+
+  start(): Promise<void> {
+    this.runPromise ??= this.run();
+    return this.runPromise;
+  }
+
+  /** Called by the lease keeper; losing the lease ends the session at once. */
+  leaseChanged(held: boolean): void {
+    this.metrics.leaseHeld.set(held ? 1 : 0);
+    if (!held) this.requestInterrupt("lease-lost");
+    this.wakeup.wake();
+  }
+
+  /** Stops reading, lets outstanding confirms settle (bounded), acknowledges the confirmed prefix. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.requestInterrupt("stop");
+    await this.runPromise;
+    await this.publisher?.close();
+    this.publisher = null;
+  }
+
+  private requestInterrupt(reason: StopReason): void {
+    // A shutdown request wins over any other reason; otherwise the first reason stands.
+    if (this.interrupt === null || reason === "stop") this.interrupt = reason;
+    this.wakeup.wake();
+  }
+
+  private checkInterrupt(): void {
+    if (this.stopping) throw new SessionInterrupted("stop");
+    if (this.interrupt !== null) throw new SessionInterrupted(this.interrupt);
+    if (!this.lease.held()) throw new SessionInterrupted("lease-lost");
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopping) {
+      if (!this.lease.held()) {
+        await this.wakeup.wait(1000);
+        continue;
+      }
+      const outcome = await this.session();
+      if (this.stopping) break;
+      if (outcome === "retry") {
+        const delayMs = backoffDelayMs(this.attempt++);
+        this.log.info("outbox retrying after backoff", { delayMs, attempt: this.attempt });
+        await this.wakeup.wait(delayMs);
+      }
+    }
+  }
+
+  /**
+   * One period of publishing under the lease with one channel. Returns "retry" when
+   * it ended on a failure that needs a backoff, "again" when it can restart at once.
+   */
+  private async session(): Promise<"retry" | "again"> {
+    if (this.stopping) return "again";
+    this.generation++;
+    this.interrupt = null;
+    this.ackError = null;
+    this.queue = [];
+    this.head = 0;
+    this.outstanding = 0;
+    let endReason: StopReason | "datastore" = "stop";
+    try {
+      if (this.publisher?.failed) {
+        await this.publisher.close();
+        this.publisher = null;
+      }
+      if (!this.publisher) {
+        try {
+          this.publisher = await this.openPublisher();
+        } catch (error) {
+          this.log.warn("cannot open the broker channel", { error });
+          throw new SessionInterrupted("broker");
+        }
+        this.publisher.onFailure(() => this.requestInterrupt("broker"));
+        this.log.info("broker channel open; event exchanges declared");
+      }
+      if (await this.stream.ensureGroup()) this.log.info("consumer group created", { group: this.stream.group });
+      await this.stream.forgetIdleConsumers().catch(() => 0);
+      await this.deliverOwnPending();
+      await this.deliverClaimed();
+      await this.deliverNew();
+    } catch (error) {
+      if (error instanceof SessionInterrupted) {
+        endReason = error.reason;
+      } else if (isMissingGroup(error)) {
+        endReason = "group-missing";
+      } else if (this.interrupt !== null) {
+        endReason = this.interrupt;
+      } else {
+        endReason = "datastore";
+        this.log.warn("outbox session failed on a datastore call", { error });
+      }
+    }
+    await this.endSession(endReason);
+    switch (endReason) {
+      case "broker":
+      case "datastore":
+        return "retry";
+      case "group-missing":
+        this.log.warn("events stream or consumer group vanished; recreating the group and continuing");
+        // A short pause so that a stream deleted over and over does not become a busy loop.
+        await this.wakeup.wait(100);
+        return "again";
+      default:
+        return "again";
+    }
+  }
+
+  /** After a restart or lease change: re-deliver what this consumer read but never acknowledged. */
+  private async deliverOwnPending(): Promise<void> {
+    let cursor = "0";
+    for (;;) {
+      this.checkInterrupt();
+      const { entries, vanished, lastId } = await this.stream.readOwnPending(cursor, this.readCount);
+      if (lastId === null) return;
+      if (vanished.length > 0) {
+        // Deleted while pending (by someone else's XDEL): nothing to publish, clear it from the PEL.
+        this.queueAcks(vanished.map((entryId) => ({ entryId, eventId: "" })));
+      }
+      cursor = lastId;
+      await this.publishBatch(entries);
+    }
+  }
+
+  /**
+   * Takes over entries a dead consumer left pending. Until nobody else has pending
+   * entries, new ones are not read: that would deliver them ahead of older ones.
+   */
+  private async deliverClaimed(): Promise<void> {
+    for (;;) {
+      let cursor = "0-0";
+      do {
+        this.checkInterrupt();
+        const claimed = await this.stream.claim(cursor, this.claimIdleMs, this.readCount);
+        cursor = claimed.next;
+        await this.publishBatch(claimed.entries);
+      } while (cursor !== "0-0");
+      const others = await this.stream.othersPending();
+      if (others === 0) return;
+      this.log.info("waiting for another consumer's pending entries to become claimable", {
+        pending: others,
+        claimIdleMs: this.claimIdleMs,
+      });
+      await this.wakeup.wait(Math.min(1000, this.claimIdleMs / 2));
+    }
+  }
+
+  private async deliverNew(): Promise<void> {
+    let readAhead: Promise<StreamEntry[]> | null = null;
+    try {
+      for (;;) {
+        this.checkInterrupt();
+        const entries: StreamEntry[] = await (readAhead ?? this.stream.readNew(this.readCount, this.readBlockMs));
+        readAhead = null;
+        if (entries.length === this.readCount) {
+          // A full batch means a backlog: fetch the next one while this one is published.
+          readAhead = this.stream.readNew(this.readCount, 0);
+        }
+        await this.publishBatch(entries);
+      }
+    } finally {
+      // Its entries are in this consumer's pending list, so the next session re-reads them.
+      readAhead?.catch(() => undefined);
+    }
+  }
+
+  private async publishBatch(entries: readonly StreamEntry[]): Promise<void> {
+    if (entries.length === 0) return;
+    this.metrics.batchSize.observe(entries.length);
+    const publisher = this.publisher!;
+    const generation = this.generation;
+    for (const entry of entries) {
+      this.checkInterrupt();
+      const decoded = decodeEntry(entry);
+      if (!decoded.ok) {
+        await this.stream.deadLetter(entry, decoded.reason);
+        this.metrics.deadLetters.inc();
+        this.log.warn("undecodable stream entry moved to the dead letter", { entryId: entry.id, reason: decoded.reason });
+        continue;
+      }
+      while (this.outstanding >= this.window) {
+        // Woken by each confirm; the timeout only re-checks the lease's local deadline.
+        await this.wakeup.wait(1000);
+        this.checkInterrupt();
+      }
+      // The lease is checked immediately before each publish: a holder past its
+      // trusted deadline must not send even one more event.
+      if (!this.lease.held()) throw new SessionInterrupted("lease-lost");
+      const record: InFlight = { event: decoded.event, publishedAt: performance.now(), outcome: null };
+      this.queue.push(record);
+      this.outstanding++;
+      let writable: boolean;
+      try {
+        writable = publisher.publish(decoded.event, (outcome) => this.onConfirm(record, outcome, generation));
+      } catch (error) {
+        // amqplib throws when the channel already closed; that publish will never be confirmed.
+        this.onConfirm(record, "closed", generation);
+        this.log.warn("publish on a closed channel", { error });
+        throw new SessionInterrupted("broker");
+      }
+      if (!writable) {
+        // Channel backpressure: wait for 'drain' (or a failure, or a confirm that may end the session).
+        await Promise.race([publisher.drained(), this.wakeup.wait(1000)]);
+      }
+    }
+  }
+
+  private onConfirm(record: InFlight, outcome: ConfirmOutcome, generation: number): void {
+    if (generation !== this.generation || record.outcome !== null) return;
+    record.outcome = outcome;
+    this.outstanding--;
+    if (outcome === "ack") {
+      this.metrics.published.inc();
+      this.metrics.confirmLatency.observe((performance.now() - record.publishedAt) / 1000);
+      if (record.event.entryId === this.failedEntryId) {
+        // The retry got past the entry that failed: the trouble is over.
+        this.failedEntryId = null;
+        this.unroutableExchange = null;
+        this.attempt = 0;
+      }
+      this.advancePrefix();
+    } else {
+      if (outcome === "returned") {
+        this.metrics.unroutable.inc();
+        this.unroutableExchange = record.event.exchange;
+      }
+      if (this.interrupt === null) {
+        this.log.warn("broker did not accept an event; retrying from the first unconfirmed entry", {
+          outcome,
+          entryId: record.event.entryId,
+          exchange: record.event.exchange,
+        });
+      }
+      this.requestInterrupt("broker");
+    }
+    this.wakeup.wake();
+  }
+
+  /** Moves the confirmed contiguous prefix into the acknowledgement buffer. */
+  private advancePrefix(): void {
+    const start = this.head;
+    while (this.head < this.queue.length && this.queue[this.head]!.outcome === "ack") this.head++;
+    if (this.head === start) return;
+    const items: AckItem[] = [];
+    for (let i = start; i < this.head; i++) {
+      const { entryId, eventId } = this.queue[i]!.event;
+      items.push({ entryId, eventId });
+    }
+    if (this.head > 4096) {
+      this.queue = this.queue.slice(this.head);
+      this.head = 0;
+    }
+    this.queueAcks(items);
+  }
+
+  private queueAcks(items: AckItem[]): void {
+    for (const item of items) this.ackBuffer.push(item);
+    // Started from a microtask so that a burst of confirms (one multiple-ack frame)
+    // lands in one transaction; while one is running the next batch accumulates.
+    if (this.flushing === null) this.flushing = Promise.resolve().then(() => this.flushAcks());
+  }
+
+  private async flushAcks(): Promise<void> {
+    try {
+      while (this.ackBuffer.length > 0) {
+        const batch = this.ackBuffer.splice(0, ackBatchMax);
+        try {
+          await this.stream.acknowledge(batch);
+          this.metrics.ackBatchSize.observe(batch.length);
+        } catch (error) {
+          // The entries stay pending and are republished after the retry; consumers dedup by event id.
+          this.ackError = error;
+          this.ackBuffer = [];
+          this.log.warn("acknowledging delivered entries failed; they will be republished", { error, entries: batch.length });
+          this.requestInterrupt("broker");
+          return;
+        }
+      }
+    } finally {
+      this.flushing = null;
+    }
+  }
+
+  /**
+   * Ends a session: wait for outstanding confirms (bounded), acknowledge the confirmed
+   * prefix, and remember where a failure stopped so the retry can be recognised.
+   */
+  private async endSession(reason: StopReason | "datastore"): Promise<void> {
+    const deadline = performance.now() + this.settleTimeoutMs;
+    while (this.outstanding > 0 && performance.now() < deadline) {
+      await this.wakeup.wait(Math.min(100, deadline - performance.now()));
+    }
+    if (this.outstanding > 0) {
+      this.log.warn("confirms still outstanding after the settle timeout; their entries stay pending", {
+        outstanding: this.outstanding,
+      });
+    }
+    // Confirms that did arrive may have extended the prefix; push them to the stream.
+    while (this.flushing !== null) await this.flushing;
+    if (this.ackBuffer.length > 0) await this.flushAcks();
+    const firstUnconfirmed = this.queue[this.head];
+    if (reason === "broker" || reason === "datastore") {
+      if (reason === "broker") this.metrics.retries.inc();
+      this.failedEntryId = firstUnconfirmed?.event.entryId ?? this.failedEntryId;
+      const unconfirmed = this.queue.slice(this.head).map((record) => record.event.eventId);
+      await this.stream.recordAttempts(unconfirmed).catch(() => undefined);
+    }
+    // Later confirms from this session's channel are ignored from here on.
+    this.generation++;
+    this.queue = [];
+    this.head = 0;
+    this.outstanding = 0;
+    this.ackBuffer = [];
+    if (reason === "lease-lost") this.log.warn("outbox lease lost; publication stopped");
+  }
+}

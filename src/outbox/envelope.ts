@@ -1,0 +1,65 @@
+/**
+ * Turns one stream entry into something publishable: the raw envelope bytes (sent as
+ * they are, never re-serialised), its event id and type, and the exchange the contract
+ * routes that type to. An entry that cannot be published says why, for the dead letter.
+ */
+import { eventExchanges } from "../infra/amqp/topology";
+
+export type EventType = keyof typeof eventExchanges;
+
+/** One stream entry as read: its id and its flat field/value list. */
+export interface StreamEntry {
+  id: string;
+  fields: string[];
+}
+
+export interface OutboxEvent {
+  entryId: string;
+  eventId: string;
+  type: EventType;
+  exchange: string;
+  body: Buffer;
+}
+
+export type Decoded = { ok: true; event: OutboxEvent } | { ok: false; reason: string };
+
+function isEventType(value: unknown): value is EventType {
+  return typeof value === "string" && Object.hasOwn(eventExchanges, value);
+}
+
+export function decodeEntry(entry: StreamEntry): Decoded {
+  let raw: string | undefined;
+  for (let i = 0; i + 1 < entry.fields.length; i += 2) {
+    if (entry.fields[i] === "event") {
+      raw = entry.fields[i + 1];
+      break;
+    }
+  }
+  if (raw === undefined) return { ok: false, reason: "entry has no `event` field" };
+  let envelope: unknown;
+  try {
+    envelope = JSON.parse(raw);
+  } catch (error) {
+    return { ok: false, reason: `event is not JSON: ${(error as Error).message}` };
+  }
+  if (typeof envelope !== "object" || envelope === null || Array.isArray(envelope)) {
+    return { ok: false, reason: "event is not a JSON object" };
+  }
+  const { eventId, type } = envelope as { eventId?: unknown; type?: unknown };
+  if (typeof eventId !== "string" || eventId.length === 0) {
+    return { ok: false, reason: "event has no eventId" };
+  }
+  if (!isEventType(type)) {
+    return { ok: false, reason: `unknown event type ${JSON.stringify(type)}` };
+  }
+  return {
+    ok: true,
+    event: { entryId: entry.id, eventId, type, exchange: eventExchanges[type], body: Buffer.from(raw) },
+  };
+}
+
+/** The millisecond part of a stream id ("1700000000000-3" -> 1700000000000). */
+export function entryTimeMs(entryId: string): number {
+  const dash = entryId.indexOf("-");
+  return Number(dash < 0 ? entryId : entryId.slice(0, dash));
+}

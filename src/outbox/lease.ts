@@ -1,0 +1,149 @@
+/**
+ * The partition's publishing lease: one outbox publishes per partition, which is what
+ * keeps events in stream order. Taken with SET NX PX, renewed every TTL/3 with a
+ * compare-and-PEXPIRE script, released with compare-and-delete. Validity is judged
+ * on this process's own monotonic clock so that a holder cut off from the datastore
+ * stops publishing before the key can expire and a standby can take over.
+ */
+import type { Logger } from "../infra/log";
+import type { Valkey } from "../infra/valkey/client";
+import { releaseLeaseScript, renewLeaseScript, runScript } from "./scripts";
+
+export interface LeaseOptions {
+  valkey: Valkey;
+  key: string;
+  ownerId: string;
+  ttlMs: number;
+  log: Logger;
+  /** How often a standby tries to take the lease. */
+  acquireIntervalMs?: number;
+  onChange?: (held: boolean) => void;
+}
+
+export class PartitionLease {
+  private readonly valkey: Valkey;
+  private readonly key: string;
+  readonly ownerId: string;
+  private readonly ttlMs: number;
+  private readonly log: Logger;
+  private readonly acquireIntervalMs: number;
+  private readonly onChange: (held: boolean) => void;
+  /**
+   * A lease is only trusted until local expiry minus this margin, which absorbs clock
+   * drift between this host and the datastore and the time a publish takes to leave.
+   */
+  readonly safetyMarginMs: number;
+  /** Local monotonic deadline (performance.now()) measured from when the SET/renew was sent. */
+  private expiresAt = 0;
+  private wasHeld = false;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private expiryTimer: ReturnType<typeof setTimeout> | undefined;
+  private stopped = false;
+  /** Who holds the lease when this process does not, for readiness and logs. */
+  otherHolder: string | null = null;
+
+  constructor({ valkey, key, ownerId, ttlMs, log, acquireIntervalMs = 1000, onChange }: LeaseOptions) {
+    this.valkey = valkey;
+    this.key = key;
+    this.ownerId = ownerId;
+    this.ttlMs = ttlMs;
+    this.log = log;
+    this.acquireIntervalMs = acquireIntervalMs;
+    this.onChange = onChange ?? (() => undefined);
+    this.safetyMarginMs = Math.min(1000, Math.floor(ttlMs / 5));
+  }
+
+  /** True while this process may publish: checked before every publish. */
+  held(): boolean {
+    return performance.now() < this.expiresAt - this.safetyMarginMs;
+  }
+
+  /** Starts the keeper loop: acquire every second while standby, renew every TTL/3 while holding. */
+  start(): void {
+    this.stopped = false;
+    void this.tick();
+  }
+
+  /** Stops the keeper and, when this process holds the lease, deletes it (compare-and-delete). */
+  async release(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    clearTimeout(this.expiryTimer);
+    const wasHeld = this.held();
+    this.expiresAt = 0;
+    this.setHeld(false);
+    if (!wasHeld) return;
+    try {
+      await runScript(this.valkey, releaseLeaseScript, [this.key], [this.ownerId]);
+      this.log.info("outbox lease released", { owner: this.ownerId });
+    } catch (error) {
+      // The key expires by itself within the TTL; a failed release only delays a successor.
+      this.log.warn("outbox lease release failed; it will expire", { error });
+    }
+  }
+
+  private async tick(): Promise<void> {
+    if (this.stopped) return;
+    const sentAt = performance.now();
+    let next = this.acquireIntervalMs;
+    try {
+      if (this.held()) {
+        const renewed = await runScript(this.valkey, renewLeaseScript, [this.key], [this.ownerId, this.ttlMs]);
+        if (Number(renewed) === 1) {
+          this.extend(sentAt);
+        } else {
+          this.log.warn("outbox lease lost: another owner holds it or it expired", { owner: this.ownerId });
+          this.expiresAt = 0;
+          this.setHeld(false);
+        }
+      } else {
+        const reply = await this.valkey.set(this.key, this.ownerId, "PX", this.ttlMs, "NX");
+        if (reply === "OK") {
+          this.extend(sentAt);
+          this.otherHolder = null;
+        } else {
+          this.otherHolder = await this.valkey.get(this.key);
+          // Our own id means a renewal reply was lost; the key is still ours, so renew it.
+          if (this.otherHolder === this.ownerId) {
+            const renewed = await runScript(this.valkey, renewLeaseScript, [this.key], [this.ownerId, this.ttlMs]);
+            if (Number(renewed) === 1) {
+              this.extend(sentAt);
+              this.otherHolder = null;
+            }
+          }
+        }
+      }
+    } catch (error) {
+      // A datastore error leaves the local deadline as it was: the expiry timer stops
+      // publishing if renewals keep failing.
+      this.log.warn("outbox lease keeper could not reach the datastore", { error });
+    }
+    if (this.held()) {
+      this.setHeld(true);
+      next = Math.max(50, Math.floor(this.ttlMs / 3));
+    } else {
+      this.setHeld(false);
+    }
+    if (!this.stopped) this.timer = setTimeout(() => void this.tick(), next);
+  }
+
+  private extend(sentAt: number): void {
+    this.expiresAt = sentAt + this.ttlMs;
+    clearTimeout(this.expiryTimer);
+    // Fires exactly when trust runs out, so publishing stops even if a renewal is stuck.
+    const trustMs = this.expiresAt - this.safetyMarginMs - performance.now();
+    this.expiryTimer = setTimeout(() => {
+      if (!this.held() && this.wasHeld) {
+        this.log.warn("outbox lease expired locally before a renewal succeeded; stopping publication");
+        this.setHeld(false);
+      }
+    }, Math.max(0, trustMs) + 1);
+  }
+
+  private setHeld(held: boolean): void {
+    if (held === this.wasHeld) return;
+    this.wasHeld = held;
+    if (held) this.log.info("outbox lease acquired", { owner: this.ownerId, ttlMs: this.ttlMs });
+    this.onChange(held);
+  }
+}

@@ -1,0 +1,125 @@
+/**
+ * One broker connection and ONE confirm channel carrying a partition's events in
+ * stream order, as the contract publishes them: persistent, mandatory, messageId =
+ * eventId, type = event type, header x-partition-offset = stream entry id. Reports
+ * each publish's outcome (ack, nack, returned as unroutable, channel closed) and the
+ * first channel or connection failure; a failed publisher is closed and replaced.
+ */
+import type { ChannelModel, ConfirmChannel, Message } from "amqplib";
+import { connectBroker } from "../infra/amqp/connect";
+import { declareEventExchanges } from "../infra/amqp/topology";
+import type { Logger } from "../infra/log";
+import type { OutboxEvent } from "./envelope";
+
+export type ConfirmOutcome = "ack" | "nack" | "returned" | "closed";
+
+export class EventPublisher {
+  private failure: Error | null = null;
+  private readonly failureListeners: ((error: Error) => void)[] = [];
+  private drainWaiters: (() => void)[] = [];
+  /** Entry ids the broker returned as unroutable; their (following) ack becomes "returned". */
+  private readonly returned = new Set<string>();
+  /** Exchange of the most recent unroutable event, for readiness and logs. */
+  lastUnroutableExchange: string | null = null;
+  private closing = false;
+
+  private constructor(
+    private readonly connection: ChannelModel,
+    private readonly channel: ConfirmChannel,
+    private readonly log: Logger,
+    private readonly onUnroutable: (exchange: string) => void,
+  ) {
+    connection.on("error", (error: Error) => this.fail(error));
+    connection.on("close", () => this.fail(new Error("broker connection closed")));
+    connection.on("blocked", (reason: string) => log.warn("broker blocked publishing", { reason }));
+    connection.on("unblocked", () => log.info("broker unblocked publishing"));
+    channel.on("error", (error: Error) => this.fail(error));
+    channel.on("close", () => this.fail(new Error("confirm channel closed")));
+    channel.on("drain", () => this.wakeDrainWaiters());
+    channel.on("return", (message: Message) => {
+      const offset = message.properties.headers?.["x-partition-offset"];
+      if (typeof offset === "string") this.returned.add(offset);
+      this.lastUnroutableExchange = message.fields.exchange;
+      this.onUnroutable(message.fields.exchange);
+    });
+  }
+
+  /** Connects, opens the confirm channel and declares the event exchanges. */
+  static async open(
+    url: string,
+    connectionName: string,
+    log: Logger,
+    onUnroutable: (exchange: string) => void,
+  ): Promise<EventPublisher> {
+    const connection = await connectBroker(url, connectionName);
+    try {
+      const channel = await connection.createConfirmChannel();
+      await declareEventExchanges(channel);
+      return new EventPublisher(connection, channel, log, onUnroutable);
+    } catch (error) {
+      await connection.close().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  get failed(): Error | null {
+    return this.failure;
+  }
+
+  /** Calls `listener` once, on the first failure (at once if it already failed). */
+  onFailure(listener: (error: Error) => void): void {
+    if (this.failure) listener(this.failure);
+    else this.failureListeners.push(listener);
+  }
+
+  /**
+   * Sends one event; `onConfirm` runs exactly once with its outcome. Returns false
+   * when the channel's write buffer is full: wait for `drained()` before sending more.
+   */
+  publish(event: OutboxEvent, onConfirm: (outcome: ConfirmOutcome) => void): boolean {
+    return this.channel.publish(
+      event.exchange,
+      event.exchange,
+      event.body,
+      {
+        persistent: true,
+        mandatory: true,
+        messageId: event.eventId,
+        type: event.type,
+        contentType: "application/json",
+        headers: { "x-partition-offset": event.entryId },
+      },
+      (error: unknown) => {
+        if (this.returned.delete(event.entryId)) onConfirm("returned");
+        else if (error === null || error === undefined) onConfirm("ack");
+        else if (error instanceof Error && error.message === "message nacked") onConfirm("nack");
+        else onConfirm("closed");
+      },
+    );
+  }
+
+  /** Resolves on the channel's next 'drain', or at once when the publisher has failed. */
+  drained(): Promise<void> {
+    if (this.failure) return Promise.resolve();
+    return new Promise((resolve) => this.drainWaiters.push(resolve));
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    this.fail(new Error("publisher closed"));
+    await this.channel.close().catch(() => undefined);
+    await this.connection.close().catch(() => undefined);
+  }
+
+  private fail(error: Error): void {
+    if (this.failure) return;
+    this.failure = error;
+    if (!this.closing) this.log.warn("broker channel failed", { error });
+    this.wakeDrainWaiters();
+    for (const listener of this.failureListeners.splice(0)) listener(error);
+  }
+
+  private wakeDrainWaiters(): void {
+    for (const wake of this.drainWaiters.splice(0)) wake();
+  }
+}

@@ -1,0 +1,139 @@
+/**
+ * `matchd outbox --partition N`: wires the lease, the stream, the broker publisher and
+ * the delivery loop together, serves /healthz, /readyz and /metrics, and shuts down
+ * gracefully on SIGTERM/SIGINT (stop reading, settle confirms, acknowledge, release).
+ */
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import type { Config } from "../config/schema";
+import { enforceDurabilityPolicy } from "../infra/boot";
+import { createHttpApp, type Readiness, serveHttp } from "../infra/http/app";
+import type { Logger } from "../infra/log";
+import { MetricsRegistry } from "../infra/metrics";
+import { createValkey, type Valkey } from "../infra/valkey/client";
+import { outboxConsumerGroup, partitionKeys } from "../infra/valkey/keys";
+import { DeliveryLoop } from "./delivery";
+import { PartitionLease } from "./lease";
+import { createOutboxMetrics } from "./metrics";
+import { EventPublisher } from "./publisher";
+import { OutboxStream } from "./stream-reader";
+
+/** Upper bound on the whole shutdown, above the loop's own 10 s settle bound. */
+const shutdownTimeoutMs = 15_000;
+
+export async function runOutbox(config: Config, log: Logger): Promise<number> {
+  await enforceDurabilityPolicy(config, log);
+  const partition = config.partition;
+  const keys = partitionKeys(partition);
+  // Unique per process: the lease owner and the consumer name, so a restarted outbox
+  // re-reads nothing by accident and its predecessor's entries are claimed explicitly.
+  const ownerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  const connections = ["control", "reader", "writer"].map((role) =>
+    watchConnection(createValkey(config.datastoreUrl, { name: `matchd-outbox-p${partition}-${role}` }), role, log),
+  );
+  const [control, reader, writer] = connections as [Valkey, Valkey, Valkey];
+
+  const registry = new MetricsRegistry({ service: "outbox", partition: String(partition) });
+  registry.setInfo("matching_durability_policy", { policy: config.durability });
+  let loop: DeliveryLoop | undefined;
+  const metrics = createOutboxMetrics(registry, () => loop?.inFlight ?? 0);
+  const stream = new OutboxStream(reader, writer, keys, outboxConsumerGroup, ownerId);
+  const lease = new PartitionLease({
+    valkey: control,
+    key: keys.outboxLease,
+    ownerId,
+    ttlMs: config.outboxLeaseTtlMs,
+    log,
+    onChange: (held) => loop?.leaseChanged(held),
+  });
+  const deliveryLoop = new DeliveryLoop({
+    stream,
+    lease,
+    metrics,
+    log,
+    window: config.outboxWindow,
+    readCount: config.outboxReadCount,
+    claimIdleMs: config.outboxClaimIdleMs,
+    openPublisher: () =>
+      EventPublisher.open(config.brokerUrl, `matchd-outbox-p${partition}`, log, (exchange) =>
+        log.debug("event returned as unroutable", { exchange }),
+      ),
+  });
+  loop = deliveryLoop;
+
+  const readiness = (): Readiness => {
+    const reasons: string[] = [];
+    if (control.status !== "ready") reasons.push("datastore disconnected");
+    if (!lease.held()) {
+      // A standby is ready: it is healthy and takes over when the holder goes away.
+      if (reasons.length > 0) return { ready: false, status: "not-ready", reasons };
+      return { ready: true, status: "ready", reasons: [`standby: lease held by ${lease.otherHolder ?? "nobody yet"}`] };
+    }
+    if (!deliveryLoop.brokerConnected) reasons.push("broker disconnected");
+    if (reasons.length > 0) return { ready: false, status: "not-ready", reasons };
+    if (deliveryLoop.unroutableExchange !== null) {
+      return {
+        ready: true,
+        status: "degraded",
+        reasons: [`events to ${deliveryLoop.unroutableExchange} are unroutable: bind a queue to it`],
+      };
+    }
+    return { ready: true, status: "ready", reasons: [] };
+  };
+
+  const beforeMetrics = async (): Promise<void> => {
+    const stats = await stream.stats(control);
+    if (!stats) return;
+    metrics.pending.set(stats.pending);
+    metrics.streamLength.set(stats.length);
+    metrics.streamLagSeconds.set(stats.oldestEntryMs === null ? 0 : Math.max(0, (Date.now() - stats.oldestEntryMs) / 1000));
+  };
+
+  const server = serveHttp(createHttpApp({ metrics: registry, readiness, beforeMetrics }), config.httpPort);
+  log.info("outbox started", {
+    owner: ownerId,
+    httpPort: server.port,
+    window: config.outboxWindow,
+    readCount: config.outboxReadCount,
+    leaseTtlMs: config.outboxLeaseTtlMs,
+    claimIdleMs: config.outboxClaimIdleMs,
+  });
+
+  lease.start();
+  const running = deliveryLoop.start();
+  const signal = await new Promise<string>((resolve) => {
+    process.once("SIGTERM", () => resolve("SIGTERM"));
+    process.once("SIGINT", () => resolve("SIGINT"));
+    // A loop that ends by itself (it should not) also ends the process.
+    void running.then(() => resolve("loop ended"));
+  });
+  log.info("outbox shutting down", { signal });
+  const stopped = await Promise.race([
+    (async () => {
+      await deliveryLoop.stop();
+      await lease.release();
+      return true;
+    })(),
+    Bun.sleep(shutdownTimeoutMs).then(() => false),
+  ]);
+  if (!stopped) log.warn("shutdown did not finish in time; closing anyway", { shutdownTimeoutMs });
+  await server.stop();
+  for (const connection of connections) connection.disconnect();
+  log.info("outbox stopped");
+  return 0;
+}
+
+/** Logs connection trouble once per episode instead of letting ioredis print every retry. */
+function watchConnection(valkey: Valkey, role: string, log: Logger): Valkey {
+  let down = false;
+  valkey.on("error", (error: Error) => {
+    if (down) return;
+    down = true;
+    log.warn("datastore connection error", { role, error });
+  });
+  valkey.on("ready", () => {
+    if (down) log.info("datastore connection restored", { role });
+    down = false;
+  });
+  return valkey;
+}

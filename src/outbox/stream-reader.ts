@@ -1,0 +1,210 @@
+/**
+ * The outbox's view of the partition's events stream and its consumer group: create
+ * the group, read this consumer's own pending entries, claim a dead consumer's, read
+ * new ones, and advance the stream (XACK + XDEL + HDEL in one MULTI). Reads and writes
+ * use separate connections so a blocking read never delays an acknowledgement.
+ */
+import { replyCode, type Valkey } from "../infra/valkey/client";
+import type { PartitionKeys } from "../infra/valkey/keys";
+import type { StreamEntry } from "./envelope";
+
+/** An operating error of the stream: `code` is the datastore's reply code when there is one. */
+export class StreamError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** True for errors that mean the stream or its group vanished under us. */
+export function isMissingGroup(error: unknown): boolean {
+  const code = replyCode(error);
+  return code === "NOGROUP" || code === "UNBLOCKED";
+}
+
+export interface StreamStats {
+  pending: number;
+  length: number;
+  /** Milliseconds-since-epoch part of the oldest entry still in the stream, or null when empty. */
+  oldestEntryMs: number | null;
+}
+
+export interface AckItem {
+  entryId: string;
+  eventId: string;
+}
+
+export class OutboxStream {
+  constructor(
+    private readonly reader: Valkey,
+    private readonly writer: Valkey,
+    private readonly keys: PartitionKeys,
+    readonly group: string,
+    readonly consumer: string,
+  ) {}
+
+  /**
+   * Creates the group at id 0 (so a backlog written before the group existed is
+   * delivered) and the stream with it; an existing group is fine.
+   */
+  async ensureGroup(): Promise<boolean> {
+    try {
+      await this.writer.call("XGROUP", "CREATE", this.keys.events, this.group, "0", "MKSTREAM");
+      return true;
+    } catch (error) {
+      if (replyCode(error) === "BUSYGROUP") return false;
+      throw error;
+    }
+  }
+
+  /**
+   * This consumer's pending entries after `afterId`, oldest first. Entries deleted
+   * while pending come back without fields; they are returned in `vanished` so the
+   * caller can acknowledge them.
+   */
+  async readOwnPending(afterId: string, count: number): Promise<{ entries: StreamEntry[]; vanished: string[]; lastId: string | null }> {
+    const reply = await this.reader.call(
+      "XREADGROUP", "GROUP", this.group, this.consumer, "COUNT", count, "STREAMS", this.keys.events, afterId,
+    );
+    const raw = firstStreamEntries(reply);
+    const entries: StreamEntry[] = [];
+    const vanished: string[] = [];
+    let lastId: string | null = null;
+    for (const item of raw) {
+      const [id, fields] = item as [string, string[] | null];
+      lastId = id;
+      if (fields === null) vanished.push(id);
+      else entries.push({ id, fields });
+    }
+    return { entries, vanished, lastId };
+  }
+
+  /** Entries pending for other consumers longer than `minIdleMs`, taken over by this one. */
+  async claim(cursor: string, minIdleMs: number, count: number): Promise<{ next: string; entries: StreamEntry[] }> {
+    const reply = (await this.reader.call(
+      "XAUTOCLAIM", this.keys.events, this.group, this.consumer, minIdleMs, cursor, "COUNT", count,
+    )) as [string, [string, string[] | null][], string[]?];
+    const entries: StreamEntry[] = [];
+    for (const [id, fields] of reply[1] ?? []) if (fields) entries.push({ id, fields });
+    return { next: reply[0], entries };
+  }
+
+  /** New entries (`>`), waiting up to `blockMs` when there are none (0 = do not wait). */
+  async readNew(count: number, blockMs: number): Promise<StreamEntry[]> {
+    const args: (string | number)[] = ["GROUP", this.group, this.consumer, "COUNT", count];
+    if (blockMs > 0) args.push("BLOCK", blockMs);
+    args.push("STREAMS", this.keys.events, ">");
+    const reply = await this.reader.call("XREADGROUP", ...args);
+    return firstStreamEntries(reply).map((item) => {
+      const [id, fields] = item as [string, string[]];
+      return { id, fields };
+    });
+  }
+
+  /** How many entries are pending for consumers other than this one (0 when the group is missing). */
+  async othersPending(): Promise<number> {
+    try {
+      const reply = (await this.writer.call("XPENDING", this.keys.events, this.group)) as [
+        number,
+        string | null,
+        string | null,
+        [string, string][] | null,
+      ];
+      let others = 0;
+      for (const [consumer, count] of reply[3] ?? []) if (consumer !== this.consumer) others += Number(count);
+      return others;
+    } catch (error) {
+      if (isMissingGroup(error)) return 0;
+      throw error;
+    }
+  }
+
+  /**
+   * Removes consumers that have nothing pending (earlier incarnations of this outbox)
+   * so the group's consumer list does not grow with every restart.
+   */
+  async forgetIdleConsumers(): Promise<number> {
+    const reply = (await this.writer.call("XINFO", "CONSUMERS", this.keys.events, this.group)) as unknown[][];
+    let removed = 0;
+    for (const info of reply) {
+      const fields = new Map<string, unknown>();
+      for (let i = 0; i + 1 < info.length; i += 2) fields.set(String(info[i]), info[i + 1]);
+      const name = String(fields.get("name"));
+      if (name !== this.consumer && Number(fields.get("pending")) === 0) {
+        await this.writer.call("XGROUP", "DELCONSUMER", this.keys.events, this.group, name);
+        removed++;
+      }
+    }
+    return removed;
+  }
+
+  /** Advances the stream past delivered entries: XACK, XDEL and HDEL of attempt counters, atomically. */
+  async acknowledge(items: readonly AckItem[]): Promise<void> {
+    if (items.length === 0) return;
+    const ids = items.map((item) => item.entryId);
+    const eventIds = items.map((item) => item.eventId).filter((eventId) => eventId.length > 0);
+    const tx = this.writer.multi().xack(this.keys.events, this.group, ...ids).xdel(this.keys.events, ...ids);
+    if (eventIds.length > 0) tx.hdel(this.keys.outboxAttempts, ...eventIds);
+    checkExec(await tx.exec(), "acknowledge");
+  }
+
+  /** Moves an undecodable entry to the dead-letter stream with its XACK and XDEL, atomically. */
+  async deadLetter(entry: StreamEntry, reason: string): Promise<void> {
+    const fields = entry.fields.length % 2 === 0 ? entry.fields : entry.fields.slice(0, -1);
+    const tx = this.writer
+      .multi()
+      .xadd(this.keys.eventsDeadLetter, "*", ...fields, "reason", reason, "source-id", entry.id)
+      .xack(this.keys.events, this.group, entry.id)
+      .xdel(this.keys.events, entry.id);
+    checkExec(await tx.exec(), "dead-letter");
+  }
+
+  /** Counts one more publish attempt for each event (visible to operators in outbox-attempts). */
+  async recordAttempts(eventIds: readonly string[]): Promise<void> {
+    if (eventIds.length === 0) return;
+    const tx = this.writer.multi();
+    for (const eventId of eventIds) tx.hincrby(this.keys.outboxAttempts, eventId, 1);
+    checkExec(await tx.exec(), "record attempts");
+  }
+
+  /**
+   * Pending count, length and oldest entry, read on `valkey` (the metrics connection);
+   * zeros when the stream or group is missing, null when the datastore is unreachable.
+   * Never throws.
+   */
+  async stats(valkey: Valkey): Promise<StreamStats | null> {
+    try {
+      const reply = await valkey
+        .pipeline()
+        .xlen(this.keys.events)
+        .call("XPENDING", this.keys.events, this.group)
+        .xrange(this.keys.events, "-", "+", "COUNT", 1)
+        .exec();
+      if (!reply) return null;
+      const [lengthReply, pendingReply, oldestReply] = reply;
+      const length = lengthReply?.[0] ? 0 : Number(lengthReply?.[1] ?? 0);
+      // XPENDING fails with NOGROUP while the group is missing: that is 0 pending, not an error.
+      const pending = pendingReply?.[0] ? 0 : Number((pendingReply?.[1] as unknown[] | undefined)?.[0] ?? 0);
+      const oldest = oldestReply?.[0] ? [] : ((oldestReply?.[1] as [string, string[]][] | undefined) ?? []);
+      const first = oldest[0]?.[0];
+      return { pending, length, oldestEntryMs: first ? Number(first.split("-", 1)[0]) : null };
+    } catch {
+      return null;
+    }
+  }
+}
+
+function firstStreamEntries(reply: unknown): unknown[] {
+  if (!Array.isArray(reply) || reply.length === 0) return [];
+  const stream = reply[0] as [string, unknown[]];
+  return stream[1] ?? [];
+}
+
+function checkExec(result: [Error | null, unknown][] | null, what: string): void {
+  if (result === null) throw new StreamError("EXECABORT", `${what} transaction was aborted`);
+  for (const [error] of result) {
+    if (error) throw new StreamError(replyCode(error) ?? "ERR", `${what} failed: ${error.message}`);
+  }
+}

@@ -1,0 +1,255 @@
+// The private local stack: a Valkey primary and replica (AOF fsync always) and a RabbitMQ
+// node, all on loopback under one directory, started detached so they outlive the caller.
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { resolve } from "node:path";
+import {
+  findBinary,
+  isRunning,
+  type RecordedProcess,
+  SETUP_HINT,
+  StackError,
+  stopProcesses,
+} from "./process";
+import { RABBITMQ_CTL, RABBITMQ_SERVER, type RunningRabbitmq, startRabbitmq } from "./rabbitmq";
+import { startValkey, waitForReplicatedAof } from "./valkey";
+
+export { StackError, type StackErrorCode } from "./process";
+export {
+  type RunningValkey,
+  type StartValkeyOptions,
+  startRedis70,
+  startValkey,
+} from "./valkey";
+
+export interface StackInfo {
+  dir: string;
+  datastoreUrl: string;
+  replicaUrl: string;
+  /** amqp://guest:guest@127.0.0.1:PORT/matchd */
+  brokerUrl: string;
+  /** Never set today: the management plugin is off because it slows the node's boot. */
+  managementUrl?: string;
+  pids: Record<string, number>;
+}
+
+/**
+ * What D/stack.json holds. While starting it lists only the processes spawned so far, so
+ * that stackDown can still stop them if the caller dies before the stack is ready.
+ */
+type StackRecord =
+  | { version: 1; status: "starting"; dir: string; processes: RecordedProcess[] }
+  | (StackInfo & {
+      version: 1;
+      status: "up";
+      startedAt: string;
+      startupMs: number;
+      ports: Record<string, number>;
+      rabbitmqNode: string;
+      processes: RecordedProcess[];
+    });
+
+/** Subdirectories stackUp owns; it clears them before a fresh start in a used directory. */
+const OWN_SUBDIRS = ["valkey-primary", "valkey-replica", "rabbitmq"];
+
+function readRecord(dir: string): StackRecord | undefined {
+  const file = `${dir}/stack.json`;
+  if (!existsSync(file)) return undefined;
+  return JSON.parse(readFileSync(file, "utf8")) as StackRecord;
+}
+
+function toInfo(record: Extract<StackRecord, { status: "up" }>): StackInfo {
+  const { dir, datastoreUrl, replicaUrl, brokerUrl, pids } = record;
+  return { dir, datastoreUrl, replicaUrl, brokerUrl, pids };
+}
+
+function writeAtomically(file: string, text: string): void {
+  writeFileSync(`${file}.tmp`, text);
+  renameSync(`${file}.tmp`, file);
+}
+
+function checkBinaries(): void {
+  const missing: string[] = [];
+  if (findBinary("valkey-server") === undefined) {
+    missing.push("valkey-server (Debian package valkey-server >= 7.2, from bookworm-backports)");
+  }
+  if (findBinary(RABBITMQ_SERVER) === undefined || findBinary("epmd") === undefined) {
+    missing.push(`${RABBITMQ_SERVER} and epmd (Debian package rabbitmq-server)`);
+  }
+  if (missing.length > 0) {
+    throw new StackError("missing-binary", `missing: ${missing.join("; ")}. To fix: ${SETUP_HINT}`);
+  }
+}
+
+/**
+ * Starts the stack under `dir` and returns once every server is ready: the replica's
+ * AOF confirms a probe write (WAITAOF 1 1) and an AMQP channel opens on the vhost.
+ *
+ * Idempotent: when `dir/stack.json` records a ready stack whose processes all still run,
+ * it returns that stack's info without starting anything. When only part of it runs (or
+ * a start that never finished left processes behind), it fails with `stale-stack` (run
+ * stackDown first). When none runs, it clears its own subdirectories (old data and logs)
+ * and starts afresh.
+ */
+export async function stackUp({
+  dir,
+  log = () => {},
+}: {
+  dir: string;
+  log?: (line: string) => void;
+}): Promise<StackInfo> {
+  const root = resolve(dir);
+  const existing = readRecord(root);
+  if (existing !== undefined) {
+    const running = existing.processes.filter((p) => isRunning(p.pid, p.startTicks));
+    if (existing.status === "up" && running.length === existing.processes.length) {
+      log(`stack in ${root} is already running; reusing it`);
+      return toInfo(existing);
+    }
+    if (running.length > 0) {
+      throw new StackError(
+        "stale-stack",
+        `part of the stack recorded in ${root}/stack.json still runs (${running
+          .map((p) => `${p.name}=${p.pid}`)
+          .join(", ")}); run stackDown on ${root} first`,
+      );
+    }
+  }
+  checkBinaries();
+  for (const sub of OWN_SUBDIRS) rmSync(`${root}/${sub}`, { recursive: true, force: true });
+  mkdirSync(root, { recursive: true });
+
+  const started = Date.now();
+  const spawned: RecordedProcess[] = [];
+  const recordSpawn = (spawnedProcess: RecordedProcess) => {
+    spawned.push(spawnedProcess);
+    const record: StackRecord = { version: 1, status: "starting", dir: root, processes: spawned };
+    writeAtomically(`${root}/stack.json`, `${JSON.stringify(record, null, 2)}\n`);
+  };
+  try {
+    // RabbitMQ's ~4 s boot dominates, so the datastore starts alongside it.
+    const broker = startRabbitmq({ dir: `${root}/rabbitmq`, log, onSpawn: recordSpawn });
+    const datastore = (async () => {
+      const primary = await startValkey({
+        dir: `${root}/valkey-primary`,
+        appendonly: true,
+        onSpawn: (p) => recordSpawn({ name: "valkey-primary", ...p, group: true }),
+      });
+      const replica = await startValkey({
+        dir: `${root}/valkey-replica`,
+        appendonly: true,
+        replicaOf: `127.0.0.1:${primary.port}`,
+        onSpawn: (p) => recordSpawn({ name: "valkey-replica", ...p, group: true }),
+      });
+      await waitForReplicatedAof(primary, replica, 30_000);
+      log(`valkey: primary ${primary.url}, replica ${replica.url} ready`);
+      return { primary, replica };
+    })();
+    const [settledBroker, settledDatastore] = await Promise.allSettled([broker, datastore]);
+    if (settledBroker.status === "rejected") throw settledBroker.reason;
+    if (settledDatastore.status === "rejected") throw settledDatastore.reason;
+    const { primary, replica } = settledDatastore.value;
+    const node = settledBroker.value;
+    log(`rabbitmq: ${node.url} ready`);
+
+    const processes = [
+      { name: "valkey-primary", pid: primary.pid, startTicks: primary.startTicks, group: true },
+      { name: "valkey-replica", pid: replica.pid, startTicks: replica.startTicks, group: true },
+      ...node.processes,
+    ];
+    const record: StackRecord = {
+      version: 1,
+      status: "up",
+      dir: root,
+      datastoreUrl: primary.url,
+      replicaUrl: replica.url,
+      brokerUrl: node.url,
+      pids: Object.fromEntries(processes.map((p) => [p.name, p.pid])),
+      startedAt: new Date(started).toISOString(),
+      startupMs: Date.now() - started,
+      ports: {
+        "valkey-primary": primary.port,
+        "valkey-replica": replica.port,
+        amqp: node.nodePort,
+        "erlang-dist": node.distPort,
+        epmd: node.epmdPort,
+      },
+      rabbitmqNode: node.nodename,
+      processes,
+    };
+    writeAtomically(`${root}/stack.json`, `${JSON.stringify(record, null, 2)}\n`);
+    writeAtomically(
+      `${root}/env`,
+      [
+        `MATCHING_DATASTORE_URL=${record.datastoreUrl}`,
+        `MATCHING_REPLICA_URL=${record.replicaUrl}`,
+        `MATCHING_BROKER_URL=${record.brokerUrl}`,
+        "",
+      ].join("\n"),
+    );
+    writeRabbitmqctlWrapper(root, node);
+    log(`stack up in ${record.startupMs} ms; source ${root}/env`);
+    return toInfo(record);
+  } catch (error) {
+    // Nothing half-started may outlive a failed start: stop what did come up.
+    await stopProcesses(spawned, 10_000).catch(() => {});
+    throw error;
+  }
+}
+
+/**
+ * A script that runs rabbitmqctl against this node (for a human at a shell), since the
+ * node is only reachable with its private HOME, cookie and epmd port.
+ */
+function writeRabbitmqctlWrapper(root: string, node: RunningRabbitmq): void {
+  const exports = Object.entries(node.ctlEnv)
+    .map(([key, value]) => `export ${key}=${JSON.stringify(value)}`)
+    .join("\n");
+  writeFileSync(
+    `${root}/rabbitmqctl`,
+    `#!/bin/sh\n# Runs rabbitmqctl against this stack's private node.\n${exports}\nexec ${RABBITMQ_CTL} "$@"\n`,
+    { mode: 0o755 },
+  );
+}
+
+/**
+ * Stops exactly the processes recorded in `dir/stack.json` (checked against their start
+ * time, so a reused pid is never signalled): SIGTERM, then SIGKILL after a bound. It
+ * removes no file; the next stackUp clears the old data.
+ */
+export async function stackDown({ dir }: { dir: string }): Promise<{ stopped: string[] }> {
+  const root = resolve(dir);
+  const record = readRecord(root);
+  if (record === undefined) return { stopped: [] };
+  const byName = (names: string[]) => record.processes.filter((p) => names.includes(p.name));
+  const stoppedPids = [
+    ...(await stopProcesses(
+      byName(["valkey-primary", "valkey-replica", "rabbitmq", "rabbitmq-beam"]),
+      15_000,
+    )),
+    // epmd last: the node deregisters from it while it shuts down.
+    ...(await stopProcesses(byName(["epmd"]), 5_000)),
+  ];
+  return {
+    stopped: record.processes.filter((p) => stoppedPids.includes(p.pid)).map((p) => p.name),
+  };
+}
+
+export interface StackStatus {
+  /** True when every recorded process runs. */
+  running: boolean;
+  info?: StackInfo;
+  processes: { name: string; pid: number; running: boolean }[];
+}
+
+/** What `dir/stack.json` records and which of its processes still run. */
+export async function stackStatus(dir: string): Promise<StackStatus> {
+  const record = readRecord(resolve(dir));
+  if (record === undefined) return { running: false, processes: [] };
+  const processes = record.processes.map((p) => ({
+    name: p.name,
+    pid: p.pid,
+    running: isRunning(p.pid, p.startTicks),
+  }));
+  if (record.status !== "up") return { running: false, processes };
+  return { running: processes.every((p) => p.running), info: toInfo(record), processes };
+}

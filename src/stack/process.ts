@@ -1,0 +1,277 @@
+// Process plumbing for the private local stack: detached spawning, liveness that
+// survives pid reuse and unreaped zombies, free loopback ports, and bounded waits.
+import { spawn } from "node:child_process";
+import { accessSync, closeSync, constants, openSync, readdirSync, readFileSync } from "node:fs";
+import { createServer, type Server } from "node:net";
+
+export type StackErrorCode =
+  | "missing-binary"
+  | "start-failed"
+  | "timeout"
+  | "stale-stack"
+  | "stop-failed";
+
+/** An operating error of the local stack; `code` says which step failed. */
+export class StackError extends Error {
+  override readonly name = "StackError";
+  constructor(
+    readonly code: StackErrorCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Children get a fixed, minimal environment rather than the caller's, so that a stray
+ * RABBITMQ_* or ERL_* variable in the caller's shell cannot point a private server at
+ * shared state. A UTF-8 locale keeps rabbitmqctl (Elixir) from warning on every call.
+ */
+export const SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+export const BASE_ENV: Record<string, string> = { PATH: SYSTEM_PATH, LANG: "C.UTF-8" };
+
+export const SETUP_HINT = "run `npm run setup` (it installs the missing Debian packages)";
+
+/** Finds an executable by name in SYSTEM_PATH, or checks an absolute path. */
+export function findBinary(name: string): string | undefined {
+  const candidates = name.startsWith("/")
+    ? [name]
+    : SYSTEM_PATH.split(":").map((d) => `${d}/${name}`);
+  for (const candidate of candidates) {
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // Not here; try the next directory.
+    }
+  }
+  return undefined;
+}
+
+/** A started server process as the stack records it; `group` means it leads its own group. */
+export interface RecordedProcess {
+  name: string;
+  pid: number;
+  startTicks: number;
+  group: boolean;
+}
+
+export interface DetachedChild {
+  pid: number;
+  /** Set once the child exits while this process still watches it. */
+  exited: () => { code: number | null; signal: string | null } | undefined;
+}
+
+/**
+ * Spawns a server in its own session and process group, with stdio going to a log file,
+ * and unrefs it: the server must outlive the caller, which may be a compiled binary that
+ * exits right after `stackUp` returns.
+ */
+export function spawnDetached(
+  command: string,
+  args: string[],
+  { env, logFile, cwd }: { env: Record<string, string>; logFile: string; cwd: string },
+): DetachedChild {
+  const out = openSync(logFile, "a");
+  let exit: { code: number | null; signal: string | null } | undefined;
+  try {
+    const child = spawn(command, args, {
+      cwd,
+      env,
+      detached: true,
+      stdio: ["ignore", out, out],
+    });
+    if (child.pid === undefined) {
+      throw new StackError("start-failed", `could not spawn ${command}; see ${logFile}`);
+    }
+    child.on("exit", (code, signal) => {
+      exit = { code, signal };
+    });
+    child.on("error", () => {
+      exit ??= { code: null, signal: null };
+    });
+    child.unref();
+    return { pid: child.pid, exited: () => exit };
+  } finally {
+    // The child holds its own copy of the descriptor; ours would only leak.
+    closeSync(out);
+  }
+}
+
+interface ProcStat {
+  state: string;
+  ppid: number;
+  startTicks: number;
+  comm: string;
+}
+
+function readStat(pid: number): ProcStat | undefined {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return undefined;
+  }
+  // comm may contain spaces and parentheses, so split after the last ")".
+  const open = text.indexOf("(");
+  const close = text.lastIndexOf(")");
+  const fields = text.slice(close + 2).split(" ");
+  return {
+    comm: text.slice(open + 1, close),
+    state: fields[0] ?? "?",
+    ppid: Number(fields[1]),
+    startTicks: Number(fields[19]),
+  };
+}
+
+/** The kernel's start time of a process, used to tell a recorded pid from a reused one. */
+export function processStartTicks(pid: number): number | undefined {
+  return readStat(pid)?.startTicks;
+}
+
+/**
+ * True while the process runs. A zombie counts as gone: in a container whose init does
+ * not reap orphans, an exited server stays a zombie forever and kill(pid, 0) still
+ * succeeds on it. With `startTicks`, a pid reused by another process also counts as gone.
+ */
+export function isRunning(pid: number, startTicks?: number): boolean {
+  const stat = readStat(pid);
+  if (stat === undefined || stat.state === "Z" || stat.state === "X") return false;
+  return startTicks === undefined || stat.startTicks === startTicks;
+}
+
+/** Direct children of `pid` whose command name is `comm`. */
+export function childrenNamed(pid: number, comm: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = readStat(Number(entry));
+    if (stat && stat.ppid === pid && stat.comm === comm) found.push(Number(entry));
+  }
+  return found;
+}
+
+/**
+ * Reserves `count` distinct free loopback ports by binding them all at once, then frees
+ * them for the servers. Another process could take one in between; the servers then fail
+ * to bind and the start fails with their log, which is rare enough for a dev stack.
+ */
+export async function freePorts(count: number): Promise<number[]> {
+  const servers: Server[] = [];
+  try {
+    const ports: number[] = [];
+    for (let i = 0; i < count; i++) {
+      const server = createServer();
+      servers.push(server);
+      await new Promise<void>((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(0, "127.0.0.1", () => resolve());
+      });
+      const address = server.address();
+      if (address === null || typeof address === "string") throw new Error("no port bound");
+      ports.push(address.port);
+    }
+    return ports;
+  } finally {
+    await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+  }
+}
+
+/** The last `lines` lines of a log file, or a note that it is missing. */
+export function logTail(file: string, lines = 30): string {
+  try {
+    const text = readFileSync(file, "utf8").trimEnd().split("\n");
+    return `--- ${file} (last ${Math.min(lines, text.length)} lines) ---\n${text.slice(-lines).join("\n")}`;
+  } catch {
+    return `--- ${file} (missing) ---`;
+  }
+}
+
+/**
+ * Polls `probe` until it returns a value, the child exits, or `timeoutMs` passes. Errors
+ * from the probe mean "not ready yet"; the last one goes into the timeout message.
+ */
+export async function waitUntil<T>({
+  what,
+  probe,
+  child,
+  timeoutMs,
+  intervalMs = 100,
+  logs,
+}: {
+  what: string;
+  probe: () => Promise<T | undefined>;
+  child?: DetachedChild;
+  timeoutMs: number;
+  intervalMs?: number;
+  logs: string[];
+}): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError = "";
+  for (;;) {
+    const exit = child?.exited();
+    if (exit) {
+      throw new StackError(
+        "start-failed",
+        `${what}: process exited (code ${exit.code}, signal ${exit.signal}) before it was ready\n` +
+          logs.map((f) => logTail(f)).join("\n"),
+      );
+    }
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (error) {
+      lastError = error instanceof Error ? error.message : String(error);
+    }
+    if (Date.now() >= deadline) {
+      throw new StackError(
+        "timeout",
+        `${what}: not ready after ${timeoutMs} ms${lastError ? ` (last error: ${lastError})` : ""}\n` +
+          logs.map((f) => logTail(f)).join("\n"),
+      );
+    }
+    await Bun.sleep(intervalMs);
+  }
+}
+
+/**
+ * Stops processes: SIGTERM to each, then SIGKILL to each survivor and its process group
+ * after `graceMs`. Returns the pids that were running when asked to stop.
+ */
+export async function stopProcesses(
+  targets: { pid: number; startTicks?: number; group?: boolean }[],
+  graceMs: number,
+): Promise<number[]> {
+  const running = targets.filter((t) => isRunning(t.pid, t.startTicks));
+  for (const t of running) signal(t.pid, "SIGTERM");
+  const deadline = Date.now() + graceMs;
+  while (running.some((t) => isRunning(t.pid, t.startTicks)) && Date.now() < deadline) {
+    await Bun.sleep(50);
+  }
+  const stubborn = running.filter((t) => isRunning(t.pid, t.startTicks));
+  for (const t of stubborn) {
+    // Each server leads its own group (detached), so the group takes its helpers with it.
+    if (t.group) signal(-t.pid, "SIGKILL");
+    signal(t.pid, "SIGKILL");
+  }
+  const killDeadline = Date.now() + 5000;
+  while (stubborn.some((t) => isRunning(t.pid, t.startTicks)) && Date.now() < killDeadline) {
+    await Bun.sleep(50);
+  }
+  const left = stubborn.filter((t) => isRunning(t.pid, t.startTicks));
+  if (left.length > 0) {
+    throw new StackError(
+      "stop-failed",
+      `pids still running after SIGKILL: ${left.map((t) => t.pid).join(", ")}`,
+    );
+  }
+  return running.map((t) => t.pid);
+}
+
+function signal(pid: number, name: NodeJS.Signals): void {
+  try {
+    process.kill(pid, name);
+  } catch {
+    // Already gone between the check and the signal.
+  }
+}

@@ -1,0 +1,179 @@
+// Starts private Valkey (or Debian's Redis 7.0) servers on loopback for the local stack
+// and for tests that need a datastore with a chosen durability setup.
+import { mkdirSync, writeFileSync } from "node:fs";
+import Redis from "ioredis";
+import {
+  BASE_ENV,
+  findBinary,
+  freePorts,
+  processStartTicks,
+  SETUP_HINT,
+  StackError,
+  spawnDetached,
+  stopProcesses,
+  waitUntil,
+} from "./process";
+
+export interface StartValkeyOptions {
+  /** Directory that holds this server's config, data, AOF and logs. */
+  dir: string;
+  /** Loopback port; a free one when absent. */
+  port?: number;
+  appendonly: boolean;
+  /** `host:port` of the primary to replicate from. */
+  replicaOf?: string;
+  /** More config lines, each `directive value...`, appended after the defaults. */
+  extraArgs?: string[];
+  /** Server binary; `valkey-server` from PATH when absent. */
+  binary?: string;
+  readyTimeoutMs?: number;
+  /** Called as soon as the process exists, so a caller can record it before readiness. */
+  onSpawn?: (spawned: { pid: number; startTicks: number }) => void;
+}
+
+export interface RunningValkey {
+  url: string;
+  port: number;
+  pid: number;
+  startTicks: number;
+  logFile: string;
+  stop(): Promise<void>;
+}
+
+/** Config values are quoted so that a directory with spaces stays one argument. */
+function quote(value: string): string {
+  return JSON.stringify(value);
+}
+
+/**
+ * Starts one server detached and waits until it answers PING. It does not wait for
+ * replication: a replica of an absent primary is a valid thing for a test to want.
+ */
+export async function startValkey({
+  dir,
+  port,
+  appendonly,
+  replicaOf,
+  extraArgs = [],
+  binary = "valkey-server",
+  readyTimeoutMs = 30_000,
+  onSpawn = () => {},
+}: StartValkeyOptions): Promise<RunningValkey> {
+  const command = findBinary(binary);
+  if (command === undefined) {
+    throw new StackError(
+      "missing-binary",
+      binary === "valkey-server"
+        ? `valkey-server not found: install Debian package valkey-server (>= 7.2) from bookworm-backports, or ${SETUP_HINT}`
+        : `${binary} not found: install its Debian package (redis-server for /usr/bin/redis-server)`,
+    );
+  }
+  const serverPort = port ?? (await freePorts(1))[0]!;
+  mkdirSync(dir, { recursive: true });
+  const logFile = `${dir}/server.log`;
+  const configFile = `${dir}/server.conf`;
+  const lines = [
+    "bind 127.0.0.1",
+    `port ${serverPort}`,
+    "protected-mode no",
+    "daemonize no",
+    `dir ${quote(dir)}`,
+    "dbfilename dump.rdb",
+    `appendonly ${appendonly ? "yes" : "no"}`,
+    "appendfsync always",
+    "appenddirname appendonlydir",
+    'save ""',
+    "hz 100",
+    `logfile ${quote(logFile)}`,
+    // Keeps the config path (and so the stack's directory) in /proc/<pid>/cmdline, which
+    // lets tests and operators see which stack a server belongs to.
+    "set-proc-title no",
+    // A replica attaches in milliseconds instead of waiting for the default 5 s delay.
+    "repl-diskless-sync yes",
+    "repl-diskless-sync-delay 0",
+  ];
+  if (replicaOf !== undefined) {
+    const [host, primaryPort] = replicaOf.split(":");
+    lines.push(`replicaof ${host} ${primaryPort}`);
+  }
+  lines.push(...extraArgs);
+  writeFileSync(configFile, `${lines.join("\n")}\n`);
+
+  const stdoutFile = `${dir}/stdout.log`;
+  const child = spawnDetached(command, [configFile], {
+    env: BASE_ENV,
+    logFile: stdoutFile,
+    cwd: dir,
+  });
+  const url = `redis://127.0.0.1:${serverPort}`;
+  const startTicks = processStartTicks(child.pid) ?? 0;
+  onSpawn({ pid: child.pid, startTicks });
+  const stop = async () => {
+    await stopProcesses([{ pid: child.pid, startTicks, group: true }], 10_000);
+  };
+  try {
+    await waitUntil({
+      what: `${binary} on port ${serverPort}`,
+      child,
+      timeoutMs: readyTimeoutMs,
+      logs: [stdoutFile, logFile],
+      probe: () =>
+        withClient(url, async (client) => ((await client.ping()) === "PONG" ? true : undefined)),
+    });
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { url, port: serverPort, pid: child.pid, startTicks, logFile, stop };
+}
+
+/** Debian 12's redis-server 7.0 has no WAITAOF; tests use it to check boot refusal. */
+export function startRedis70(options: Omit<StartValkeyOptions, "binary">): Promise<RunningValkey> {
+  return startValkey({ ...options, binary: "/usr/bin/redis-server" });
+}
+
+/** Runs `fn` with a short-lived client that never retries, so probes fail fast. */
+export async function withClient<T>(url: string, fn: (client: Redis) => Promise<T>): Promise<T> {
+  const client = new Redis(url, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: 1000,
+    enableOfflineQueue: false,
+  });
+  // ioredis also emits connection errors as events; the awaited call reports them.
+  client.on("error", () => {});
+  try {
+    await client.connect();
+    return await fn(client);
+  } finally {
+    client.disconnect();
+  }
+}
+
+/**
+ * Waits until the primary has a replica attached and a probe write is fsynced to the
+ * AOF of both, which is exactly the guarantee `aof-replicated` durability relies on.
+ */
+export async function waitForReplicatedAof(
+  primary: RunningValkey,
+  replica: RunningValkey,
+  timeoutMs: number,
+): Promise<void> {
+  await waitUntil({
+    what: "valkey replica attached with WAITAOF 1 1",
+    timeoutMs,
+    logs: [primary.logFile, replica.logFile],
+    probe: () =>
+      withClient(primary.url, async (client) => {
+        const info = await client.info("replication");
+        const slaves = Number(/connected_slaves:(\d+)/.exec(info)?.[1] ?? 0);
+        if (slaves < 1) return undefined;
+        await client.set("matchd:stack:probe", String(Date.now()));
+        const acks = (await client.call("WAITAOF", "1", "1", "2000")) as [number, number];
+        if (!(acks[0] >= 1 && acks[1] >= 1)) return undefined;
+        await client.del("matchd:stack:probe");
+        return true;
+      }),
+  });
+}

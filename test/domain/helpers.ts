@@ -1,0 +1,48 @@
+// Small builders for test commands so each test states only the fields it cares about.
+
+import type { CancelOrderCommand, PlaceOrderCommand, PlaceOrderPayload } from "../../src/domain/index";
+
+let counter = 0;
+
+export function place(payload: Partial<PlaceOrderPayload> & { id: string }, envelope: Partial<PlaceOrderCommand> = {}): PlaceOrderCommand {
+  counter++;
+  const pairId = payload.pairId ?? envelope.pairId ?? 1;
+  return {
+    schemaVersion: 1,
+    commandId: envelope.commandId ?? `cmd-${payload.id}-${counter}`,
+    correlationId: `corr-${counter}`,
+    type: "order.place",
+    submittedAt: "2024-01-01T00:00:00.000Z",
+    pairId: envelope.pairId ?? pairId,
+    partition: 0,
+    payload: {
+      userId: "u1",
+      side: "bid",
+      type: "limit",
+      pairId,
+      timestamp: 1_704_067_200_000 + counter,
+      price: "100",
+      volume: "1",
+      volumeTotal: payload.volume ?? "1",
+      quoteVolume: "0",
+      priceDecimals: 2,
+      amountDecimals: 8,
+      quoteDecimals: 8,
+      ...payload,
+    },
+  };
+}
+
+export function cancel(id: string, userId = "u1", pairId = 1): CancelOrderCommand {
+  counter++;
+  return {
+    schemaVersion: 1,
+    commandId: `cancel-${id}-${counter}`,
+    correlationId: `corr-${counter}`,
+    type: "order.cancel",
+    submittedAt: "2024-01-01T00:00:00.000Z",
+    pairId,
+    partition: 0,
+    payload: { id, userId, pairId },
+  };
+}

@@ -1,0 +1,240 @@
+/**
+ * Shared pieces of the outbox integration tests: realistic event envelopes written
+ * straight into a partition's stream, an inbox that consumes every event exchange and
+ * dedups by messageId (Jepsen's total-queue check), and an outbox child process with
+ * its own HTTP port for /metrics polling.
+ */
+import { createServer } from "node:net";
+import amqp, { type Channel, type ChannelModel, type ConsumeMessage } from "amqplib";
+import Redis from "ioredis";
+import { allEventExchanges } from "../../src/infra/amqp/topology";
+import { partitionKeys } from "../../src/infra/valkey/keys";
+import { matchdCommand, type TestStack } from "../support/stack";
+
+export const eventTypes = [
+  "order.rested.v1",
+  "order.filled.v1",
+  "order.updated.v1",
+  "order.cancelled.v1",
+  "deal.executed.v1",
+  "order.rejected.v1",
+] as const;
+
+/** A contract envelope for event number `n` of a partition; eventId is deterministic in n. */
+export function envelope(partition: number, n: number, type: (typeof eventTypes)[number] = eventTypes[n % 4]!) {
+  return {
+    schemaVersion: 1,
+    eventId: `p${partition}-c${Math.floor(n / 2)}-${n % 2}-${type}`,
+    type,
+    partition,
+    pairId: partition,
+    commandId: `p${partition}-c${Math.floor(n / 2)}`,
+    correlationId: `corr-${n}`,
+    ordinal: n % 2,
+    occurredAt: new Date(1_700_000_000_000 + n).toISOString(),
+    payload: { seq: n, id: `order-${n}`, userId: 7, side: n % 2 ? "ask" : "bid", price: "100", volume: "1" },
+  };
+}
+
+/** Appends events `from..to-1` to the partition's stream with one pipeline; returns their ids. */
+export async function writeEvents(valkey: Redis, partition: number, from: number, to: number): Promise<string[]> {
+  const stream = partitionKeys(partition).events;
+  const pipeline = valkey.pipeline();
+  for (let n = from; n < to; n++) pipeline.xadd(stream, "*", "event", JSON.stringify(envelope(partition, n)));
+  const replies = (await pipeline.exec()) ?? [];
+  return replies.map(([error, id]) => {
+    if (error) throw error;
+    return String(id);
+  });
+}
+
+export async function deletePartitionKeys(valkey: Redis, partition: number): Promise<void> {
+  const keys = await valkey.keys(`${partitionKeys(partition).prefix}*`);
+  if (keys.length > 0) await valkey.del(...keys);
+}
+
+export interface Received {
+  messageId: string;
+  seq: number;
+  offset: string;
+  type: string;
+}
+
+/**
+ * Consumes every event exchange through one exclusive auto-delete queue and keeps the
+ * events of one partition: all deliveries in arrival order, and an inbox by messageId.
+ */
+export class Inbox {
+  readonly deliveries: Received[] = [];
+  readonly byId = new Map<string, Received>();
+  private constructor(
+    private readonly connection: ChannelModel,
+    private readonly channel: Channel,
+    readonly queue: string,
+  ) {}
+
+  static async open(brokerUrl: string, partition: number, exchanges = allEventExchanges): Promise<Inbox> {
+    const connection = await amqp.connect(brokerUrl);
+    const channel = await connection.createChannel();
+    const { queue } = await channel.assertQueue("", { exclusive: true, autoDelete: true });
+    const inbox = new Inbox(connection, channel, queue);
+    for (const exchange of exchanges) {
+      await channel.assertExchange(exchange, "direct", { durable: true });
+      await channel.bindQueue(queue, exchange, exchange);
+    }
+    await channel.consume(queue, (message) => inbox.receive(message, partition), { noAck: true });
+    return inbox;
+  }
+
+  /** Binds this inbox to one more exchange (used to end an unroutable episode). */
+  async bind(exchange: string): Promise<void> {
+    await this.channel.bindQueue(this.queue, exchange, exchange);
+  }
+
+  private receive(message: ConsumeMessage | null, partition: number): void {
+    if (!message) return;
+    const body = JSON.parse(message.content.toString()) as { partition: number; payload: { seq: number } };
+    // Other tests (and services) share the contract's exchanges: keep only our partition.
+    if (body.partition !== partition) return;
+    const received: Received = {
+      messageId: String(message.properties.messageId),
+      seq: body.payload.seq,
+      offset: String(message.properties.headers?.["x-partition-offset"]),
+      type: String(message.properties.type),
+    };
+    this.deliveries.push(received);
+    if (!this.byId.has(received.messageId)) this.byId.set(received.messageId, received);
+  }
+
+  get duplicates(): number {
+    return this.deliveries.length - this.byId.size;
+  }
+
+  /**
+   * Checks per-partition order of an at-least-once stream: after removing redeliveries
+   * of already-seen ids, first deliveries come in increasing sequence.
+   */
+  firstDeliveryOrderKept(): boolean {
+    const seen = new Set<string>();
+    let last = -1;
+    for (const d of this.deliveries) {
+      if (seen.has(d.messageId)) continue;
+      seen.add(d.messageId);
+      if (d.seq < last) return false;
+      last = d.seq;
+    }
+    return true;
+  }
+
+  async waitFor(count: number, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.byId.size < count) {
+      if (Date.now() > deadline) throw new Error(`inbox has ${this.byId.size} of ${count} events after ${timeoutMs} ms`);
+      await Bun.sleep(20);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.connection.close().catch(() => undefined);
+  }
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface OutboxProcess {
+  process: Bun.Subprocess<"ignore", "pipe", "pipe">;
+  port: number;
+  metricsUrl: string;
+  stderr: () => string;
+  metrics(): Promise<Record<string, unknown>>;
+  /** SIGTERM and wait for a graceful exit; returns the exit code. */
+  stop(): Promise<number>;
+  kill9(): Promise<void>;
+}
+
+export async function startOutbox(
+  stack: TestStack,
+  partition: number,
+  extraArgs: string[] = [],
+  env: Record<string, string> = {},
+): Promise<OutboxProcess> {
+  const port = await freePort();
+  const child = Bun.spawn(
+    [...matchdCommand, "outbox", "--partition", String(partition), "--http-port", String(port), ...extraArgs],
+    {
+      env: {
+        PATH: process.env.PATH ?? "/usr/bin:/bin",
+        MATCHING_DATASTORE_URL: stack.datastoreUrl,
+        MATCHING_BROKER_URL: stack.brokerUrl,
+        MATCHING_PARTITION_COUNT: "1024",
+        MATCHING_LOG_LEVEL: "info",
+        ...env,
+      },
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+    },
+  );
+  let log = "";
+  void (async () => {
+    const decoder = new TextDecoder();
+    for await (const chunk of child.stderr) log += decoder.decode(chunk);
+  })();
+  const metricsUrl = `http://127.0.0.1:${port}/metrics`;
+  const handle: OutboxProcess = {
+    process: child,
+    port,
+    metricsUrl,
+    stderr: () => log,
+    async metrics() {
+      const response = await fetch(metricsUrl);
+      if (response.status !== 200) throw new Error(`/metrics answered ${response.status}`);
+      return (await response.json()) as Record<string, unknown>;
+    },
+    async stop() {
+      child.kill("SIGTERM");
+      return child.exited;
+    },
+    async kill9() {
+      child.kill("SIGKILL");
+      await child.exited;
+    },
+  };
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    try {
+      const response = await fetch(`http://127.0.0.1:${port}/healthz`);
+      if (response.ok) break;
+    } catch {
+      // Not listening yet.
+    }
+    if (child.exitCode !== null) throw new Error(`outbox exited with ${child.exitCode}:\n${log}`);
+    if (Date.now() > deadline) throw new Error(`outbox did not start:\n${log}`);
+    await Bun.sleep(50);
+  }
+  return handle;
+}
+
+/** Polls until `check` holds, failing with `what` after `timeoutMs`. */
+export async function eventually(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`);
+    await Bun.sleep(50);
+  }
+}
+
+export function metricNumber(metrics: Record<string, unknown>, name: string): number {
+  return Number(metrics[name] ?? Number.NaN);
+}

@@ -1,0 +1,201 @@
+// Starts the real private stack (Valkey primary + replica, RabbitMQ) from a process that
+// exits right away, checks the contract's durability and queue guarantees, then stops it.
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { connect } from "amqplib";
+import Redis from "ioredis";
+import {
+  StackError,
+  type StackInfo,
+  stackDown,
+  stackStatus,
+  stackUp,
+  startValkey,
+} from "../../src/stack/index";
+
+/** RabbitMQ boots in about 4 s; the bound leaves room for a loaded machine. */
+const STACK_UP_TIMEOUT_MS = 60_000;
+
+const dir = mkdtempSync(join(tmpdir(), "matchd-stack-test-"));
+
+afterAll(async () => {
+  await stackDown({ dir });
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** Gone means no such pid, or a zombie: this container's init does not reap orphans. */
+function gone(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return true;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
+  } catch {
+    return true;
+  }
+}
+
+/** Command lines of live processes that mention `needle` (zombies have an empty one). */
+function processesMentioning(needle: string): string[] {
+  const found: string[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    try {
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8").replaceAll("\0", " ");
+      if (cmdline.includes(needle)) found.push(`${entry}: ${cmdline}`);
+    } catch {
+      // The process exited while we looked.
+    }
+  }
+  return found;
+}
+
+describe("local stack", () => {
+  let info: StackInfo;
+
+  test(
+    "stackUp from a process that exits leaves the servers running",
+    async () => {
+      const started = Date.now();
+      const child = Bun.spawn([process.execPath, join(import.meta.dir, "stack-up-cli.ts"), dir], {
+        stdout: "pipe",
+        stderr: "inherit",
+      });
+      const [code, stdout] = await Promise.all([child.exited, new Response(child.stdout).text()]);
+      expect(code).toBe(0);
+      info = JSON.parse(stdout) as StackInfo;
+      console.log(`stackUp in a child process took ${Date.now() - started} ms`);
+      expect(Object.keys(info.pids).sort()).toEqual(
+        ["epmd", "rabbitmq", "rabbitmq-beam", "valkey-primary", "valkey-replica"].sort(),
+      );
+      for (const pid of Object.values(info.pids)) expect(gone(pid)).toBe(false);
+      expect((await stackStatus(dir)).running).toBe(true);
+      const env = readFileSync(join(dir, "env"), "utf8");
+      expect(env).toContain(`MATCHING_DATASTORE_URL=${info.datastoreUrl}\n`);
+      expect(env).toContain(`MATCHING_REPLICA_URL=${info.replicaUrl}\n`);
+      expect(env).toContain(`MATCHING_BROKER_URL=${info.brokerUrl}\n`);
+    },
+    STACK_UP_TIMEOUT_MS,
+  );
+
+  test("stackUp on a running stack returns it unchanged", async () => {
+    expect(await stackUp({ dir })).toEqual(info);
+  });
+
+  test("the datastore honours WAITAOF 1 1 and the replica is a replica", async () => {
+    const primary = new Redis(info.datastoreUrl);
+    const replica = new Redis(info.replicaUrl);
+    try {
+      await primary.set("matchd:stack-test", "1");
+      expect(await primary.call("WAITAOF", "1", "1", "2000")).toEqual([1, 1]);
+      expect(await replica.info("replication")).toContain("role:slave");
+      expect(await primary.config("GET", "appendfsync")).toEqual(["appendfsync", "always"]);
+    } finally {
+      primary.disconnect();
+      replica.disconnect();
+    }
+  });
+
+  test("the broker vhost makes command queues quorum and accepts both declarations", async () => {
+    expect(info.brokerUrl).toMatch(/^amqp:\/\/guest:guest@127\.0\.0\.1:\d+\/matchd$/);
+    const connection = await connect(info.brokerUrl);
+    try {
+      const channel = await connection.createChannel();
+      const queue = "matching:commands.p0";
+      await channel.assertQueue(queue, {
+        durable: true,
+        arguments: { "x-single-active-consumer": true },
+      });
+      await channel.assertQueue(queue, {
+        durable: true,
+        arguments: { "x-queue-type": "quorum", "x-single-active-consumer": true },
+      });
+      // A classic redeclaration of a quorum queue is refused, which proves the type.
+      const probe = await connection.createChannel();
+      probe.on("error", () => {});
+      await expect(
+        probe.assertQueue(queue, {
+          durable: true,
+          arguments: { "x-queue-type": "classic", "x-single-active-consumer": true },
+        }),
+      ).rejects.toThrow(/PRECONDITION_FAILED/);
+    } finally {
+      await connection.close();
+    }
+  });
+
+  test("stackDown stops every recorded process and leaves none behind", async () => {
+    const { stopped } = await stackDown({ dir });
+    expect(stopped.sort()).toEqual(Object.keys(info.pids).sort());
+    for (const pid of Object.values(info.pids)) expect(gone(pid)).toBe(true);
+    expect(processesMentioning(dir)).toEqual([]);
+    const ports = Object.values(
+      JSON.parse(readFileSync(join(dir, "stack.json"), "utf8")).ports as Record<string, number>,
+    );
+    for (const port of ports) expect(processesMentioning(`127.0.0.1:${port}`)).toEqual([]);
+    expect((await stackStatus(dir)).running).toBe(false);
+    expect(await stackDown({ dir })).toEqual({ stopped: [] });
+  }, 30_000);
+});
+
+describe("a start that never finished", () => {
+  test("leaves a record that stackDown uses to stop what was spawned", async () => {
+    const partial = join(dir, "partial");
+    const child = Bun.spawn([process.execPath, join(import.meta.dir, "stack-up-cli.ts"), partial], {
+      stdout: "ignore",
+      stderr: "ignore",
+    });
+    // RabbitMQ needs about 4 s to boot, so after 1.5 s the start is still in progress.
+    await Bun.sleep(1500);
+    child.kill("SIGKILL");
+    await child.exited;
+    const status = await stackStatus(partial);
+    expect(status.info).toBeUndefined();
+    expect(status.processes.length).toBeGreaterThan(0);
+    await expect(stackUp({ dir: partial })).rejects.toMatchObject({ code: "stale-stack" });
+    const { stopped } = await stackDown({ dir: partial });
+    expect(stopped.length).toBeGreaterThan(0);
+    for (const p of status.processes) expect(gone(p.pid)).toBe(true);
+    expect(processesMentioning(partial)).toEqual([]);
+  }, 30_000);
+});
+
+describe("startValkey", () => {
+  test("starts a lone primary with appendonly off and stops it", async () => {
+    const server = await startValkey({ dir: join(dir, "lone"), appendonly: false });
+    const client = new Redis(server.url);
+    try {
+      expect(await client.config("GET", "appendonly")).toEqual(["appendonly", "no"]);
+      expect(await client.info("replication")).toContain("role:master");
+    } finally {
+      client.disconnect();
+    }
+    await server.stop();
+    expect(gone(server.pid)).toBe(true);
+  });
+
+  test("a missing binary is a missing-binary StackError naming the fix", async () => {
+    const attempt = startValkey({
+      dir: join(dir, "none"),
+      appendonly: true,
+      binary: "/nonexistent/valkey-server",
+    });
+    await expect(attempt).rejects.toBeInstanceOf(StackError);
+    await expect(attempt).rejects.toMatchObject({ code: "missing-binary" });
+  });
+
+  test("a server that refuses its config fails with start-failed and its log", async () => {
+    const attempt = startValkey({
+      dir: join(dir, "bad"),
+      appendonly: true,
+      extraArgs: ["no-such-directive 1"],
+    });
+    await expect(attempt).rejects.toMatchObject({ code: "start-failed" });
+    await expect(attempt).rejects.toThrow(/no-such-directive/);
+  });
+});

@@ -1,0 +1,49 @@
+/**
+ * The real servers integration tests talk to: the stack that the test command started
+ * (its URLs in the environment), or else a private stack started once for this run.
+ */
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { stackDown, stackUp } from "../../src/stack/index";
+
+export interface TestStack {
+  datastoreUrl: string;
+  replicaUrl: string;
+  brokerUrl: string;
+}
+
+let started: Promise<TestStack> | undefined;
+
+export function testStack(): Promise<TestStack> {
+  started ??= resolveStack();
+  return started;
+}
+
+async function resolveStack(): Promise<TestStack> {
+  const { MATCHING_DATASTORE_URL, MATCHING_REPLICA_URL, MATCHING_BROKER_URL } = process.env;
+  if (MATCHING_DATASTORE_URL && MATCHING_REPLICA_URL && MATCHING_BROKER_URL) {
+    return {
+      datastoreUrl: MATCHING_DATASTORE_URL,
+      replicaUrl: MATCHING_REPLICA_URL,
+      brokerUrl: MATCHING_BROKER_URL,
+    };
+  }
+  const dir = mkdtempSync(join(tmpdir(), "matchd-test-stack-"));
+  const info = await stackUp({ dir });
+  process.on("exit", () => {
+    // Best effort on exit; the test script normally owns the stack's lifetime.
+    void stackDown({ dir });
+  });
+  return { datastoreUrl: info.datastoreUrl, replicaUrl: info.replicaUrl, brokerUrl: info.brokerUrl };
+}
+
+/** A partition number no other test in this run uses, so keys and queues never collide. */
+let nextPartition = 100 + Math.floor(Math.random() * 400) * 2;
+export function uniquePartition(): number {
+  nextPartition += 1;
+  return nextPartition;
+}
+
+/** The command used to run matchd from source in tests (always the current code). */
+export const matchdCommand = [join(import.meta.dir, "../../node_modules/.bin/bun"), join(import.meta.dir, "../../src/main.ts")];
