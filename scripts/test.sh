@@ -18,4 +18,4 @@ set -a
 source "$stack_dir/env"
 set +a
 
-node_modules/.bin/bun test "$@"
+node_modules/.bin/bun test --timeout 60000 "$@"

@@ -77,7 +77,8 @@ export async function collectEnvironment(options: {
  * an unknown value carries its reason so a reader sees why it is missing.
  */
 export function environmentFacts(environment: Environment): [string, string][] {
-  const show = (fact: Fact) => (fact.reason === undefined ? fact.value : `unknown (${fact.reason})`);
+  const show = (fact: Fact) =>
+    fact.reason === undefined ? fact.value : `unknown (${fact.reason})`;
   const rows: [string, string][] = [
     ["cpu", `${show(environment.cpuModel)} x${environment.cores}`],
     ["memory", `${(environment.totalMemoryBytes / 2 ** 30).toFixed(1)} GiB`],
@@ -207,11 +208,7 @@ async function probeDatastore(url: string): Promise<DatastoreEnvironment> {
       configGet(valkey, "hz"),
       configGet(valkey, "dir"),
     ]);
-    const field = (
-      section: Map<string, string> | Fact,
-      names: string[],
-      label: string,
-    ): Fact => {
+    const field = (section: Map<string, string> | Fact, names: string[], label: string): Fact => {
       if (!(section instanceof Map)) return section;
       for (const name of names) {
         const value = section.get(name);
@@ -240,10 +237,7 @@ async function probeDatastore(url: string): Promise<DatastoreEnvironment> {
   }
 }
 
-async function configGet(
-  valkey: ReturnType<typeof createValkey>,
-  name: string,
-): Promise<Fact> {
+async function configGet(valkey: ReturnType<typeof createValkey>, name: string): Promise<Fact> {
   const reply = await probe(
     async () => (await valkey.config("GET", name)) as string[],
     `CONFIG GET ${name}`,

@@ -229,7 +229,9 @@ export class MatchingEngine {
         }
         const done = this.fill(book, level, maker, taker, amountDecimals, log, changes);
         if (done) return false;
-        maker = next;
+        // A quote-sized taker can leave the maker partly filled with budget left over (quote
+        // rounding returns a little); retry the same maker so FIFO priority holds.
+        if (maker.remaining === 0n) maker = next;
       }
     }
     return false;

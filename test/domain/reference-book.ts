@@ -231,7 +231,8 @@ export class ReferenceBook {
     }
     let stpStopped = false;
     let done = false;
-    for (const m of makers) {
+    for (let i = 0; i < makers.length; i++) {
+      const m = makers[i]!;
       if (!crosses(m) || done) break;
       if (stp !== "none" && m.userId === p.userId) {
         if (stp !== "cancel-taker") {
@@ -270,6 +271,8 @@ export class ReferenceBook {
         fillQuoteVolume: text(quote),
       });
       done = quoteSized ? budget.isZero() : remaining.isZero();
+      // Budget left after a partial fill: try the same maker again before moving on.
+      if (!makerDone && !done) i--;
       if (done) {
         emit("order.filled.v1", {
           orderId: p.id, userId: p.userId, pairId: m.pairId, side: p.side, role: "taker", price: priceText, volume: "0",

@@ -1,0 +1,109 @@
+/**
+ * The durability policy at boot against real Valkey servers: `matchd check` and the
+ * conductor refuse (exit 3, naming the reason) when aof-replicated cannot be honoured,
+ * and pass against the private stack.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type RunningValkey, startValkey } from "../../src/stack/index";
+import { matchdCommand, testStack } from "../support/stack";
+
+async function matchd(args: string[], env: Record<string, string>) {
+  const child = Bun.spawn([...matchdCommand, ...args], {
+    env: { ...process.env, MATCHING_DURABILITY_TIMEOUT_MS: "500", ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ]);
+  clearTimeout(timer);
+  return { stdout, stderr, code };
+}
+
+describe("durability policy at boot", () => {
+  const servers: RunningValkey[] = [];
+  let noAof: RunningValkey;
+  let lonePrimary: RunningValkey;
+
+  beforeAll(async () => {
+    const dir = mkdtempSync(join(tmpdir(), "matchd-boot-"));
+    noAof = await startValkey({ dir: join(dir, "no-aof"), appendonly: false });
+    lonePrimary = await startValkey({ dir: join(dir, "lone"), appendonly: true });
+    servers.push(noAof, lonePrimary);
+  });
+  afterAll(async () => {
+    for (const server of servers) await server.stop();
+  });
+
+  test("appendonly off: check exits 3 and names it", async () => {
+    const { stdout, code } = await matchd(["check"], { MATCHING_DATASTORE_URL: noAof.url });
+    expect(code).toBe(3);
+    expect(stdout).toContain("FAIL appendonly on");
+  });
+
+  test("a lone primary: check exits 3 and names the missing replica", async () => {
+    const { stdout, code } = await matchd(["check"], { MATCHING_DATASTORE_URL: lonePrimary.url });
+    expect(code).toBe(3);
+    expect(stdout).toContain("FAIL replica connected");
+    expect(stdout).toContain("PASS appendonly on");
+  });
+
+  test("a replica given as the primary: check exits 3", async () => {
+    const stack = await testStack();
+    const { stdout, code } = await matchd(["check"], {
+      MATCHING_DATASTORE_URL: stack.replicaUrl,
+      MATCHING_BROKER_URL: stack.brokerUrl,
+    });
+    expect(code).toBe(3);
+    expect(stdout).toContain("FAIL primary role");
+  });
+
+  test("the conductor refuses to boot (exit 3) against a lone primary", async () => {
+    const stack = await testStack();
+    const { stderr, code } = await matchd(["conductor", "--http-port", "0"], {
+      MATCHING_DATASTORE_URL: lonePrimary.url,
+      MATCHING_BROKER_URL: stack.brokerUrl,
+    });
+    expect(code).toBe(3);
+    expect(stderr).toContain("refusing to boot");
+    expect(stderr).toContain("replica connected");
+  });
+
+  test("memory policy boots with a loud warning against a lone primary", async () => {
+    const stack = await testStack();
+    const child = Bun.spawn([...matchdCommand, "outbox", "--http-port", "0", "--partition", "7", "--partition-count", "8"], {
+      env: { ...process.env, MATCHING_DATASTORE_URL: lonePrimary.url, MATCHING_BROKER_URL: stack.brokerUrl, MATCHING_DURABILITY: "memory" },
+      stdout: "ignore",
+      stderr: "pipe",
+    });
+    const reader = child.stderr.getReader();
+    let seen = "";
+    const deadline = Date.now() + 20_000;
+    while (!seen.includes("CAN BE LOST") && Date.now() < deadline) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      seen += new TextDecoder().decode(value);
+    }
+    child.kill("SIGTERM");
+    await child.exited;
+    expect(seen).toContain("DURABILITY POLICY memory");
+  });
+
+  test("everything passes against the private stack (exit 0)", async () => {
+    const stack = await testStack();
+    const { stdout, code } = await matchd(["check"], {
+      MATCHING_DATASTORE_URL: stack.datastoreUrl,
+      MATCHING_BROKER_URL: stack.brokerUrl,
+    });
+    expect(stdout).not.toContain("FAIL");
+    expect(code).toBe(0);
+    expect(stdout).toContain("PASS probe write fsynced on primary and replica");
+    expect(stdout).toContain("PASS broker reachable");
+  });
+});

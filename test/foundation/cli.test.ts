@@ -1,0 +1,55 @@
+/** The executable's surface: version, help, usage errors (exit 2) and bad config (exit 2, nothing started). */
+import { describe, expect, test } from "bun:test";
+import { matchdCommand } from "../support/stack";
+
+async function matchd(args: string[], env: Record<string, string> = {}) {
+  const child = Bun.spawn([...matchdCommand, ...args], {
+    env: { ...process.env, ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ]);
+  return { stdout, stderr, code };
+}
+
+describe("matchd CLI", () => {
+  test("--version prints the version", async () => {
+    const { stdout, code } = await matchd(["--version"]);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/^matchd \d+\.\d+\.\d+/);
+  });
+
+  test("every subcommand has --help", async () => {
+    for (const command of ["conductor", "outbox", "bench", "stack", "check"]) {
+      const { stdout, code } = await matchd([command, "--help"]);
+      expect(code).toBe(0);
+      expect(stdout).toContain(`usage: matchd ${command}`);
+    }
+  });
+
+  test("unknown subcommand and unknown flag: usage on stderr, exit 2", async () => {
+    const unknownCommand = await matchd(["frobnicate"]);
+    expect(unknownCommand.code).toBe(2);
+    expect(unknownCommand.stderr).toContain("unknown command frobnicate");
+    expect(unknownCommand.stderr).toContain("usage: matchd");
+    const unknownFlag = await matchd(["conductor", "--turbo"]);
+    expect(unknownFlag.code).toBe(2);
+    expect(unknownFlag.stderr).toContain("unknown flag --turbo");
+  });
+
+  test("bad config lists every problem, exits 2 and starts nothing", async () => {
+    const { stderr, code } = await matchd(["conductor", "--partition", "x"], {
+      MATCHING_DURABILITY: "sometimes",
+      MATCHING_DATASTORE_URL: "redis://127.0.0.1:1",
+    });
+    expect(code).toBe(2);
+    expect(stderr).toContain("nothing started");
+    expect(stderr).toContain("MATCHING_PARTITION (--partition)");
+    expect(stderr).toContain("MATCHING_DURABILITY (--durability)");
+    expect(stderr).not.toContain("conductor starting");
+  });
+});

@@ -1,0 +1,68 @@
+/** The config schema: defaults, flag precedence, and every bad value reported at once. */
+import { describe, expect, test } from "bun:test";
+import { resolveConfig } from "../../src/config/resolve";
+
+describe("resolveConfig", () => {
+  test("defaults follow the contract", () => {
+    const result = resolveConfig({}, new Map(), "conductor");
+    expect(result.ok).toBe(true);
+    if (!result.ok) return;
+    expect(result.config).toMatchObject({
+      datastoreUrl: "redis://127.0.0.1:6379",
+      brokerUrl: "amqp://guest:guest@127.0.0.1:5672",
+      partition: 0,
+      partitionCount: 1,
+      httpPort: 3002,
+      durability: "aof-replicated",
+      durabilityTimeoutMs: 2000,
+    });
+    const outbox = resolveConfig({}, new Map(), "outbox");
+    expect(outbox.ok && outbox.config.httpPort).toBe(3035);
+  });
+
+  test("flags override the environment", () => {
+    const result = resolveConfig(
+      { MATCHING_PARTITION: "1", MATCHING_PARTITION_COUNT: "4" },
+      new Map([["--partition", "3"]]),
+      "conductor",
+    );
+    expect(result.ok && result.config.partition).toBe(3);
+  });
+
+  test("every bad value is reported, naming variable, flag and accepted values", () => {
+    const result = resolveConfig(
+      {
+        MATCHING_DATASTORE_URL: "http://nope",
+        MATCHING_BROKER_URL: "not a url",
+        MATCHING_PARTITION: "-1",
+        MATCHING_DURABILITY: "fsync-please",
+        MATCHING_DURABILITY_TIMEOUT_MS: "0",
+        MATCHING_BATCH_MAX: "100000",
+      },
+      new Map([["--http-port", "70000"]]),
+      "conductor",
+    );
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    expect(result.problems).toHaveLength(7);
+    const text = result.problems.join("\n");
+    for (const name of [
+      "MATCHING_DATASTORE_URL",
+      "MATCHING_BROKER_URL",
+      "MATCHING_PARTITION (--partition)",
+      "MATCHING_DURABILITY (--durability)",
+      "MATCHING_DURABILITY_TIMEOUT_MS",
+      "MATCHING_BATCH_MAX",
+      "MATCHING_HTTP_PORT (--http-port)",
+    ]) {
+      expect(text).toContain(name);
+    }
+    expect(text).toContain("aof-replicated or memory");
+  });
+
+  test("a partition outside the partition count is refused", () => {
+    const result = resolveConfig({ MATCHING_PARTITION: "2", MATCHING_PARTITION_COUNT: "2" }, new Map(), "outbox");
+    expect(result.ok).toBe(false);
+    if (!result.ok) expect(result.problems[0]).toContain("below MATCHING_PARTITION_COUNT");
+  });
+});
