@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/setup.sh
+# Only the tests need a browser: the HTML bench report is rendered in headless Chromium.
+bash scripts/install-chromium.sh
 node_modules/.bin/tsc --noEmit -p .
 node_modules/.bin/biome check src test bench
 

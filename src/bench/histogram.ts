@@ -51,6 +51,14 @@ export class LatencyHistogram {
     return this.max;
   }
 
+  /** How many recordings are at or below `nanoseconds` (to bucket resolution). */
+  countBelow(nanoseconds: number): number {
+    const last = bucketOf(Math.max(0, Math.floor(nanoseconds)));
+    let seen = 0;
+    for (let i = 0; i <= last; i++) seen += this.counts[i]!;
+    return seen;
+  }
+
   percentilesNs(): Percentiles {
     return {
       p50: this.valueAt(50),
@@ -65,7 +73,13 @@ export class LatencyHistogram {
   percentilesMs(): Percentiles {
     const ns = this.percentilesNs();
     const ms = (v: number) => Math.round(v / 100) / 10_000;
-    return { p50: ms(ns.p50), p95: ms(ns.p95), p99: ms(ns.p99), p999: ms(ns.p999), max: ms(ns.max) };
+    return {
+      p50: ms(ns.p50),
+      p95: ms(ns.p95),
+      p99: ms(ns.p99),
+      p999: ms(ns.p999),
+      max: ms(ns.max),
+    };
   }
 
   reset(): void {

@@ -120,12 +120,7 @@ export function renderHtmlReport(
   const title = options.title ?? `matchd bench: ${report.boundary}`;
   const environmentRows: [string, string][] =
     options.environment === undefined
-      ? [
-          ["cpu", `${report.environment.cpuModel} x${report.environment.cores}`],
-          ["memory", `${(report.environment.totalMemoryBytes / 2 ** 30).toFixed(1)} GiB`],
-          ["os", report.environment.os],
-          ["runtime", report.environment.runtime],
-        ]
+      ? reportEnvironmentRows(report.environment)
       : environmentFacts(options.environment);
   const workload = report.workloadDescription
     ? `${report.workload}: ${report.workloadDescription}`
@@ -148,7 +143,7 @@ export function renderHtmlReport(
   ];
   const extraRows = Object.entries(report.extra).map(([k, v]): [string, string] => [
     k,
-    typeof v === "number" ? formatNumber(v) : String(v),
+    typeof v === "number" ? formatNumber(v) : typeof v === "string" ? readableJson(v) : String(v),
   ]);
 
   const invariantRows = Object.entries(report.invariants)
@@ -183,10 +178,12 @@ export function renderHtmlReport(
     xLabel: "seconds",
     yLabel: "ms (log)",
     yLog: true,
+    // Drawn in this order so max lies on top: with few commands per interval p99 equals max,
+    // and the max line would otherwise vanish under p99.
     lines: [
-      { name: "max", color: "#b91c1c", points: t.map((p) => [p.tSeconds, p.maxMs]) },
-      { name: "p99", color: "#ea580c", points: t.map((p) => [p.tSeconds, p.p99Ms]) },
       { name: "p50", color: "#2563eb", points: t.map((p) => [p.tSeconds, p.p50Ms]) },
+      { name: "p99", color: "#ea580c", points: t.map((p) => [p.tSeconds, p.p99Ms]) },
+      { name: "max", color: "#b91c1c", points: t.map((p) => [p.tSeconds, p.maxMs]) },
     ],
     area: false,
   });
@@ -253,6 +250,7 @@ section{min-width:0}
 table{border-collapse:collapse;width:100%;background:#fff;border:1px solid #d8dee4;margin-bottom:10px}
 th,td{text-align:left;padding:4px 10px;border-bottom:1px solid #eaeef2;vertical-align:top;overflow-wrap:anywhere}
 th{background:#f0f2f4;font-weight:600}
+table.kv th{width:38%}
 td.num{font-variant-numeric:tabular-nums}
 tr.pass td{background:#eefbf1}tr.pass td:last-child{color:#116329;font-weight:600}
 tr.fail td{background:#ffebe9}tr.fail td:last-child{color:#a40e26;font-weight:700}
@@ -265,9 +263,22 @@ footer{margin-top:18px;color:#57606a;font-size:12px}
 @media (max-width:800px){.grid{grid-template-columns:1fr}}
 `;
 
+/**
+ * The report's own environment, whatever its shape: the structured machine description or
+ * the flat label/value facts a caller copied in from environmentFacts().
+ */
+function reportEnvironmentRows(environment: object): [string, string][] {
+  return Object.entries(environment).map(([key, value]): [string, string] => {
+    if (key === "totalMemoryBytes" && typeof value === "number") {
+      return ["memory", `${(value / 2 ** 30).toFixed(1)} GiB`];
+    }
+    return [key, typeof value === "number" ? formatNumber(value) : String(value)];
+  });
+}
+
 function table(rows: [string, string][]): string {
   const body = rows.map(([k, v]) => `<tr><th>${esc(k)}</th><td class="num">${esc(v)}</td></tr>`);
-  return `<table>${body.join("")}</table>`;
+  return `<table class="kv">${body.join("")}</table>`;
 }
 
 // ---- charts -------------------------------------------------------------------------
@@ -326,7 +337,8 @@ function svgOpen(id: string, label: string): string {
 }
 
 function noData(id: string, label: string): string {
-  return `${svgOpen(id, label)}<text x="${width / 2}" y="${height / 2}" text-anchor="middle">no data recorded</text></svg>`;
+  // A short strip rather than a full-height empty plot: absence should be stated, not drawn big.
+  return `<svg id="${id}" role="img" aria-label="${esc(label)}" viewBox="0 0 ${width} 48" xmlns="http://www.w3.org/2000/svg"><title>${esc(label)}</title><text x="${width / 2}" y="29" text-anchor="middle">no data recorded for this chart</text></svg>`;
 }
 
 function axes(
@@ -510,6 +522,28 @@ function formatCount(value: number): string {
 function formatNumber(value: number): string {
   if (Number.isInteger(value)) return value.toLocaleString("en-US");
   return value.toLocaleString("en-US", { maximumFractionDigits: 3 });
+}
+
+/**
+ * Callers put nested figures (a percentile set, a stage breakdown) into `extra` as JSON
+ * strings; a flat JSON object reads better as "p50 0.27 · p99 1.97". Anything else is shown as is.
+ */
+function readableJson(text: string): string {
+  if (!text.startsWith("{")) return text;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return text;
+  }
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) return text;
+  const parts: string[] = [];
+  for (const [key, value] of Object.entries(parsed)) {
+    if (typeof value === "object" && value !== null) return text;
+    const label = key === "p999" ? "p99.9" : key;
+    parts.push(`${label} ${typeof value === "number" ? formatMs(value) : String(value)}`);
+  }
+  return parts.join(" · ");
 }
 
 /** Three significant figures below 100 ms, whole milliseconds above. */

@@ -41,16 +41,46 @@ function buildEnvelope(partition: number, runId: string, n: number): string {
   const command = Math.floor(n / 4) * 2 + (n % 4 === 0 ? 0 : 1);
   const commandId = `${runId}-${command}`;
   const ordinal = n % 4 === 0 ? 0 : (n % 4) - 1;
-  const type = n % 4 === 0 ? "order.rested.v1" : n % 4 === 3 ? "deal.executed.v1" : "order.filled.v1";
+  const type =
+    n % 4 === 0 ? "order.rested.v1" : n % 4 === 3 ? "deal.executed.v1" : "order.filled.v1";
   const occurredAt = new Date(1_700_000_000_000 + command).toISOString();
   const bidId = `${runId}-o${command - (n % 4 === 0 ? 0 : 1)}`;
   const askId = `${runId}-o${command}`;
   const payload =
     type === "order.rested.v1"
-      ? { orderId: bidId, userId: "1001", pairId: 1, side: "bid", price: "100", volume: "1", volumeTotal: "1", executedVolume: "0" }
+      ? {
+          orderId: bidId,
+          userId: "1001",
+          pairId: 1,
+          side: "bid",
+          price: "100",
+          volume: "1",
+          volumeTotal: "1",
+          executedVolume: "0",
+        }
       : type === "order.filled.v1"
-        ? { orderId: ordinal === 0 ? bidId : askId, userId: ordinal === 0 ? "1001" : "1002", pairId: 1, side: ordinal === 0 ? "bid" : "ask", price: "100", volumeTotal: "1", executedVolume: "1", role: ordinal === 0 ? "maker" : "taker" }
-        : { dealId: `${commandId}:deal:0`, pairId: 1, price: "100", volume: "1", quoteVolume: "100", makerOrderId: bidId, takerOrderId: askId, makerUserId: "1001", takerUserId: "1002", takerSide: "ask" };
+        ? {
+            orderId: ordinal === 0 ? bidId : askId,
+            userId: ordinal === 0 ? "1001" : "1002",
+            pairId: 1,
+            side: ordinal === 0 ? "bid" : "ask",
+            price: "100",
+            volumeTotal: "1",
+            executedVolume: "1",
+            role: ordinal === 0 ? "maker" : "taker",
+          }
+        : {
+            dealId: `${commandId}:deal:0`,
+            pairId: 1,
+            price: "100",
+            volume: "1",
+            quoteVolume: "100",
+            makerOrderId: bidId,
+            takerOrderId: askId,
+            makerUserId: "1001",
+            takerUserId: "1002",
+            takerSide: "ask",
+          };
   return JSON.stringify({
     schemaVersion: 1,
     eventId: eventIdOf(commandId, ordinal, type),
@@ -83,7 +113,9 @@ interface HistogramJson {
   max?: number;
 }
 
-export async function runOutboxDrainBench(options: OutboxDrainOptions): Promise<Record<string, unknown>> {
+export async function runOutboxDrainBench(
+  options: OutboxDrainOptions,
+): Promise<Record<string, unknown>> {
   const { config, events, window, startOutbox } = options;
   const log = options.log ?? (() => undefined);
   const timeoutMs = options.timeoutMs ?? Math.max(60_000, events * 2);
@@ -135,7 +167,9 @@ export async function runOutboxDrainBench(options: OutboxDrainOptions): Promise<
     }
     const backlogSeconds = (performance.now() - backlogStarted) / 1000;
     const backlogLength = await valkey.xlen(keys.events);
-    log(`backlog of ${backlogLength} events written in ${backlogSeconds.toFixed(2)} s; starting the outbox (window ${window})`);
+    log(
+      `backlog of ${backlogLength} events written in ${backlogSeconds.toFixed(2)} s; starting the outbox (window ${window})`,
+    );
 
     const started = performance.now();
     outbox = await startOutbox(["--window", String(window)]);
@@ -144,7 +178,9 @@ export async function runOutboxDrainBench(options: OutboxDrainOptions): Promise<
     let nextReport = ready + 1000;
     while (length > 0 || seen.size < events) {
       if (performance.now() - started > timeoutMs) {
-        throw new Error(`outbox drain timed out after ${timeoutMs} ms: XLEN ${length}, received ${seen.size} of ${events}`);
+        throw new Error(
+          `outbox drain timed out after ${timeoutMs} ms: XLEN ${length}, received ${seen.size} of ${events}`,
+        );
       }
       await Bun.sleep(10);
       length = await valkey.xlen(keys.events);
@@ -171,7 +207,12 @@ export async function runOutboxDrainBench(options: OutboxDrainOptions): Promise<
       received: seen.size,
       duplicates,
       foreignMessages: foreign,
-      confirmLatencySeconds: { p50: latency.p50, p99: latency.p99, max: latency.max, count: latency.count },
+      confirmLatencySeconds: {
+        p50: latency.p50,
+        p99: latency.p99,
+        max: latency.max,
+        count: latency.count,
+      },
       publishRetries: metrics.matching_outbox_publish_retries_total,
       deadLetters: metrics.matching_outbox_dead_letter_total,
       unroutable: metrics.matching_outbox_unroutable_total,
@@ -181,7 +222,9 @@ export async function runOutboxDrainBench(options: OutboxDrainOptions): Promise<
         metrics.matching_outbox_publish_retries_total === 0 &&
         metrics.matching_outbox_dead_letter_total === 0,
     };
-    log(`drained ${events} events in ${drainSeconds.toFixed(2)} s: ${report.eventsPerSecond} events/s`);
+    log(
+      `drained ${events} events in ${drainSeconds.toFixed(2)} s: ${report.eventsPerSecond} events/s`,
+    );
     return report;
   } finally {
     await outbox?.stop().catch(() => undefined);

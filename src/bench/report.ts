@@ -24,12 +24,13 @@ export interface BenchReport {
   commandsPerSecond: number;
   latencyMs: Percentiles;
   invariants: { ok: boolean; [check: string]: boolean | number | string };
-  environment: BenchEnvironment;
+  /** Flat label/value facts: the machine always, server versions and settings when a stack was used. */
+  environment: Record<string, string | number>;
   extra: Record<string, number | string | boolean>;
 }
 
 /** Collects the machine description; kept here so src/domain never imports node:os. */
-export function collectEnvironment(): BenchEnvironment {
+export function collectEnvironment(): BenchEnvironment & Record<string, string | number> {
   const list = cpus();
   const bun = (globalThis as { Bun?: { version: string } }).Bun;
   return {
@@ -53,7 +54,12 @@ export function renderReport(report: BenchReport): string {
   const rows: [string, string][] = [
     ["boundary", `${report.boundary}: ${report.boundaryStatement}`],
     ["durability", report.durability],
-    ["workload", report.workloadDescription ? `${report.workload} (${report.workloadDescription})` : report.workload],
+    [
+      "workload",
+      report.workloadDescription
+        ? `${report.workload} (${report.workloadDescription})`
+        : report.workload,
+    ],
     ["commands", `${fmt(report.commands)} (+${fmt(report.warmup)} warm-up, not counted)`],
     ["seconds", fmt(report.seconds, 3)],
     ["commands/s", fmt(report.commandsPerSecond)],
@@ -62,9 +68,22 @@ export function renderReport(report: BenchReport): string {
       `p50 ${report.latencyMs.p50}  p95 ${report.latencyMs.p95}  p99 ${report.latencyMs.p99}  ` +
         `p99.9 ${report.latencyMs.p999}  max ${report.latencyMs.max}`,
     ],
-    ["invariants", Object.entries(report.invariants).map(([k, v]) => `${k}=${v}`).join("  ")],
-    ...Object.entries(report.extra).map(([k, v]): [string, string] => [k, typeof v === "number" ? fmt(v, 2) : String(v)]),
-    ["environment", `${report.environment.cpuModel} x${report.environment.cores}, ${report.environment.os}, ${report.environment.runtime}`],
+    [
+      "invariants",
+      Object.entries(report.invariants)
+        .map(([k, v]) => `${k}=${v}`)
+        .join("  "),
+    ],
+    ...Object.entries(report.extra).map(([k, v]): [string, string] => [
+      k,
+      typeof v === "number" ? fmt(v, 2) : String(v),
+    ]),
+    [
+      "environment",
+      Object.entries(report.environment)
+        .map(([k, v]) => `${k}=${v}`)
+        .join("; "),
+    ],
   ];
   const width = Math.max(...rows.map(([k]) => k.length));
   return rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join("\n");

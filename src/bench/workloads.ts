@@ -4,7 +4,12 @@
 import type { CommandEnvelope, PlaceOrderPayload, Side } from "../domain/index";
 
 export type WorkloadName = "alternating" | "mixed" | "sweep" | "multi-pair";
-export const workloadNames: readonly WorkloadName[] = ["alternating", "mixed", "sweep", "multi-pair"];
+export const workloadNames: readonly WorkloadName[] = [
+  "alternating",
+  "mixed",
+  "sweep",
+  "multi-pair",
+];
 
 export interface WorkloadOptions {
   seed?: number;
@@ -59,13 +64,21 @@ export function deterministicUuid(seed: number, stream: number, index: number): 
   const hb = hex8(b);
   const hc = hex8(c);
   const hd = hex8(d);
-  return `${hb}-${hc.slice(0, 4)}-4${hc.slice(5, 8)}-${((d >>> 28) & 3 | 8).toString(16)}${hd.slice(1, 4)}-${hd.slice(4)}${hex8(e)}`;
+  return `${hb}-${hc.slice(0, 4)}-4${hc.slice(5, 8)}-${(((d >>> 28) & 3) | 8).toString(16)}${hd.slice(1, 4)}-${hd.slice(4)}${hex8(e)}`;
 }
 
 /** Pair ids owned by a partition: pairId mod partitionCount == partition, pairId >= 1. */
-export function partitionPairIds(partition: number, partitionCount: number, count: number): number[] {
+export function partitionPairIds(
+  partition: number,
+  partitionCount: number,
+  count: number,
+): number[] {
   const ids: number[] = [];
-  for (let pairId = partition === 0 ? partitionCount : partition; ids.length < count; pairId += partitionCount) {
+  for (
+    let pairId = partition === 0 ? partitionCount : partition;
+    ids.length < count;
+    pairId += partitionCount
+  ) {
     ids.push(pairId);
   }
   return ids;
@@ -125,7 +138,13 @@ class CommandFactory {
     return { ...base, type: "order.place", payload };
   }
 
-  cancel(stream: number, index: number, pairId: number, id: string, userId: string): CommandEnvelope {
+  cancel(
+    stream: number,
+    index: number,
+    pairId: number,
+    id: string,
+    userId: string,
+  ): CommandEnvelope {
     const { ms: _ms, ...base } = this.envelopeBase(stream, index, pairId);
     return { ...base, type: "order.cancel", payload: { id, userId, pairId } };
   }
@@ -178,7 +197,12 @@ const MIXED_MID = 10_000;
 const priceText = (cents: number) => (cents / 100).toFixed(2);
 const volumeText = (hundredths: number) => (hundredths / 100).toFixed(2);
 
-function mixed(factory: CommandFactory, pairId: number, seed: number, orderId: OrderIdOf): Workload {
+function mixed(
+  factory: CommandFactory,
+  pairId: number,
+  seed: number,
+  orderId: OrderIdOf,
+): Workload {
   const random = mulberry32(seed ^ 0x3c6ef372);
   const pendingCancels: { id: string; userId: string }[] = [];
   const CANCEL_DELAY = 100;
@@ -223,7 +247,12 @@ function mixed(factory: CommandFactory, pairId: number, seed: number, orderId: O
       const id = orderId(STREAM_TIMED, i);
       if (kind < 0.2) {
         return factory.place(STREAM_TIMED, i, {
-          id, userId, side, type: "market", pairId, price: "0",
+          id,
+          userId,
+          side,
+          type: "market",
+          pairId,
+          price: "0",
           volume: volumeText(1 + Math.floor(random() * 300)),
         });
       }
@@ -233,8 +262,14 @@ function mixed(factory: CommandFactory, pairId: number, seed: number, orderId: O
       const cents = side === "bid" ? MIXED_MID - offset : MIXED_MID + offset;
       if (!postOnly && random() < 0.2) pendingCancels.push({ id, userId });
       return factory.place(STREAM_TIMED, i, {
-        id, userId, side, type: "limit", pairId, price: priceText(cents),
-        volume: volumeText(1 + Math.floor(random() * 500)), postOnly,
+        id,
+        userId,
+        side,
+        type: "limit",
+        pairId,
+        price: priceText(cents),
+        volume: volumeText(1 + Math.floor(random() * 500)),
+        postOnly,
       });
     },
   };
@@ -247,33 +282,52 @@ function sweep(factory: CommandFactory, pairId: number, orderId: OrderIdOf): Wor
   const refill = (i: number): CommandEnvelope => {
     const level = i % (SWEEP_LEVELS + 1);
     return factory.place(STREAM_TIMED, i, {
-      id: orderId(STREAM_TIMED, i), userId: "u-maker", side: "ask", type: "limit", pairId,
-      price: priceText(10_001 + level), volume: "1",
+      id: orderId(STREAM_TIMED, i),
+      userId: "u-maker",
+      side: "ask",
+      type: "limit",
+      pairId,
+      price: priceText(10_001 + level),
+      volume: "1",
     });
   };
   return {
     name: "sweep",
-    description: "cycles of 100 limit asks on 100 levels, then a market bid of 100 that exhausts them",
+    description:
+      "cycles of 100 limit asks on 100 levels, then a market bid of 100 that exhausts them",
     pairIds: [pairId],
     prefill: () => [],
     next: (i) =>
       i % (SWEEP_LEVELS + 1) < SWEEP_LEVELS
         ? refill(i)
         : factory.place(STREAM_TIMED, i, {
-            id: orderId(STREAM_TIMED, i), userId: "u-taker", side: "bid", type: "market", pairId,
-            price: "0", volume: String(SWEEP_LEVELS),
+            id: orderId(STREAM_TIMED, i),
+            userId: "u-taker",
+            side: "bid",
+            type: "market",
+            pairId,
+            price: "0",
+            volume: String(SWEEP_LEVELS),
           }),
   };
 }
 
-function multiPair(factory: CommandFactory, pairIds: number[], seed: number, orderId: OrderIdOf): Workload {
+function multiPair(
+  factory: CommandFactory,
+  pairIds: number[],
+  seed: number,
+  orderId: OrderIdOf,
+): Workload {
   const random = mulberry32(seed ^ 0x2545f491);
   // Zipf-like popularity: pair k (1-based) is chosen with weight 1/k.
   const weights = pairIds.map((_, k) => 1 / (k + 1));
   const sum = weights.reduce((a, b) => a + b, 0);
   const cumulative: number[] = [];
   let running = 0;
-  for (const w of weights) cumulative.push((running += w / sum));
+  for (const w of weights) {
+    running += w / sum;
+    cumulative.push(running);
+  }
   const nextSide = new Map<number, Side>();
   return {
     name: "multi-pair",
@@ -288,8 +342,13 @@ function multiPair(factory: CommandFactory, pairIds: number[], seed: number, ord
       const side = nextSide.get(pairId) ?? "bid";
       nextSide.set(pairId, side === "bid" ? "ask" : "bid");
       return factory.place(STREAM_TIMED, i, {
-        id: orderId(STREAM_TIMED, i), userId: side === "bid" ? "u-bid" : "u-ask", side, type: "limit",
-        pairId, price: "100", volume: "1",
+        id: orderId(STREAM_TIMED, i),
+        userId: side === "bid" ? "u-bid" : "u-ask",
+        side,
+        type: "limit",
+        pairId,
+        price: "100",
+        volume: "1",
       });
     },
     expectedEventsPerCommand: 2,

@@ -21,6 +21,8 @@ import type { ConductorStore } from "./store";
 
 export interface BatchItem {
   delivery: Delivery;
+  /** Absent for dead-lettered messages. */
+  commandId?: string;
   /** False for a redelivered command answered from its stored result. */
   fresh: boolean;
   /** The JSON body of the reply / stored result; absent for dead-lettered messages. */
@@ -40,6 +42,12 @@ export interface BatchContext {
   keys: PartitionKeys;
   metrics: ConductorMetrics;
   epoch: number;
+  /**
+   * Commands this process committed whose batch was never acknowledged (durability
+   * timeout, lost channel), with their event counts. Their redelivery is their first
+   * final outcome, not a duplicate, so the counters still reach one per command.
+   */
+  unacknowledged: Map<string, number>;
 }
 
 /** Applies, commits and makes durable one batch; throws on any commit or durability failure. */
@@ -67,6 +75,7 @@ export async function commitBatch(context: BatchContext, deliveries: readonly De
   // Results of commands seen earlier in this same batch: a redelivery inside one batch.
   const batchResults = new Map<string, string>();
   const items: BatchItem[] = [];
+  const committed: [commandId: string, events: number][] = [];
   let events = 0;
   const tally = { accepted: 0, rejected: 0, duplicates: 0, rested: 0, cancelled: 0, filled: 0 };
 
@@ -81,8 +90,17 @@ export async function commitBatch(context: BatchContext, deliveries: readonly De
     const earlier = stored.get(commandId) ?? batchResults.get(commandId);
     if (earlier !== undefined) {
       // A redelivery: the stored result, untouched book, after this batch's durability wait.
+      const ownEvents = batchResults.has(commandId) ? undefined : context.unacknowledged.get(commandId);
+      batchResults.set(commandId, earlier);
+      if (ownEvents !== undefined) {
+        // This process committed it but never acknowledged it: count it now, once.
+        events += ownEvents;
+        countOutcome(tally, JSON.parse(earlier) as CommandResult);
+        items.push({ delivery, commandId, fresh: true, resultJson: earlier });
+        continue;
+      }
       tally.duplicates++;
-      items.push({ delivery, fresh: false, resultJson: earlier });
+      items.push({ delivery, commandId, fresh: false, resultJson: earlier });
       continue;
     }
     const outcome =
@@ -105,7 +123,8 @@ export async function commitBatch(context: BatchContext, deliveries: readonly De
     for (const event of outcome.events) batch.xadd(keys.events, JSON.stringify(event));
     events += outcome.events.length;
     countOutcome(tally, outcome.result);
-    items.push({ delivery, fresh: true, resultJson });
+    committed.push([commandId, outcome.events.length]);
+    items.push({ delivery, commandId, fresh: true, resultJson });
   }
   const t3 = performance.now();
 
@@ -113,6 +132,8 @@ export async function commitBatch(context: BatchContext, deliveries: readonly De
   // offset of whatever an earlier owner wrote before it died.
   if (batch.empty) batch.setWithTtl(`${keys.prefix}conductor-heartbeat`, String(context.epoch), 3600);
   await store.commit(batch);
+  // Forgotten again once the batch is acknowledged (see Conductor.process).
+  for (const [commandId, count] of committed) context.unacknowledged.set(commandId, count);
   const t4 = performance.now();
   if (config.durability === "aof-replicated") await store.waitDurable(config.durabilityTimeoutMs);
   const t5 = performance.now();

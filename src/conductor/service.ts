@@ -14,12 +14,16 @@ import type { CommandConsumer, Delivery } from "./consumer";
 import type { ConductorMetrics } from "./metrics";
 import { FencedError, type ConductorStore } from "./store";
 
+const unacknowledgedMax = 100_000;
+
 export class Conductor {
   private epoch = 0;
   private wake: (() => void) | undefined;
   private running = false;
   private stopped: Promise<void> | undefined;
   private failureBackoffMs = 0;
+  /** See BatchContext.unacknowledged; bounded because a purged queue never redelivers. */
+  private readonly unacknowledged = new Map<string, number>();
   /** Set when another conductor took the partition over: this one must exit. */
   fenced = false;
   loaded = false;
@@ -107,6 +111,7 @@ export class Conductor {
           keys: this.keys,
           metrics: this.metrics,
           epoch: this.epoch,
+          unacknowledged: this.unacknowledged,
         },
         batch,
       );
@@ -127,9 +132,12 @@ export class Conductor {
         return;
       }
     }
-    if (!this.consumer.ack(batch)) {
+    if (this.consumer.ack(batch)) {
+      for (const item of items) if (item.commandId !== undefined) this.unacknowledged.delete(item.commandId);
+    } else {
       this.log.warn("batch committed but its channel is gone; it will be redelivered", { commands: batch.length });
     }
+    if (this.unacknowledged.size > unacknowledgedMax) this.unacknowledged.clear();
     const now = Date.now();
     let fresh = 0;
     for (const item of items) {

@@ -90,7 +90,8 @@ export function parseScaled(text: unknown, decimals: number): bigint | DecimalEr
 }
 
 function classifyBadCharacter(text: string, c: number): DecimalError {
-  if (c === 101 || c === 69) return { problem: "exponent", reason: "exponent notation not accepted" };
+  if (c === 101 || c === 69)
+    return { problem: "exponent", reason: "exponent notation not accepted" };
   if (c === 45 && text.length > 1) return { problem: "negative", reason: "negative value" };
   return { problem: "bad-decimal", reason: "not a plain decimal number" };
 }
@@ -139,7 +140,8 @@ function formatUncached(value: bigint, decimals: number): string {
   if (decimals === 0) {
     text = digits;
   } else {
-    const padded = digits.length <= decimals ? "0".repeat(decimals - digits.length + 1) + digits : digits;
+    const padded =
+      digits.length <= decimals ? "0".repeat(decimals - digits.length + 1) + digits : digits;
     const cut = padded.length - decimals;
     let end = padded.length;
     while (end > cut && padded.charCodeAt(end - 1) === 48) end--;

@@ -100,7 +100,8 @@ function salvageHints(value: unknown): {
   if (typeof value.commandId === "string" && value.commandId.length > 0) {
     hints.commandId = value.commandId.slice(0, 200);
   }
-  if (typeof value.correlationId === "string") hints.correlationId = value.correlationId.slice(0, 200);
+  if (typeof value.correlationId === "string")
+    hints.correlationId = value.correlationId.slice(0, 200);
   if (typeof value.submittedAt === "string") hints.submittedAt = value.submittedAt.slice(0, 64);
   if (Number.isSafeInteger(value.pairId)) hints.pairId = value.pairId as number;
   if (Number.isSafeInteger(value.partition)) hints.partition = value.partition as number;

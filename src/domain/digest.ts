@@ -41,7 +41,9 @@ export class Fnv1a64 {
   }
 
   hex(): string {
-    return [this.h3, this.h2, this.h1, this.h0].map((limb) => limb.toString(16).padStart(4, "0")).join("");
+    return [this.h3, this.h2, this.h1, this.h0]
+      .map((limb) => limb.toString(16).padStart(4, "0"))
+      .join("");
   }
 }
 

@@ -1,7 +1,7 @@
 // Public surface of the pure matching domain; everything outside src/domain imports from here.
 
-export { decodeCommand, type DecodeResult } from "./decode-command";
 export { formatScaled, MAX_DECIMALS, MAX_INTEGER_DIGITS, parseScaled } from "./decimal-scale";
+export { type DecodeResult, decodeCommand } from "./decode-command";
 export { type DigestOrder, digestOrders, Fnv1a64 } from "./digest";
 export * from "./events";
 export { MatchingInvariantError } from "./invariant-error";

@@ -136,7 +136,9 @@ export class MatchingEngine {
     const parsed = validatePlace(payload, command.pairId);
     if ("code" in parsed) return this.reject(command, parsed.code, parsed.reason);
     const book = this.books.get(command.pairId);
-    if (book?.precisionDiffers(payload.priceDecimals, payload.amountDecimals, payload.quoteDecimals)) {
+    if (
+      book?.precisionDiffers(payload.priceDecimals, payload.amountDecimals, payload.quoteDecimals)
+    ) {
       return this.reject(
         command,
         ResultCodes.pairPrecisionMismatch,
@@ -153,7 +155,11 @@ export class MatchingEngine {
     return this.match(command, parsed, book);
   }
 
-  private match(command: PlaceOrderCommand, parsed: ParsedPlace, existing: PairBook | undefined): CommandOutcome {
+  private match(
+    command: PlaceOrderCommand,
+    parsed: ParsedPlace,
+    existing: PairBook | undefined,
+  ): CommandOutcome {
     const payload = command.payload;
     const limit = payload.type === "limit";
     const decimals = payload.amountDecimals;
@@ -165,7 +171,9 @@ export class MatchingEngine {
       price: parsed.price,
       priceText: limit ? canonicalText(payload.price, parsed.price, payload.priceDecimals) : "0",
       remaining: parsed.quoteSized ? 0n : parsed.volume,
-      remainingText: parsed.quoteSized ? "0" : canonicalText(payload.volume, parsed.volume, decimals),
+      remainingText: parsed.quoteSized
+        ? "0"
+        : canonicalText(payload.volume, parsed.volume, decimals),
       budget: parsed.quoteVolume,
       quoteSized: parsed.quoteSized,
       executed: 0n,
@@ -195,10 +203,18 @@ export class MatchingEngine {
       this.emitTakerCancel(log, taker, payload, "stp", ResultCodes.stpCancelled);
       return this.finishTaker(command, taker, log, changes, "cancelled", ResultCodes.stpCancelled);
     }
-    if (limit && parsed.timeInForce === "gtc") return this.rest(command, taker, parsed, book, log, changes);
+    if (limit && parsed.timeInForce === "gtc")
+      return this.rest(command, taker, parsed, book, log, changes);
     const reason: CancelReason = limit ? "ioc" : "market-remainder";
     this.emitTakerCancel(log, taker, payload, reason, ResultCodes.remainderCancelled);
-    return this.finishTaker(command, taker, log, changes, "cancelled", ResultCodes.remainderCancelled);
+    return this.finishTaker(
+      command,
+      taker,
+      log,
+      changes,
+      "cancelled",
+      ResultCodes.remainderCancelled,
+    );
   }
 
   /**
@@ -255,9 +271,11 @@ export class MatchingEngine {
       // Round the affordable volume down so the quote spent never exceeds the budget.
       const affordable =
         (taker.budget * pow10n(scaleShift)) / (price * pow10n(maker.quoteDecimals));
+      // biome-ignore lint/complexity/useMathMinMax: Math.min does not accept bigints.
       volume = affordable < maker.remaining ? affordable : maker.remaining;
       if (volume === 0n) return true;
     } else {
+      // biome-ignore lint/complexity/useMathMinMax: Math.min does not accept bigints.
       volume = taker.remaining < maker.remaining ? taker.remaining : maker.remaining;
     }
     const quote = (price * volume * pow10n(maker.quoteDecimals)) / pow10n(scaleShift);
@@ -276,7 +294,8 @@ export class MatchingEngine {
       taker.remaining < 0n ||
       taker.budget < 0n ||
       level.total < 0n ||
-      makerBefore - maker.remaining !== (taker.quoteSized ? takerAfter - takerBefore : takerBefore - takerAfter) ||
+      makerBefore - maker.remaining !==
+        (taker.quoteSized ? takerAfter - takerBefore : takerBefore - takerAfter) ||
       (!taker.quoteSized && taker.executed > taker.accepted)
     ) {
       throw new MatchingInvariantError(
@@ -294,7 +313,8 @@ export class MatchingEngine {
     const makerDone = maker.remaining === 0n;
     maker.remainingText = makerDone ? "0" : formatScaled(maker.remaining, maker.amountDecimals);
     if (!taker.quoteSized) {
-      taker.remainingText = taker.remaining === 0n ? "0" : formatScaled(taker.remaining, amountDecimals);
+      taker.remainingText =
+        taker.remaining === 0n ? "0" : formatScaled(taker.remaining, amountDecimals);
     }
     const makerState = toRestingOrder(maker);
     if (makerDone) {
@@ -351,7 +371,12 @@ export class MatchingEngine {
     return takerDone;
   }
 
-  private cancelMakerForStp(book: PairBook, maker: OrderNode, log: EventLog, changes: BookChange[]): void {
+  private cancelMakerForStp(
+    book: PairBook,
+    maker: OrderNode,
+    log: EventLog,
+    changes: BookChange[],
+  ): void {
     const state = toRestingOrder(maker);
     book.remove(maker);
     this.orders.delete(maker.id);
@@ -510,7 +535,11 @@ export class MatchingEngine {
     const node = this.orders.get(payload.id);
     if (node === undefined || node.pairId !== command.pairId) {
       if (this.recent.has(payload.id)) {
-        return this.reject(command, ResultCodes.orderAlreadyFinished, "order already filled or cancelled");
+        return this.reject(
+          command,
+          ResultCodes.orderAlreadyFinished,
+          "order already filled or cancelled",
+        );
       }
       return this.reject(command, ResultCodes.unknownOrder, "no such resting order");
     }
@@ -561,20 +590,18 @@ export class MatchingEngine {
 
   /** Rebuilds state from the datastore; the next sequence stays above every loaded one. */
   loadRestingOrder(order: RestingOrder): void {
-    const fail = (why: string): never => {
-      throw new MatchingInvariantError(`cannot load order ${order.id}: ${why}`);
-    };
-    if (this.orders.has(order.id)) fail("duplicate id");
+    if (this.orders.has(order.id)) loadFailure(order, "duplicate id");
     const price = parseScaled(order.price, order.priceDecimals);
     const remaining = parseScaled(order.volume, order.amountDecimals);
     const volumeTotal = parseScaled(order.volumeTotal, order.amountDecimals);
-    if (typeof price === "object" || price <= 0n) return fail("bad price");
-    if (typeof remaining === "object" || remaining <= 0n) return fail("bad volume");
-    if (typeof volumeTotal === "object") return fail("bad volumeTotal");
-    if (!Number.isSafeInteger(order.sequence) || order.sequence < 0) fail("bad sequence");
+    if (typeof price === "object" || price <= 0n) loadFailure(order, "bad price");
+    if (typeof remaining === "object" || remaining <= 0n) loadFailure(order, "bad volume");
+    if (typeof volumeTotal === "object") loadFailure(order, "bad volumeTotal");
+    if (!Number.isSafeInteger(order.sequence) || order.sequence < 0)
+      loadFailure(order, "bad sequence");
     const book = this.books.get(order.pairId) ?? this.createBook(order.pairId);
     if (book.precisionDiffers(order.priceDecimals, order.amountDecimals, order.quoteDecimals)) {
-      fail("precisions differ from the pair's other orders");
+      loadFailure(order, "precisions differ from the pair's other orders");
     }
     const node: OrderNode = {
       id: order.id,
@@ -628,7 +655,11 @@ export class MatchingEngine {
       if (list === undefined) return out;
       for (let i = list.length - 1; i >= 0 && out.length < levels; i--) {
         const level = list[i]!;
-        out.push({ price: level.priceText, volume: formatScaled(level.total, decimals), orders: level.count });
+        out.push({
+          price: level.priceText,
+          volume: formatScaled(level.total, decimals),
+          orders: level.count,
+        });
       }
       return out;
     };
@@ -679,8 +710,14 @@ export class MatchingEngine {
   }
 
   private sortedBooks(): PairBook[] {
-    return [...this.books.values()].filter((b) => b.orderCount > 0).sort((a, b) => a.pairId - b.pairId);
+    return [...this.books.values()]
+      .filter((b) => b.orderCount > 0)
+      .sort((a, b) => a.pairId - b.pairId);
   }
+}
+
+function loadFailure(order: RestingOrder, why: string): never {
+  throw new MatchingInvariantError(`cannot load order ${order.id}: ${why}`);
 }
 
 /** True when a taker on `side` at `price` would trade against a level at `levelPrice`. */

@@ -219,12 +219,21 @@ export class PairBook {
         let lastSequence = -1;
         let prev: OrderNode | null = null;
         for (let node: OrderNode | null = level.head; node !== null; node = node.next) {
-          invariant(node.level === level && node.prev === prev, () => `order ${node?.id} badly linked`);
-          invariant(node.side === side && node.price === level.price, () => `order ${node?.id} misplaced`);
+          invariant(
+            node.level === level && node.prev === prev,
+            () => `order ${node?.id} badly linked`,
+          );
+          invariant(
+            node.side === side && node.price === level.price,
+            () => `order ${node?.id} misplaced`,
+          );
           invariant(node.pairId === this.pairId, () => `order ${node?.id} in wrong pair`);
           invariant(node.sequence > lastSequence, () => `FIFO broken at order ${node?.id}`);
           invariant(node.remaining > 0n, () => `order ${node?.id} rests with no volume`);
-          invariant(node.remaining <= node.accepted, () => `order ${node?.id} grew past acceptance`);
+          invariant(
+            node.remaining <= node.accepted,
+            () => `order ${node?.id} grew past acceptance`,
+          );
           lastSequence = node.sequence;
           total += node.remaining;
           count++;

@@ -99,7 +99,12 @@ export interface EventEnvelope {
 
 export type BookChange = { op: "put"; order: RestingOrder } | { op: "remove"; order: RestingOrder };
 
-export type OrderStatus = "rested" | "partially-filled-rested" | "filled" | "cancelled" | "rejected";
+export type OrderStatus =
+  | "rested"
+  | "partially-filled-rested"
+  | "filled"
+  | "cancelled"
+  | "rejected";
 
 export interface CommandResult {
   commandId: string;

@@ -51,8 +51,15 @@ export function validatePlace(
     return { code: ResultCodes.pairMismatch, reason: "payload pairId differs from envelope" };
   }
   const { priceDecimals, amountDecimals, quoteDecimals } = payload;
-  if (!validDecimals(priceDecimals) || !validDecimals(amountDecimals) || !validDecimals(quoteDecimals)) {
-    return { code: ResultCodes.badPrecision, reason: `decimals must be integers 0..${MAX_DECIMALS}` };
+  if (
+    !validDecimals(priceDecimals) ||
+    !validDecimals(amountDecimals) ||
+    !validDecimals(quoteDecimals)
+  ) {
+    return {
+      code: ResultCodes.badPrecision,
+      reason: `decimals must be integers 0..${MAX_DECIMALS}`,
+    };
   }
   const isLimit = payload.type === "limit";
   let price = 0n;
@@ -78,7 +85,10 @@ export function validatePlace(
   const timeInForce = payload.timeInForce ?? "gtc";
   const postOnly = payload.postOnly === true;
   if (postOnly && (!isLimit || timeInForce !== "gtc")) {
-    return { code: ResultCodes.unsupportedCombination, reason: "post-only needs a GTC limit order" };
+    return {
+      code: ResultCodes.unsupportedCombination,
+      reason: "post-only needs a GTC limit order",
+    };
   }
   if (quoteSized && timeInForce === "fok") {
     return { code: ResultCodes.unsupportedCombination, reason: "fok needs a base-volume order" };

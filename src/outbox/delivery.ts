@@ -74,7 +74,6 @@ export class DeliveryLoop {
   private outstanding = 0;
   private ackBuffer: AckItem[] = [];
   private flushing: Promise<void> | null = null;
-  private ackError: unknown = null;
   private attempt = 0;
   /** The entry a failure stopped at; its confirm proves the retry got past it. */
   private failedEntryId: string | null = null;
@@ -160,7 +159,6 @@ export class DeliveryLoop {
     if (this.stopping) return "again";
     this.generation++;
     this.interrupt = null;
-    this.ackError = null;
     this.queue = [];
     this.head = 0;
     this.outstanding = 0;
@@ -180,7 +178,8 @@ export class DeliveryLoop {
         this.publisher.onFailure(() => this.requestInterrupt("broker"));
         this.log.info("broker channel open; event exchanges declared");
       }
-      if (await this.stream.ensureGroup()) this.log.info("consumer group created", { group: this.stream.group });
+      if (await this.stream.ensureGroup())
+        this.log.info("consumer group created", { group: this.stream.group });
       await this.stream.forgetIdleConsumers().catch(() => 0);
       await this.deliverOwnPending();
       await this.deliverClaimed();
@@ -203,7 +202,9 @@ export class DeliveryLoop {
       case "datastore":
         return "retry";
       case "group-missing":
-        this.log.warn("events stream or consumer group vanished; recreating the group and continuing");
+        this.log.warn(
+          "events stream or consumer group vanished; recreating the group and continuing",
+        );
         // A short pause so that a stream deleted over and over does not become a busy loop.
         await this.wakeup.wait(100);
         return "again";
@@ -217,7 +218,10 @@ export class DeliveryLoop {
     let cursor = "0";
     for (;;) {
       this.checkInterrupt();
-      const { entries, vanished, lastId } = await this.stream.readOwnPending(cursor, this.readCount);
+      const { entries, vanished, lastId } = await this.stream.readOwnPending(
+        cursor,
+        this.readCount,
+      );
       if (lastId === null) return;
       if (vanished.length > 0) {
         // Deleted while pending (by someone else's XDEL): nothing to publish, clear it from the PEL.
@@ -256,7 +260,8 @@ export class DeliveryLoop {
     try {
       for (;;) {
         this.checkInterrupt();
-        const entries: StreamEntry[] = await (readAhead ?? this.stream.readNew(this.readCount, this.readBlockMs));
+        const entries: StreamEntry[] = await (readAhead ??
+          this.stream.readNew(this.readCount, this.readBlockMs));
         readAhead = null;
         if (entries.length === this.readCount) {
           // A full batch means a backlog: fetch the next one while this one is published.
@@ -281,7 +286,10 @@ export class DeliveryLoop {
       if (!decoded.ok) {
         await this.stream.deadLetter(entry, decoded.reason);
         this.metrics.deadLetters.inc();
-        this.log.warn("undecodable stream entry moved to the dead letter", { entryId: entry.id, reason: decoded.reason });
+        this.log.warn("undecodable stream entry moved to the dead letter", {
+          entryId: entry.id,
+          reason: decoded.reason,
+        });
         continue;
       }
       while (this.outstanding >= this.window) {
@@ -292,12 +300,18 @@ export class DeliveryLoop {
       // The lease is checked immediately before each publish: a holder past its
       // trusted deadline must not send even one more event.
       if (!this.lease.held()) throw new SessionInterrupted("lease-lost");
-      const record: InFlight = { event: decoded.event, publishedAt: performance.now(), outcome: null };
+      const record: InFlight = {
+        event: decoded.event,
+        publishedAt: performance.now(),
+        outcome: null,
+      };
       this.queue.push(record);
       this.outstanding++;
       let writable: boolean;
       try {
-        writable = publisher.publish(decoded.event, (outcome) => this.onConfirm(record, outcome, generation));
+        writable = publisher.publish(decoded.event, (outcome) =>
+          this.onConfirm(record, outcome, generation),
+        );
       } catch (error) {
         // amqplib throws when the channel already closed; that publish will never be confirmed.
         this.onConfirm(record, "closed", generation);
@@ -375,9 +389,11 @@ export class DeliveryLoop {
           this.metrics.ackBatchSize.observe(batch.length);
         } catch (error) {
           // The entries stay pending and are republished after the retry; consumers dedup by event id.
-          this.ackError = error;
           this.ackBuffer = [];
-          this.log.warn("acknowledging delivered entries failed; they will be republished", { error, entries: batch.length });
+          this.log.warn("acknowledging delivered entries failed; they will be republished", {
+            error,
+            entries: batch.length,
+          });
           this.requestInterrupt("broker");
           return;
         }
@@ -397,9 +413,12 @@ export class DeliveryLoop {
       await this.wakeup.wait(Math.min(100, deadline - performance.now()));
     }
     if (this.outstanding > 0) {
-      this.log.warn("confirms still outstanding after the settle timeout; their entries stay pending", {
-        outstanding: this.outstanding,
-      });
+      this.log.warn(
+        "confirms still outstanding after the settle timeout; their entries stay pending",
+        {
+          outstanding: this.outstanding,
+        },
+      );
     }
     // Confirms that did arrive may have extended the prefix; push them to the stream.
     while (this.flushing !== null) await this.flushing;

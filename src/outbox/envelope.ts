@@ -54,7 +54,13 @@ export function decodeEntry(entry: StreamEntry): Decoded {
   }
   return {
     ok: true,
-    event: { entryId: entry.id, eventId, type, exchange: eventExchanges[type], body: Buffer.from(raw) },
+    event: {
+      entryId: entry.id,
+      eventId,
+      type,
+      exchange: eventExchanges[type],
+      body: Buffer.from(raw),
+    },
   };
 }
 

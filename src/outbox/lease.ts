@@ -42,7 +42,15 @@ export class PartitionLease {
   /** Who holds the lease when this process does not, for readiness and logs. */
   otherHolder: string | null = null;
 
-  constructor({ valkey, key, ownerId, ttlMs, log, acquireIntervalMs = 1000, onChange }: LeaseOptions) {
+  constructor({
+    valkey,
+    key,
+    ownerId,
+    ttlMs,
+    log,
+    acquireIntervalMs = 1000,
+    onChange,
+  }: LeaseOptions) {
     this.valkey = valkey;
     this.key = key;
     this.ownerId = ownerId;
@@ -88,11 +96,18 @@ export class PartitionLease {
     let next = this.acquireIntervalMs;
     try {
       if (this.held()) {
-        const renewed = await runScript(this.valkey, renewLeaseScript, [this.key], [this.ownerId, this.ttlMs]);
+        const renewed = await runScript(
+          this.valkey,
+          renewLeaseScript,
+          [this.key],
+          [this.ownerId, this.ttlMs],
+        );
         if (Number(renewed) === 1) {
           this.extend(sentAt);
         } else {
-          this.log.warn("outbox lease lost: another owner holds it or it expired", { owner: this.ownerId });
+          this.log.warn("outbox lease lost: another owner holds it or it expired", {
+            owner: this.ownerId,
+          });
           this.expiresAt = 0;
           this.setHeld(false);
         }
@@ -102,10 +117,19 @@ export class PartitionLease {
           this.extend(sentAt);
           this.otherHolder = null;
         } else {
-          this.otherHolder = await this.valkey.get(this.key);
+          const [holder, ttlLeftMs] = await this.holderAndTtl();
+          this.otherHolder = holder;
+          // Try again right after the holder's key would expire, so a dead holder is
+          // replaced within one TTL rather than one TTL plus a polling interval.
+          if (ttlLeftMs > 0) next = Math.min(this.acquireIntervalMs, ttlLeftMs + 5);
           // Our own id means a renewal reply was lost; the key is still ours, so renew it.
           if (this.otherHolder === this.ownerId) {
-            const renewed = await runScript(this.valkey, renewLeaseScript, [this.key], [this.ownerId, this.ttlMs]);
+            const renewed = await runScript(
+              this.valkey,
+              renewLeaseScript,
+              [this.key],
+              [this.ownerId, this.ttlMs],
+            );
             if (Number(renewed) === 1) {
               this.extend(sentAt);
               this.otherHolder = null;
@@ -122,9 +146,17 @@ export class PartitionLease {
       this.setHeld(true);
       next = Math.max(50, Math.floor(this.ttlMs / 3));
     } else {
+      next = Math.max(10, next);
       this.setHeld(false);
     }
     if (!this.stopped) this.timer = setTimeout(() => void this.tick(), next);
+  }
+
+  private async holderAndTtl(): Promise<[string | null, number]> {
+    const reply = await this.valkey.pipeline().get(this.key).pttl(this.key).exec();
+    const holder = reply?.[0]?.[1];
+    const ttlLeftMs = Number(reply?.[1]?.[1] ?? -1);
+    return [typeof holder === "string" ? holder : null, ttlLeftMs];
   }
 
   private extend(sentAt: number): void {
@@ -134,7 +166,9 @@ export class PartitionLease {
     const trustMs = this.expiresAt - this.safetyMarginMs - performance.now();
     this.expiryTimer = setTimeout(() => {
       if (!this.held() && this.wasHeld) {
-        this.log.warn("outbox lease expired locally before a renewal succeeded; stopping publication");
+        this.log.warn(
+          "outbox lease expired locally before a renewal succeeded; stopping publication",
+        );
         this.setHeld(false);
       }
     }, Math.max(0, trustMs) + 1);

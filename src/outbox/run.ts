@@ -29,7 +29,11 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
   // re-reads nothing by accident and its predecessor's entries are claimed explicitly.
   const ownerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const connections = ["control", "reader", "writer"].map((role) =>
-    watchConnection(createValkey(config.datastoreUrl, { name: `matchd-outbox-p${partition}-${role}` }), role, log),
+    watchConnection(
+      createValkey(config.datastoreUrl, { name: `matchd-outbox-p${partition}-${role}` }),
+      role,
+      log,
+    ),
   );
   const [control, reader, writer] = connections as [Valkey, Valkey, Valkey];
 
@@ -67,7 +71,11 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
     if (!lease.held()) {
       // A standby is ready: it is healthy and takes over when the holder goes away.
       if (reasons.length > 0) return { ready: false, status: "not-ready", reasons };
-      return { ready: true, status: "ready", reasons: [`standby: lease held by ${lease.otherHolder ?? "nobody yet"}`] };
+      return {
+        ready: true,
+        status: "ready",
+        reasons: [`standby: lease held by ${lease.otherHolder ?? "nobody yet"}`],
+      };
     }
     if (!deliveryLoop.brokerConnected) reasons.push("broker disconnected");
     if (reasons.length > 0) return { ready: false, status: "not-ready", reasons };
@@ -75,7 +83,9 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
       return {
         ready: true,
         status: "degraded",
-        reasons: [`events to ${deliveryLoop.unroutableExchange} are unroutable: bind a queue to it`],
+        reasons: [
+          `events to ${deliveryLoop.unroutableExchange} are unroutable: bind a queue to it`,
+        ],
       };
     }
     return { ready: true, status: "ready", reasons: [] };
@@ -86,10 +96,15 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
     if (!stats) return;
     metrics.pending.set(stats.pending);
     metrics.streamLength.set(stats.length);
-    metrics.streamLagSeconds.set(stats.oldestEntryMs === null ? 0 : Math.max(0, (Date.now() - stats.oldestEntryMs) / 1000));
+    metrics.streamLagSeconds.set(
+      stats.oldestEntryMs === null ? 0 : Math.max(0, (Date.now() - stats.oldestEntryMs) / 1000),
+    );
   };
 
-  const server = serveHttp(createHttpApp({ metrics: registry, readiness, beforeMetrics }), config.httpPort);
+  const server = serveHttp(
+    createHttpApp({ metrics: registry, readiness, beforeMetrics }),
+    config.httpPort,
+  );
   log.info("outbox started", {
     owner: ownerId,
     httpPort: server.port,

@@ -64,9 +64,20 @@ export class OutboxStream {
    * while pending come back without fields; they are returned in `vanished` so the
    * caller can acknowledge them.
    */
-  async readOwnPending(afterId: string, count: number): Promise<{ entries: StreamEntry[]; vanished: string[]; lastId: string | null }> {
+  async readOwnPending(
+    afterId: string,
+    count: number,
+  ): Promise<{ entries: StreamEntry[]; vanished: string[]; lastId: string | null }> {
     const reply = await this.reader.call(
-      "XREADGROUP", "GROUP", this.group, this.consumer, "COUNT", count, "STREAMS", this.keys.events, afterId,
+      "XREADGROUP",
+      "GROUP",
+      this.group,
+      this.consumer,
+      "COUNT",
+      count,
+      "STREAMS",
+      this.keys.events,
+      afterId,
     );
     const raw = firstStreamEntries(reply);
     const entries: StreamEntry[] = [];
@@ -82,9 +93,20 @@ export class OutboxStream {
   }
 
   /** Entries pending for other consumers longer than `minIdleMs`, taken over by this one. */
-  async claim(cursor: string, minIdleMs: number, count: number): Promise<{ next: string; entries: StreamEntry[] }> {
+  async claim(
+    cursor: string,
+    minIdleMs: number,
+    count: number,
+  ): Promise<{ next: string; entries: StreamEntry[] }> {
     const reply = (await this.reader.call(
-      "XAUTOCLAIM", this.keys.events, this.group, this.consumer, minIdleMs, cursor, "COUNT", count,
+      "XAUTOCLAIM",
+      this.keys.events,
+      this.group,
+      this.consumer,
+      minIdleMs,
+      cursor,
+      "COUNT",
+      count,
     )) as [string, [string, string[] | null][], string[]?];
     const entries: StreamEntry[] = [];
     for (const [id, fields] of reply[1] ?? []) if (fields) entries.push({ id, fields });
@@ -113,7 +135,8 @@ export class OutboxStream {
         [string, string][] | null,
       ];
       let others = 0;
-      for (const [consumer, count] of reply[3] ?? []) if (consumer !== this.consumer) others += Number(count);
+      for (const [consumer, count] of reply[3] ?? [])
+        if (consumer !== this.consumer) others += Number(count);
       return others;
     } catch (error) {
       if (isMissingGroup(error)) return 0;
@@ -126,7 +149,12 @@ export class OutboxStream {
    * so the group's consumer list does not grow with every restart.
    */
   async forgetIdleConsumers(): Promise<number> {
-    const reply = (await this.writer.call("XINFO", "CONSUMERS", this.keys.events, this.group)) as unknown[][];
+    const reply = (await this.writer.call(
+      "XINFO",
+      "CONSUMERS",
+      this.keys.events,
+      this.group,
+    )) as unknown[][];
     let removed = 0;
     for (const info of reply) {
       const fields = new Map<string, unknown>();
@@ -145,7 +173,10 @@ export class OutboxStream {
     if (items.length === 0) return;
     const ids = items.map((item) => item.entryId);
     const eventIds = items.map((item) => item.eventId).filter((eventId) => eventId.length > 0);
-    const tx = this.writer.multi().xack(this.keys.events, this.group, ...ids).xdel(this.keys.events, ...ids);
+    const tx = this.writer
+      .multi()
+      .xack(this.keys.events, this.group, ...ids)
+      .xdel(this.keys.events, ...ids);
     if (eventIds.length > 0) tx.hdel(this.keys.outboxAttempts, ...eventIds);
     checkExec(await tx.exec(), "acknowledge");
   }
@@ -186,8 +217,12 @@ export class OutboxStream {
       const [lengthReply, pendingReply, oldestReply] = reply;
       const length = lengthReply?.[0] ? 0 : Number(lengthReply?.[1] ?? 0);
       // XPENDING fails with NOGROUP while the group is missing: that is 0 pending, not an error.
-      const pending = pendingReply?.[0] ? 0 : Number((pendingReply?.[1] as unknown[] | undefined)?.[0] ?? 0);
-      const oldest = oldestReply?.[0] ? [] : ((oldestReply?.[1] as [string, string[]][] | undefined) ?? []);
+      const pending = pendingReply?.[0]
+        ? 0
+        : Number((pendingReply?.[1] as unknown[] | undefined)?.[0] ?? 0);
+      const oldest = oldestReply?.[0]
+        ? []
+        : ((oldestReply?.[1] as [string, string[]][] | undefined) ?? []);
       const first = oldest[0]?.[0];
       return { pending, length, oldestEntryMs: first ? Number(first.split("-", 1)[0]) : null };
     } catch {

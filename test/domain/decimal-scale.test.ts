@@ -32,7 +32,7 @@ describe("parseScaled", () => {
     ["9".repeat(70), "magnitude"],
   ])("%p is refused as %p", (text, problem) => {
     const result = parseScaled(text, 2);
-    expect(typeof result === "object" ? result.problem : result).toBe(problem);
+    expect(typeof result === "object" ? result.problem : String(result)).toBe(problem);
   });
 
   test("a number is not a decimal string", () => {

@@ -1,10 +1,17 @@
 // Small builders for test commands so each test states only the fields it cares about.
 
-import type { CancelOrderCommand, PlaceOrderCommand, PlaceOrderPayload } from "../../src/domain/index";
+import type {
+  CancelOrderCommand,
+  PlaceOrderCommand,
+  PlaceOrderPayload,
+} from "../../src/domain/index";
 
 let counter = 0;
 
-export function place(payload: Partial<PlaceOrderPayload> & { id: string }, envelope: Partial<PlaceOrderCommand> = {}): PlaceOrderCommand {
+export function place(
+  payload: Partial<PlaceOrderPayload> & { id: string },
+  envelope: Partial<PlaceOrderCommand> = {},
+): PlaceOrderCommand {
   counter++;
   const pairId = payload.pairId ?? envelope.pairId ?? 1;
   return {

@@ -4,11 +4,16 @@
 
 import { expect, test } from "bun:test";
 import fc from "fast-check";
-import { type CommandEnvelope, MatchingEngine, type PlaceOrderPayload } from "../../src/domain/index";
+import {
+  type CommandEnvelope,
+  MatchingEngine,
+  type PlaceOrderPayload,
+} from "../../src/domain/index";
 import { ReferenceBook } from "./reference-book";
 
 const replaySeed = process.env.MATCHD_PROPERTY_SEED;
-const seed = replaySeed !== undefined ? Number(replaySeed) : (Date.now() ^ (Math.random() * 2 ** 31)) >>> 0;
+const seed =
+  replaySeed !== undefined ? Number(replaySeed) : (Date.now() ^ (Math.random() * 2 ** 31)) >>> 0;
 
 const prices = ["9.5", "9.8", "10", "10", "10.1", "10.3", "10.5"];
 const volumes = ["1", "2", "0.33", "0.5", "3", "1.25", "0.01", "5"];
@@ -30,38 +35,94 @@ const opArb = fc.record({
 type Op = typeof opArb extends fc.Arbitrary<infer T> ? T : never;
 
 /** Turns abstract ops into concrete commands; `ids` collects every order id used so far. */
-function toCommand(op: Op, index: number, ids: string[]): { command: CommandEnvelope; alreadyAccepted: boolean } {
+function toCommand(
+  op: Op,
+  index: number,
+  ids: string[],
+): { command: CommandEnvelope; alreadyAccepted: boolean } {
   const commandId = `c${index}`;
   const base = {
-    schemaVersion: 1 as const, commandId, correlationId: `r${index}`, submittedAt: `2024-01-01T00:00:${String(index % 60).padStart(2, "0")}.000Z`,
-    pairId: op.pair, partition: 0,
+    schemaVersion: 1 as const,
+    commandId,
+    correlationId: `r${index}`,
+    submittedAt: `2024-01-01T00:00:${String(index % 60).padStart(2, "0")}.000Z`,
+    pairId: op.pair,
+    partition: 0,
   };
   const refId = ids.length > 0 ? ids[op.ref % ids.length]! : "missing";
   if (op.kind === 17 || op.kind === 18) {
     const userId = op.kind === 18 ? users[op.user]! : "u1";
-    return { command: { ...base, type: "order.cancel", payload: { id: refId, userId, pairId: op.pair } }, alreadyAccepted: false };
+    return {
+      command: { ...base, type: "order.cancel", payload: { id: refId, userId, pairId: op.pair } },
+      alreadyAccepted: false,
+    };
   }
   const id = op.kind === 16 ? refId : `o${index}`;
   ids.push(id);
   const payload: PlaceOrderPayload = {
-    id, userId: users[op.user]!, side: op.side ? "bid" : "ask", type: "limit", pairId: op.pair, timestamp: 1_000 + index,
-    price: prices[op.price]!, volume: volumes[op.volume]!, volumeTotal: volumes[op.volume]!, quoteVolume: "0",
-    priceDecimals: 1, amountDecimals: 2, quoteDecimals: 2, stp: stps[op.stp]!,
+    id,
+    userId: users[op.user]!,
+    side: op.side ? "bid" : "ask",
+    type: "limit",
+    pairId: op.pair,
+    timestamp: 1_000 + index,
+    price: prices[op.price]!,
+    volume: volumes[op.volume]!,
+    volumeTotal: volumes[op.volume]!,
+    quoteVolume: "0",
+    priceDecimals: 1,
+    amountDecimals: 2,
+    quoteDecimals: 2,
+    stp: stps[op.stp]!,
   };
   switch (op.kind) {
-    case 0: case 1: case 2: case 3: case 4: case 5: break; // plain GTC limit
-    case 6: payload.timeInForce = "ioc"; break;
-    case 7: payload.timeInForce = "fok"; break;
-    case 8: payload.postOnly = true; break;
-    case 9: case 10: payload.type = "market"; payload.price = "0"; break;
-    case 11: payload.type = "market"; payload.side = "bid"; payload.price = "0"; payload.volume = "0"; payload.volumeTotal = "0";
-      payload.quoteVolume = ["10", "25.37", "0.07", "100"][op.volume % 4]!; break;
-    case 12: payload.price = badDecimals[op.bad]!; break;
-    case 13: payload.volume = badDecimals[op.bad]!; break;
-    case 14: payload.amountDecimals = 3; break; // precision differs from the pair's resting orders
-    case 15: payload.type = "market"; payload.timeInForce = "fok"; payload.price = "0"; break;
-    case 16: break; // re-uses an earlier id: a duplicate when that order was accepted
-    case 19: return { command: { ...base, type: "order.place", payload }, alreadyAccepted: true };
+    case 0:
+    case 1:
+    case 2:
+    case 3:
+    case 4:
+    case 5:
+      break; // plain GTC limit
+    case 6:
+      payload.timeInForce = "ioc";
+      break;
+    case 7:
+      payload.timeInForce = "fok";
+      break;
+    case 8:
+      payload.postOnly = true;
+      break;
+    case 9:
+    case 10:
+      payload.type = "market";
+      payload.price = "0";
+      break;
+    case 11:
+      payload.type = "market";
+      payload.side = "bid";
+      payload.price = "0";
+      payload.volume = "0";
+      payload.volumeTotal = "0";
+      payload.quoteVolume = ["10", "25.37", "0.07", "100"][op.volume % 4]!;
+      break;
+    case 12:
+      payload.price = badDecimals[op.bad]!;
+      break;
+    case 13:
+      payload.volume = badDecimals[op.bad]!;
+      break;
+    case 14:
+      payload.amountDecimals = 3;
+      break; // precision differs from the pair's resting orders
+    case 15:
+      payload.type = "market";
+      payload.timeInForce = "fok";
+      payload.price = "0";
+      break;
+    case 16:
+      break; // re-uses an earlier id: a duplicate when that order was accepted
+    case 19:
+      return { command: { ...base, type: "order.place", payload }, alreadyAccepted: true };
   }
   return { command: { ...base, type: "order.place", payload }, alreadyAccepted: false };
 }

@@ -7,7 +7,17 @@ import { join } from "node:path";
 
 const domainDir = join(import.meta.dir, "../../src/domain");
 const allowedPackages = new Set(["decimal.js", "zod"]);
-const forbidden = [/\bDate\.now\b/, /\bnew Date\b/, /\bMath\.random\b/, /\bperformance\./, /\bBun\./, /\bprocess\./, /\bcrypto\./, /\brequire\(/, /\bsetTimeout\b/];
+const forbidden = [
+  /\bDate\.now\b/,
+  /\bnew Date\b/,
+  /\bMath\.random\b/,
+  /\bperformance\./,
+  /\bBun\./,
+  /\bprocess\./,
+  /\bcrypto\./,
+  /\brequire\(/,
+  /\bsetTimeout\b/,
+];
 
 const files = readdirSync(domainDir, { recursive: true })
   .map(String)
@@ -19,11 +29,14 @@ test("src/domain has files to scan", () => {
 
 test.each(files)("%s imports only decimal.js, zod and relative domain files", (file) => {
   const source = readFileSync(join(domainDir, file), "utf8");
-  const specifiers = [...source.matchAll(/(?:import|export)\s[^'"]*?from\s*["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/g)].map(
-    (m) => m[1] ?? m[2] ?? "",
-  );
+  const specifiers = [
+    ...source.matchAll(
+      /(?:import|export)\s[^'"]*?from\s*["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/g,
+    ),
+  ].map((m) => m[1] ?? m[2] ?? "");
   for (const specifier of specifiers) {
-    const ok = allowedPackages.has(specifier) || (specifier.startsWith("./") && !specifier.includes(".."));
+    const ok =
+      allowedPackages.has(specifier) || (specifier.startsWith("./") && !specifier.includes(".."));
     expect(ok ? specifier : `forbidden import ${specifier}`).toBe(specifier);
   }
   for (const pattern of forbidden) {

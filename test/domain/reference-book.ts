@@ -45,7 +45,8 @@ const text = (d: Dec): string => d.toFixed();
 function parse(value: unknown, decimals: number): Dec | { problem: number; reason: string } {
   if (typeof value !== "string") return { problem: ResultCodes.badDecimal, reason: "not a string" };
   if (value === "") return { problem: ResultCodes.badDecimal, reason: "empty" };
-  if (value.length > 64) return { problem: ResultCodes.magnitudeExceeded, reason: "too many characters" };
+  if (value.length > 64)
+    return { problem: ResultCodes.magnitudeExceeded, reason: "too many characters" };
   if (/^\.\d+$/.test(value) || /^\d+\.$/.test(value)) {
     return { problem: ResultCodes.badDecimal, reason: "misplaced point" };
   }
@@ -53,14 +54,16 @@ function parse(value: unknown, decimals: number): Dec | { problem: number; reaso
     if (/^[\d.]*[eE]/.test(value)) {
       return { problem: ResultCodes.badDecimal, reason: "exponent notation not accepted" };
     }
-    if (value.startsWith("-") && value.length > 1) return { problem: ResultCodes.nonPositive, reason: "negative value" };
+    if (value.startsWith("-") && value.length > 1)
+      return { problem: ResultCodes.nonPositive, reason: "negative value" };
     return { problem: ResultCodes.badDecimal, reason: "not a plain decimal number" };
   }
   const d = new Decimal(value);
   if (d.gte(new Decimal(10).pow(15))) {
     return { problem: ResultCodes.magnitudeExceeded, reason: "more than 15 integer digits" };
   }
-  if (d.decimalPlaces() > decimals) return { problem: ResultCodes.precisionExceeded, reason: `more than ${decimals} decimals` };
+  if (d.decimalPlaces() > decimals)
+    return { problem: ResultCodes.precisionExceeded, reason: `more than ${decimals} decimals` };
   return d;
 }
 
@@ -111,25 +114,42 @@ export class ReferenceBook {
     };
     if (command.type === "order.cancel") {
       const p = command.payload;
-      if (p.pairId !== command.pairId) return reject(ResultCodes.pairMismatch, "payload pairId differs from envelope");
+      if (p.pairId !== command.pairId)
+        return reject(ResultCodes.pairMismatch, "payload pairId differs from envelope");
       const order = this.orders.find((o) => o.id === p.id && o.pairId === command.pairId);
       if (!order) {
-        if (this.finished.has(p.id)) return reject(ResultCodes.orderAlreadyFinished, "order already filled or cancelled");
+        if (this.finished.has(p.id))
+          return reject(ResultCodes.orderAlreadyFinished, "order already filled or cancelled");
         return reject(ResultCodes.unknownOrder, "no such resting order");
       }
-      if (order.userId !== p.userId) return reject(ResultCodes.notOwner, "order belongs to another user");
+      if (order.userId !== p.userId)
+        return reject(ResultCodes.notOwner, "order belongs to another user");
       this.orders = this.orders.filter((o) => o !== order);
       this.finished.add(order.id);
       const executed = text(order.volumeTotal.minus(order.remaining));
       emit("order.cancelled.v1", {
-        orderId: order.id, userId: order.userId, pairId: order.pairId, side: order.side,
-        price: text(order.price), volume: text(order.remaining), volumeTotal: text(order.volumeTotal),
-        executedVolume: executed, reason: "user", code: 0,
+        orderId: order.id,
+        userId: order.userId,
+        pairId: order.pairId,
+        side: order.side,
+        price: text(order.price),
+        volume: text(order.remaining),
+        volumeTotal: text(order.volumeTotal),
+        executedVolume: executed,
+        reason: "user",
+        code: 0,
       });
       return {
         result: {
-          commandId: command.commandId, status: "accepted", code: 0, codeName: "ok", orderId: order.id,
-          orderStatus: "cancelled", executedVolume: executed, remainingVolume: text(order.remaining), events: 1,
+          commandId: command.commandId,
+          status: "accepted",
+          code: 0,
+          codeName: "ok",
+          orderId: order.id,
+          orderStatus: "cancelled",
+          executedVolume: executed,
+          remainingVolume: text(order.remaining),
+          events: 1,
         },
         events,
       };
@@ -147,13 +167,25 @@ export class ReferenceBook {
     const p = command.payload;
     if (alreadyAccepted || this.orders.some((o) => o.id === p.id) || this.finished.has(p.id)) {
       return {
-        result: { commandId: command.commandId, status: "duplicate", code: 400, codeName: "duplicate-order", orderId: p.id, events: 0 },
+        result: {
+          commandId: command.commandId,
+          status: "duplicate",
+          code: 400,
+          codeName: "duplicate-order",
+          orderId: p.id,
+          events: 0,
+        },
         events: [],
       };
     }
-    if (p.pairId !== command.pairId) return reject(ResultCodes.pairMismatch, "payload pairId differs from envelope");
+    if (p.pairId !== command.pairId)
+      return reject(ResultCodes.pairMismatch, "payload pairId differs from envelope");
     const okDecimals = (n: number) => Number.isInteger(n) && n >= 0 && n <= 18;
-    if (!okDecimals(p.priceDecimals) || !okDecimals(p.amountDecimals) || !okDecimals(p.quoteDecimals)) {
+    if (
+      !okDecimals(p.priceDecimals) ||
+      !okDecimals(p.amountDecimals) ||
+      !okDecimals(p.quoteDecimals)
+    ) {
       return reject(ResultCodes.badPrecision, "decimals must be integers 0..18");
     }
     const limit = p.type === "limit";
@@ -164,7 +196,11 @@ export class ReferenceBook {
       if (v.isZero()) return reject(ResultCodes.nonPositive, "price: zero");
       price = v;
     }
-    const fields = [["volume", p.volume, p.amountDecimals], ["volumeTotal", p.volumeTotal, p.amountDecimals], ["quoteVolume", p.quoteVolume, p.quoteDecimals]] as const;
+    const fields = [
+      ["volume", p.volume, p.amountDecimals],
+      ["volumeTotal", p.volumeTotal, p.amountDecimals],
+      ["quoteVolume", p.quoteVolume, p.quoteDecimals],
+    ] as const;
     const parsed: Dec[] = [];
     for (const [name, value, d] of fields) {
       const v = parse(value, d);
@@ -175,20 +211,34 @@ export class ReferenceBook {
     const quoteSized = p.type === "market" && p.side === "bid" && quoteVolume.gt(0);
     if (!quoteSized) {
       if (volume.isZero()) return reject(ResultCodes.nonPositive, "volume: zero");
-      if (volume.gt(volumeTotal)) return reject(ResultCodes.volumeExceedsTotal, "volume exceeds volumeTotal");
+      if (volume.gt(volumeTotal))
+        return reject(ResultCodes.volumeExceedsTotal, "volume exceeds volumeTotal");
     }
     const tif = p.timeInForce ?? "gtc";
-    if (p.postOnly === true && (!limit || tif !== "gtc")) return reject(ResultCodes.unsupportedCombination, "post-only needs a GTC limit order");
-    if (quoteSized && tif === "fok") return reject(ResultCodes.unsupportedCombination, "fok needs a base-volume order");
+    if (p.postOnly === true && (!limit || tif !== "gtc"))
+      return reject(ResultCodes.unsupportedCombination, "post-only needs a GTC limit order");
+    if (quoteSized && tif === "fok")
+      return reject(ResultCodes.unsupportedCombination, "fok needs a base-volume order");
     const pairOrders = this.orders.filter((o) => o.pairId === command.pairId);
-    if (pairOrders.some((o) => o.pd !== p.priceDecimals || o.ad !== p.amountDecimals || o.qd !== p.quoteDecimals)) {
-      return reject(ResultCodes.pairPrecisionMismatch, "order precisions differ from the resting orders of this pair");
+    if (
+      pairOrders.some(
+        (o) => o.pd !== p.priceDecimals || o.ad !== p.amountDecimals || o.qd !== p.quoteDecimals,
+      )
+    ) {
+      return reject(
+        ResultCodes.pairPrecisionMismatch,
+        "order precisions differ from the resting orders of this pair",
+      );
     }
     const makers = pairOrders
       .filter((o) => o.side !== p.side)
-      .sort((a, b) => (p.side === "bid" ? a.price.cmp(b.price) : b.price.cmp(a.price)) || a.seq - b.seq);
-    const crosses = (m: RefOrder) => !limit || (p.side === "bid" ? m.price.lte(price) : m.price.gte(price));
-    if (p.postOnly === true && makers[0] && crosses(makers[0])) return reject(ResultCodes.postOnlyWouldTake, "post-only order would take");
+      .sort(
+        (a, b) => (p.side === "bid" ? a.price.cmp(b.price) : b.price.cmp(a.price)) || a.seq - b.seq,
+      );
+    const crosses = (m: RefOrder) =>
+      !limit || (p.side === "bid" ? m.price.lte(price) : m.price.gte(price));
+    if (p.postOnly === true && makers[0] && crosses(makers[0]))
+      return reject(ResultCodes.postOnlyWouldTake, "post-only order would take");
 
     const stp = p.stp ?? "none";
     const priceText = limit ? text(price) : "0";
@@ -198,16 +248,31 @@ export class ReferenceBook {
     const executedText = () => text(quoteSized ? executed : volumeTotal.minus(remaining));
     const cancelTaker = (reason: string, code: number) =>
       emit("order.cancelled.v1", {
-        orderId: p.id, userId: p.userId, pairId: p.pairId, side: p.side, price: priceText,
-        volume: text(remaining), volumeTotal: text(volumeTotal), executedVolume: executedText(), reason, code,
+        orderId: p.id,
+        userId: p.userId,
+        pairId: p.pairId,
+        side: p.side,
+        price: priceText,
+        volume: text(remaining),
+        volumeTotal: text(volumeTotal),
+        executedVolume: executedText(),
+        reason,
+        code,
         quoteVolume: quoteSized ? text(budget) : undefined,
       });
     const finish = (orderStatus: CommandResult["orderStatus"], code: number): RefOutcome => {
       if (orderStatus === "filled" || orderStatus === "cancelled") this.finished.add(p.id);
       return {
         result: {
-          commandId: command.commandId, status: "accepted", code, codeName: resultCodeName(code), orderId: p.id,
-          orderStatus, executedVolume: text(executed), remainingVolume: text(remaining), events: events.length,
+          commandId: command.commandId,
+          status: "accepted",
+          code,
+          codeName: resultCodeName(code),
+          orderId: p.id,
+          orderStatus,
+          executedVolume: text(executed),
+          remainingVolume: text(remaining),
+          events: events.length,
         },
         events,
       };
@@ -222,7 +287,10 @@ export class ReferenceBook {
           break;
         }
         available = available.plus(m.remaining);
-        if (available.gte(remaining)) { ok = true; break; }
+        if (available.gte(remaining)) {
+          ok = true;
+          break;
+        }
       }
       if (!ok) {
         cancelTaker("fok", ResultCodes.fokNotFilled);
@@ -239,12 +307,22 @@ export class ReferenceBook {
           this.orders = this.orders.filter((o) => o !== m);
           this.finished.add(m.id);
           emit("order.cancelled.v1", {
-            orderId: m.id, userId: m.userId, pairId: m.pairId, side: m.side, price: text(m.price),
-            volume: text(m.remaining), volumeTotal: text(m.volumeTotal),
-            executedVolume: text(m.volumeTotal.minus(m.remaining)), reason: "stp", code: ResultCodes.stpCancelled,
+            orderId: m.id,
+            userId: m.userId,
+            pairId: m.pairId,
+            side: m.side,
+            price: text(m.price),
+            volume: text(m.remaining),
+            volumeTotal: text(m.volumeTotal),
+            executedVolume: text(m.volumeTotal.minus(m.remaining)),
+            reason: "stp",
+            code: ResultCodes.stpCancelled,
           });
         }
-        if (stp !== "cancel-maker") { stpStopped = true; break; }
+        if (stp !== "cancel-maker") {
+          stpStopped = true;
+          break;
+        }
         continue;
       }
       let fill: Dec;
@@ -266,8 +344,16 @@ export class ReferenceBook {
         this.finished.add(m.id);
       }
       emit(makerDone ? "order.filled.v1" : "order.updated.v1", {
-        orderId: m.id, userId: m.userId, pairId: m.pairId, side: m.side, role: "maker", price: text(m.price),
-        volume: text(m.remaining), volumeTotal: text(m.volumeTotal), fillPrice: text(m.price), fillVolume: text(fill),
+        orderId: m.id,
+        userId: m.userId,
+        pairId: m.pairId,
+        side: m.side,
+        role: "maker",
+        price: text(m.price),
+        volume: text(m.remaining),
+        volumeTotal: text(m.volumeTotal),
+        fillPrice: text(m.price),
+        fillVolume: text(fill),
         fillQuoteVolume: text(quote),
       });
       done = quoteSized ? budget.isZero() : remaining.isZero();
@@ -275,33 +361,73 @@ export class ReferenceBook {
       if (!makerDone && !done) i--;
       if (done) {
         emit("order.filled.v1", {
-          orderId: p.id, userId: p.userId, pairId: m.pairId, side: p.side, role: "taker", price: priceText, volume: "0",
-          volumeTotal: text(volumeTotal), fillPrice: text(m.price), fillVolume: text(fill), fillQuoteVolume: text(quote),
+          orderId: p.id,
+          userId: p.userId,
+          pairId: m.pairId,
+          side: p.side,
+          role: "taker",
+          price: priceText,
+          volume: "0",
+          volumeTotal: text(volumeTotal),
+          fillPrice: text(m.price),
+          fillVolume: text(fill),
+          fillQuoteVolume: text(quote),
           quoteVolume: quoteSized ? "0" : undefined,
         });
       }
       emit("deal.executed.v1", {
-        pairId: m.pairId, price: text(m.price), volume: text(fill), quoteVolume: text(quote), makerOrderId: m.id,
-        makerUserId: m.userId, makerSide: m.side, takerOrderId: p.id, takerUserId: p.userId, takerSide: p.side,
+        pairId: m.pairId,
+        price: text(m.price),
+        volume: text(fill),
+        quoteVolume: text(quote),
+        makerOrderId: m.id,
+        makerUserId: m.userId,
+        makerSide: m.side,
+        takerOrderId: p.id,
+        takerUserId: p.userId,
+        takerSide: p.side,
         timestamp: p.timestamp,
       });
     }
-    if (quoteSized ? budget.isZero() : remaining.isZero()) return finish("filled", ResultCodes.filled);
+    if (quoteSized ? budget.isZero() : remaining.isZero())
+      return finish("filled", ResultCodes.filled);
     if (stpStopped) {
       cancelTaker("stp", ResultCodes.stpCancelled);
       return finish("cancelled", ResultCodes.stpCancelled);
     }
     if (limit && tif === "gtc") {
       this.orders.push({
-        id: p.id, userId: p.userId, pairId: p.pairId, side: p.side, price, remaining, volumeTotal,
-        timestamp: p.timestamp, seq: this.seq++, pd: p.priceDecimals, ad: p.amountDecimals, qd: p.quoteDecimals, stp,
+        id: p.id,
+        userId: p.userId,
+        pairId: p.pairId,
+        side: p.side,
+        price,
+        remaining,
+        volumeTotal,
+        timestamp: p.timestamp,
+        seq: this.seq++,
+        pd: p.priceDecimals,
+        ad: p.amountDecimals,
+        qd: p.quoteDecimals,
+        stp,
       });
       emit("order.rested.v1", {
-        orderId: p.id, userId: p.userId, pairId: p.pairId, side: p.side, price: priceText, volume: text(remaining),
-        volumeTotal: text(volumeTotal), executedVolume: text(volumeTotal.minus(remaining)), timestamp: p.timestamp, stp,
+        orderId: p.id,
+        userId: p.userId,
+        pairId: p.pairId,
+        side: p.side,
+        price: priceText,
+        volume: text(remaining),
+        volumeTotal: text(volumeTotal),
+        executedVolume: text(volumeTotal.minus(remaining)),
+        timestamp: p.timestamp,
+        stp,
       });
       const partial = executed.gt(0);
-      return finish(partial ? "partially-filled-rested" : "rested", partial ? ResultCodes.partiallyFilledRested : ResultCodes.rested);
+      return finish(
+        partial ? "partially-filled-rested" : "rested",
+        partial ? ResultCodes.partiallyFilledRested : ResultCodes.rested,
+      );
     }
     cancelTaker(limit ? "ioc" : "market-remainder", ResultCodes.remainderCancelled);
     return finish("cancelled", ResultCodes.remainderCancelled);
@@ -321,8 +447,15 @@ export class ReferenceBook {
     );
     return digestOrders(
       sorted.map((o) => ({
-        id: o.id, userId: o.userId, pairId: o.pairId, side: o.side, price: text(o.price), volume: text(o.remaining),
-        volumeTotal: text(o.volumeTotal), timestamp: o.timestamp, stp: o.stp,
+        id: o.id,
+        userId: o.userId,
+        pairId: o.pairId,
+        side: o.side,
+        price: text(o.price),
+        volume: text(o.remaining),
+        volumeTotal: text(o.volumeTotal),
+        timestamp: o.timestamp,
+        stp: o.stp,
       })),
     );
   }

@@ -6,7 +6,7 @@
  */
 import { createServer } from "node:net";
 import amqp, { type Channel, type ChannelModel, type ConsumeMessage } from "amqplib";
-import Redis from "ioredis";
+import type Redis from "ioredis";
 import { allEventExchanges } from "../../src/infra/amqp/topology";
 import { partitionKeys } from "../../src/infra/valkey/keys";
 import { matchdCommand, type TestStack } from "../support/stack";
@@ -21,7 +21,11 @@ export const eventTypes = [
 ] as const;
 
 /** A contract envelope for event number `n` of a partition; eventId is deterministic in n. */
-export function envelope(partition: number, n: number, type: (typeof eventTypes)[number] = eventTypes[n % 4]!) {
+export function envelope(
+  partition: number,
+  n: number,
+  type: (typeof eventTypes)[number] = eventTypes[n % 4]!,
+) {
   return {
     schemaVersion: 1,
     eventId: `p${partition}-c${Math.floor(n / 2)}-${n % 2}-${type}`,
@@ -32,15 +36,29 @@ export function envelope(partition: number, n: number, type: (typeof eventTypes)
     correlationId: `corr-${n}`,
     ordinal: n % 2,
     occurredAt: new Date(1_700_000_000_000 + n).toISOString(),
-    payload: { seq: n, id: `order-${n}`, userId: 7, side: n % 2 ? "ask" : "bid", price: "100", volume: "1" },
+    payload: {
+      seq: n,
+      id: `order-${n}`,
+      userId: 7,
+      side: n % 2 ? "ask" : "bid",
+      price: "100",
+      volume: "1",
+    },
   };
 }
 
 /** Appends events `from..to-1` to the partition's stream with one pipeline; returns their ids. */
-export async function writeEvents(valkey: Redis, partition: number, from: number, to: number): Promise<string[]> {
+export async function writeEvents(
+  valkey: Redis,
+  partition: number,
+  from: number,
+  to: number,
+  type?: (typeof eventTypes)[number],
+): Promise<string[]> {
   const stream = partitionKeys(partition).events;
   const pipeline = valkey.pipeline();
-  for (let n = from; n < to; n++) pipeline.xadd(stream, "*", "event", JSON.stringify(envelope(partition, n)));
+  for (let n = from; n < to; n++)
+    pipeline.xadd(stream, "*", "event", JSON.stringify(envelope(partition, n, type)));
   const replies = (await pipeline.exec()) ?? [];
   return replies.map(([error, id]) => {
     if (error) throw error;
@@ -73,7 +91,11 @@ export class Inbox {
     readonly queue: string,
   ) {}
 
-  static async open(brokerUrl: string, partition: number, exchanges = allEventExchanges): Promise<Inbox> {
+  static async open(
+    brokerUrl: string,
+    partition: number,
+    exchanges = allEventExchanges,
+  ): Promise<Inbox> {
     const connection = await amqp.connect(brokerUrl);
     const channel = await connection.createChannel();
     const { queue } = await channel.assertQueue("", { exclusive: true, autoDelete: true });
@@ -88,12 +110,16 @@ export class Inbox {
 
   /** Binds this inbox to one more exchange (used to end an unroutable episode). */
   async bind(exchange: string): Promise<void> {
+    await this.channel.assertExchange(exchange, "direct", { durable: true });
     await this.channel.bindQueue(this.queue, exchange, exchange);
   }
 
   private receive(message: ConsumeMessage | null, partition: number): void {
     if (!message) return;
-    const body = JSON.parse(message.content.toString()) as { partition: number; payload: { seq: number } };
+    const body = JSON.parse(message.content.toString()) as {
+      partition: number;
+      payload: { seq: number };
+    };
     // Other tests (and services) share the contract's exchanges: keep only our partition.
     if (body.partition !== partition) return;
     const received: Received = {
@@ -129,13 +155,38 @@ export class Inbox {
   async waitFor(count: number, timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (this.byId.size < count) {
-      if (Date.now() > deadline) throw new Error(`inbox has ${this.byId.size} of ${count} events after ${timeoutMs} ms`);
+      if (Date.now() > deadline)
+        throw new Error(`inbox has ${this.byId.size} of ${count} events after ${timeoutMs} ms`);
       await Bun.sleep(20);
     }
   }
 
   async close(): Promise<void> {
     await this.connection.close().catch(() => undefined);
+  }
+}
+
+/**
+ * Whether a mandatory publish to `exchange` is routed right now: the broker returns it
+ * when no queue is bound. Lets a test check its precondition on a shared broker.
+ */
+export async function isRoutable(brokerUrl: string, exchange: string): Promise<boolean> {
+  const connection = await amqp.connect(brokerUrl);
+  try {
+    const channel = await connection.createConfirmChannel();
+    await channel.assertExchange(exchange, "direct", { durable: true });
+    let returned = false;
+    channel.on("return", () => {
+      returned = true;
+    });
+    channel.publish(exchange, exchange, Buffer.from("{}"), {
+      mandatory: true,
+      messageId: "routability-probe",
+    });
+    await channel.waitForConfirms();
+    return !returned;
+  } finally {
+    await connection.close().catch(() => undefined);
   }
 }
 
@@ -170,7 +221,15 @@ export async function startOutbox(
 ): Promise<OutboxProcess> {
   const port = await freePort();
   const child = Bun.spawn(
-    [...matchdCommand, "outbox", "--partition", String(partition), "--http-port", String(port), ...extraArgs],
+    [
+      ...matchdCommand,
+      "outbox",
+      "--partition",
+      String(partition),
+      "--http-port",
+      String(port),
+      ...extraArgs,
+    ],
     {
       env: {
         PATH: process.env.PATH ?? "/usr/bin:/bin",
@@ -226,7 +285,11 @@ export async function startOutbox(
 }
 
 /** Polls until `check` holds, failing with `what` after `timeoutMs`. */
-export async function eventually(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 15_000): Promise<void> {
+export async function eventually(
+  what: string,
+  check: () => Promise<boolean> | boolean,
+  timeoutMs = 15_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await check()) return;
@@ -237,4 +300,64 @@ export async function eventually(what: string, check: () => Promise<boolean> | b
 
 export function metricNumber(metrics: Record<string, unknown>, name: string): number {
   return Number(metrics[name] ?? Number.NaN);
+}
+
+/**
+ * A TCP proxy in front of a server (broker or datastore), so a test can cut the
+ * outbox's connections the way a server restart or network failure would, without
+ * touching the shared servers.
+ */
+export interface TcpProxy {
+  url: string;
+  /** Drops every proxied connection and refuses new ones for `ms`. */
+  outage(ms: number): void;
+  close(): Promise<void>;
+}
+
+export async function startTcpProxy(serverUrl: string): Promise<TcpProxy> {
+  const { createServer: createTcpServer, connect } = await import("node:net");
+  const target = new URL(serverUrl);
+  const targetPort = Number(target.port || (target.protocol === "amqp:" ? 5672 : 6379));
+  const sockets = new Set<import("node:net").Socket>();
+  let refuseUntil = 0;
+  const server = createTcpServer((client) => {
+    if (Date.now() < refuseUntil) {
+      client.destroy();
+      return;
+    }
+    const upstream = connect(targetPort, target.hostname);
+    sockets.add(client);
+    sockets.add(upstream);
+    client.pipe(upstream);
+    upstream.pipe(client);
+    const drop = () => {
+      client.destroy();
+      upstream.destroy();
+      sockets.delete(client);
+      sockets.delete(upstream);
+    };
+    client.on("error", drop);
+    upstream.on("error", drop);
+    client.on("close", drop);
+    upstream.on("close", drop);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  const port = typeof address === "object" && address ? address.port : 0;
+  const url = new URL(serverUrl);
+  url.hostname = "127.0.0.1";
+  url.port = String(port);
+  return {
+    url: url.toString(),
+    outage(ms: number) {
+      refuseUntil = Date.now() + ms;
+      for (const socket of sockets) socket.destroy();
+      sockets.clear();
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
 }

@@ -1,0 +1,21 @@
+# Builds the single matchd executable, then ships it alone in a slim image as a non-root user.
+FROM node:20-bookworm-slim AS build
+WORKDIR /src
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json bunfig.toml ./
+COPY src ./src
+RUN npm run build
+
+FROM debian:bookworm-slim
+RUN apt-get update && apt-get install -y --no-install-recommends curl ca-certificates \
+    && rm -rf /var/lib/apt/lists/* \
+    && useradd --system --uid 10001 --no-create-home matchd
+COPY --from=build /src/matchd /usr/local/bin/matchd
+USER matchd
+ENV MATCHING_HTTP_PORT=3002
+EXPOSE 3002 3035
+HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
+  CMD curl -fsS "http://127.0.0.1:${MATCHING_HTTP_PORT}/healthz" || exit 1
+ENTRYPOINT ["/usr/local/bin/matchd"]
+CMD ["conductor"]

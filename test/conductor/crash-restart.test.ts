@@ -1,0 +1,144 @@
+/**
+ * kill -9 under load, then restart: every command ends with exactly one stored result,
+ * no command's events are written twice, and the books equal those of an uninterrupted
+ * run of the same commands (the pure engine applying them once, in order).
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { createWorkload } from "../../src/bench/workloads";
+import { type CommandEnvelope, MatchingEngine } from "../../src/domain/index";
+import { type TestStack, testStack, uniquePartition } from "../support/stack";
+import {
+  type ConductorProcess,
+  disposeAll,
+  eventually,
+  PartitionStore,
+  partitionCount,
+  Publisher,
+  startConductor,
+  streamProblems,
+} from "./helpers";
+
+let stack: TestStack;
+let publisher: Publisher;
+
+beforeAll(async () => {
+  stack = await testStack();
+  publisher = await Publisher.open(stack.brokerUrl);
+});
+afterEach(disposeAll);
+afterAll(async () => {
+  await publisher.close();
+});
+
+/** The uninterrupted run: the same commands applied once each, in order, by the pure engine. */
+function reference(commands: readonly CommandEnvelope[]) {
+  const engine = new MatchingEngine();
+  let events = 0;
+  const results = new Map<string, { status: string; code: number }>();
+  for (const command of commands) {
+    const outcome = engine.apply(command);
+    events += outcome.events.length;
+    results.set(command.commandId, { status: outcome.result.status, code: outcome.result.code });
+  }
+  return { digest: engine.digest(), resting: engine.restingOrderCount(), events, results };
+}
+
+/**
+ * Publishes the commands, runs a conductor, SIGKILLs it once it has processed each threshold (per process) of
+ * commands, starts the next one, and stops the last gracefully once every command has a
+ * stored result. Returns the last conductor's digest.
+ */
+async function runWithCrashes(
+  partition: number,
+  commands: readonly CommandEnvelope[],
+  killAfter: readonly number[],
+  store: PartitionStore,
+): Promise<{ digest: string; restingOrders: number }> {
+  await publisher.declare(partition);
+  await publisher.publish(partition, commands);
+  const ids = commands.map((c) => c.commandId);
+  let conductor: ConductorProcess = await startConductor(stack, partition);
+  for (const threshold of killAfter) {
+    await eventually(
+      `${threshold} commands processed before the kill`,
+      async () => (await conductor.metric("matching_commands_processed_total")) >= threshold,
+      30_000,
+    );
+    await conductor.kill9();
+    const stored = (await store.storedResults(ids)).size;
+    console.log(`kill -9 after ${threshold}+ processed: ${stored} of ${ids.length} stored`);
+    expect(stored).toBeLessThan(ids.length);
+    conductor = await startConductor(stack, partition);
+  }
+  await eventually(
+    "every command has a stored result",
+    async () => (await store.storedResults(ids)).size === ids.length,
+    60_000,
+    async () => `(${(await store.storedResults(ids)).size} of ${ids.length})`,
+  );
+  // Redelivered copies of commands the killed conductor had committed may still be queued.
+  const last = conductor;
+  await eventually(
+    "queue drained",
+    async () =>
+      (await publisher.messageCount(partition)) === 0 && (await last.metric("matching_pending_deliveries")) === 0,
+    30_000,
+  );
+  const digest = (await (await fetch(`${conductor.url}/digest`)).json()) as { digest: string; restingOrders: number };
+  expect(await conductor.stop()).toBe(0);
+  expect(await publisher.messageCount(partition)).toBe(0);
+  return digest;
+}
+
+describe("kill -9 and restart", () => {
+  test("alternating, 2,000 commands: each applied once, empty book", async () => {
+    const partition = uniquePartition();
+    const store = new PartitionStore(stack.datastoreUrl, partition);
+    try {
+      const workload = createWorkload("alternating", { seed: 41, partition, partitionCount });
+      const n = 2000;
+      const commands = Array.from({ length: n }, (_, i) => workload.next(i));
+      const expected = reference(commands);
+      const after = await runWithCrashes(partition, commands, [600], store);
+      expect(await store.eventCount()).toBe(2 * n);
+      expect(expected.events).toBe(2 * n);
+      expect(await streamProblems(store, commands.map((c) => c.commandId))).toEqual([]);
+      expect(await store.bookSizes(partition)).toEqual({ bids: 0, asks: 0 });
+      expect(after).toEqual({ digest: expected.digest, restingOrders: 0 });
+    } finally {
+      await store.deleteAll();
+      store.close();
+      await publisher.deleteQueue(partition);
+    }
+  }, 90_000);
+
+  test("mixed workload killed twice: same books, events and results as an uninterrupted run", async () => {
+    const partition = uniquePartition();
+    const store = new PartitionStore(stack.datastoreUrl, partition);
+    try {
+      const workload = createWorkload("mixed", { seed: 42, partition, partitionCount });
+      const commands = [...workload.prefill()];
+      for (let i = 0; i < 3000; i++) commands.push(workload.next(i));
+      const expected = reference(commands);
+      const after = await runWithCrashes(partition, commands, [4000, 3000], store);
+      expect(after.digest).toBe(expected.digest);
+      expect(after.restingOrders).toBe(expected.resting);
+      expect(await store.eventCount()).toBe(expected.events);
+      expect(await streamProblems(store, commands.map((c) => c.commandId))).toEqual([]);
+      const stored = await store.storedResults(commands.map((c) => c.commandId));
+      const differing = commands
+        .map((c) => c.commandId)
+        .filter((id) => {
+          const got = stored.get(id);
+          const want = expected.results.get(id)!;
+          return got?.status !== want.status || got?.code !== want.code;
+        })
+        .map((id) => `${id}: got ${JSON.stringify(stored.get(id))} want ${JSON.stringify(expected.results.get(id))}`);
+      expect(differing.slice(0, 5)).toEqual([]);
+    } finally {
+      await store.deleteAll();
+      store.close();
+      await publisher.deleteQueue(partition);
+    }
+  }, 120_000);
+});

@@ -1,0 +1,206 @@
+/**
+ * All-or-nothing commits and ownership: the fenced commit script refuses a stale epoch
+ * and a bad op before writing anything; a zombie conductor whose epoch was taken over
+ * writes nothing, acknowledges nothing and exits 4; two conductors on one partition
+ * never both apply commands; a keyspace deleted under a running conductor is reclaimed.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { createWorkload } from "../../src/bench/workloads";
+import { CommitBuilder, commitScript } from "../../src/conductor/commit-script";
+import { type TestStack, testStack, uniquePartition } from "../support/stack";
+import {
+  disposeAll,
+  eventually,
+  PartitionStore,
+  partitionCount,
+  Publisher,
+  startConductor,
+  streamProblems,
+} from "./helpers";
+
+let stack: TestStack;
+let publisher: Publisher;
+
+beforeAll(async () => {
+  stack = await testStack();
+  publisher = await Publisher.open(stack.brokerUrl);
+});
+afterEach(disposeAll);
+afterAll(async () => {
+  await publisher.close();
+});
+
+describe("the commit script", () => {
+  async function run(store: PartitionStore, batch: CommitBuilder): Promise<unknown> {
+    return store.valkey.eval(commitScript, batch.keys.length, ...batch.keys, ...batch.args);
+  }
+
+  test("applies every op for the owning epoch, and nothing on a stale epoch, bad op or truncation", async () => {
+    const partition = uniquePartition();
+    const store = new PartitionStore(stack.datastoreUrl, partition);
+    const { keys } = store;
+    try {
+      await store.valkey.set(keys.ownerEpoch, "7");
+      const stage = (epoch: number) => {
+        const batch = new CommitBuilder(keys.ownerEpoch, epoch);
+        batch.setWithTtl(keys.processedCommand("c1"), '{"ok":true}', 60);
+        batch.replaceHash(keys.order("o1"), ["id", "o1", "price", "100"]);
+        batch.zadd(keys.bookRates(partition, "bid"), "100", "0000000000000001:o1");
+        batch.sadd(keys.pairs, String(partition));
+        batch.xadd(keys.events, '{"type":"order.rested.v1"}');
+        return batch;
+      };
+      const nothingWritten = async () => {
+        expect(await store.valkey.exists(keys.processedCommand("c1"), keys.order("o1"), keys.pairs)).toBe(0);
+        expect(await store.eventCount()).toBe(0);
+        expect(await store.bookSizes(partition)).toEqual({ bids: 0, asks: 0 });
+      };
+
+      await expect(run(store, stage(6))).rejects.toThrow("FENCED 6 7");
+      await nothingWritten();
+
+      const badOp = stage(7);
+      badOp.args.push("Q", "2");
+      await expect(run(store, badOp)).rejects.toThrow("BADOP Q");
+      await nothingWritten();
+
+      const truncated = stage(7);
+      truncated.args.push("S", "2", "60");
+      await expect(run(store, truncated)).rejects.toThrow("BADOP truncated");
+      await nothingWritten();
+
+      // A bad op after many good ones still writes none of them.
+      const late = stage(7);
+      for (let i = 0; i < 100; i++) late.xadd(keys.events, `{"n":${i}}`);
+      late.args.push("BADOP");
+      await expect(run(store, late)).rejects.toThrow("BADOP");
+      await nothingWritten();
+
+      expect(await run(store, stage(7))).toBe(5);
+      expect(await store.valkey.get(keys.processedCommand("c1"))).toBe('{"ok":true}');
+      expect(await store.valkey.hgetall(keys.order("o1"))).toEqual({ id: "o1", price: "100" });
+      expect(await store.eventCount()).toBe(1);
+
+      // No epoch key at all (keyspace deleted): refused, and the error says so ("false").
+      await store.valkey.del(keys.ownerEpoch);
+      await expect(run(store, stage(7))).rejects.toThrow("FENCED 7 false");
+    } finally {
+      await store.deleteAll();
+      store.close();
+    }
+  });
+});
+
+describe("fencing", () => {
+  test("a zombie with a stale epoch writes nothing, acks nothing and exits 4", async () => {
+    const partition = uniquePartition();
+    const store = new PartitionStore(stack.datastoreUrl, partition);
+    try {
+      const workload = createWorkload("alternating", { seed: 21, partition, partitionCount });
+      const a = await startConductor(stack, partition);
+      const first = workload.next(0);
+      await publisher.publish(partition, [first]);
+      await eventually("first command processed", async () => (await a.metric("matching_commands_processed_total")) === 1);
+      expect(await a.metric("matching_owner_epoch")).toBe(Number(await store.valkey.get(store.keys.ownerEpoch)));
+
+      // A second owner claims the partition, as a newly booted conductor would.
+      await store.valkey.incr(store.keys.ownerEpoch);
+      const second = workload.next(1);
+      await publisher.publish(partition, [second]);
+      expect(await a.process.exited).toBe(4);
+      expect(a.log()).toContain("ownership lost");
+      expect(await store.eventCount()).toBe(1);
+      expect(await store.valkey.exists(store.keys.processedCommand(second.commandId))).toBe(0);
+      expect(await store.bookSizes(partition)).toEqual({ bids: 1, asks: 0 });
+      // Not acknowledged: the command is back in the queue for the next owner.
+      await eventually("command requeued", async () => (await publisher.messageCount(partition)) === 1);
+
+      const b = await startConductor(stack, partition);
+      await eventually("next owner processed it", async () => (await b.metric("matching_commands_processed_total")) === 1);
+      expect(await store.eventCount()).toBe(1 + 3);
+      expect(await store.bookSizes(partition)).toEqual({ bids: 0, asks: 0 });
+      expect(await b.stop()).toBe(0);
+    } finally {
+      await store.deleteAll();
+      store.close();
+      await publisher.deleteQueue(partition);
+    }
+  }, 60_000);
+
+  test("two conductors on one partition: one consumer is active, no command applied twice", async () => {
+    const partition = uniquePartition();
+    const store = new PartitionStore(stack.datastoreUrl, partition);
+    try {
+      const workload = createWorkload("alternating", { seed: 22, partition, partitionCount });
+      const a = await startConductor(stack, partition);
+      const b = await startConductor(stack, partition);
+      const n = 200;
+      const commands = Array.from({ length: n }, (_, i) => workload.next(i));
+      await publisher.publish(partition, commands);
+      await eventually(
+        "every command has a stored result",
+        async () => (await store.storedResults(commands.map((c) => c.commandId))).size === n,
+        20_000,
+      );
+      // A stored result exists once committed; the counter moves after the durability wait.
+      const processed = async (c: typeof a) =>
+        c.process.exitCode === null ? await c.metric("matching_commands_processed_total") : 0;
+      await eventually("counters reach n", async () => (await processed(a)) + (await processed(b)) >= n);
+      const [pa, pb] = [await processed(a), await processed(b)];
+      // Single active consumer: only one of them ever received commands. (B's boot took
+      // the epoch, so an active A is fenced at its first batch and hands over to B.)
+      expect(pa === 0 || pb === 0).toBe(true);
+      expect(pa + pb).toBe(n);
+      expect(await store.eventCount()).toBe(2 * n);
+      expect(await streamProblems(store, commands.map((c) => c.commandId))).toEqual([]);
+      expect(await store.bookSizes(partition)).toEqual({ bids: 0, asks: 0 });
+      console.log(
+        `two conductors: A exit ${a.process.exitCode ?? "running"} processed ${pa}; B exit ${b.process.exitCode ?? "running"} processed ${pb}`,
+      );
+    } finally {
+      await store.deleteAll();
+      store.close();
+      await publisher.deleteQueue(partition);
+    }
+  }, 60_000);
+
+  test("keyspace deleted while running: the conductor reclaims, reloads and carries on", async () => {
+    const partition = uniquePartition();
+    const store = new PartitionStore(stack.datastoreUrl, partition);
+    try {
+      const workload = createWorkload("alternating", { seed: 23, partition, partitionCount });
+      const conductor = await startConductor(stack, partition);
+      // An odd count leaves one bid resting, so the reload has something to forget.
+      const before = Array.from({ length: 51 }, (_, i) => workload.next(i));
+      await publisher.publish(partition, before);
+      await eventually("first commands processed", async () => (await conductor.metric("matching_commands_processed_total")) === 51);
+      expect(await store.bookSizes(partition)).toEqual({ bids: 1, asks: 0 });
+
+      expect(await store.deleteAll()).toBeGreaterThan(0);
+      expect(await store.valkey.exists(store.keys.ownerEpoch)).toBe(0);
+
+      // Fresh order ids (a new seed) so that the deleted markers play no part.
+      const fresh = createWorkload("alternating", { seed: 24, partition, partitionCount });
+      const after = Array.from({ length: 100 }, (_, i) => fresh.next(i));
+      await publisher.publish(partition, after);
+      await eventually(
+        "commands after the reset processed",
+        async () => (await conductor.metric("matching_commands_processed_total")) === 151,
+        20_000,
+        async () => JSON.stringify(await conductor.metrics()),
+      );
+      expect(conductor.process.exitCode).toBeNull();
+      expect(await store.eventCount()).toBe(200);
+      expect(await store.bookSizes(partition)).toEqual({ bids: 0, asks: 0 });
+      expect(Number(await store.valkey.get(store.keys.ownerEpoch))).toBeGreaterThanOrEqual(1);
+      const digest = (await (await fetch(`${conductor.url}/digest`)).json()) as { restingOrders: number };
+      expect(digest.restingOrders).toBe(0);
+      expect((await fetch(`${conductor.url}/metrics`)).status).toBe(200);
+      expect(await conductor.stop()).toBe(0);
+    } finally {
+      await store.deleteAll();
+      store.close();
+      await publisher.deleteQueue(partition);
+    }
+  }, 60_000);
+});

@@ -1,0 +1,316 @@
+/**
+ * Shared pieces of the conductor integration tests: a conductor child process with its
+ * own HTTP port, a confirming command publisher, a raw Valkey client for a partition's
+ * keys, and polling helpers. Every server is real; nothing here fakes one.
+ */
+import { createServer } from "node:net";
+import amqp, { type ChannelModel, type ConfirmChannel, type Options } from "amqplib";
+import Redis from "ioredis";
+import type { CommandEnvelope } from "../../src/domain/index";
+import { commandExchange, commandQueue, commandQueueArguments } from "../../src/infra/amqp/topology";
+import { type PartitionKeys, partitionKeys } from "../../src/infra/valkey/keys";
+import { matchdCommand, type TestStack } from "../support/stack";
+
+export const partitionCount = 1024;
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Polls until `check` holds, failing with `what` (and `detail()`) after `timeoutMs`. */
+export async function eventually(
+  what: string,
+  check: () => Promise<boolean> | boolean,
+  timeoutMs = 15_000,
+  detail: () => string | Promise<string> = () => "",
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what} ${await detail()}`);
+    await Bun.sleep(25);
+  }
+}
+
+export interface ConductorProcess {
+  process: Bun.Subprocess<"ignore", "ignore", "pipe">;
+  port: number;
+  url: string;
+  log: () => string;
+  metrics(): Promise<Record<string, unknown>>;
+  metric(name: string): Promise<number>;
+  /** SIGTERM and wait; returns the exit code. */
+  stop(): Promise<number>;
+  kill9(): Promise<void>;
+  /** Kills it unless it already exited (for afterEach / finally). */
+  dispose(): Promise<void>;
+}
+
+export interface ConductorOptions {
+  datastoreUrl?: string;
+  extraArgs?: string[];
+  env?: Record<string, string>;
+  /** Wait for /readyz 200 (default) or only for /healthz. */
+  waitReady?: boolean;
+}
+
+const running = new Set<ConductorProcess>();
+
+/** Kills every conductor a test left running; call from afterEach/afterAll. */
+export async function disposeAll(): Promise<void> {
+  for (const conductor of [...running]) await conductor.dispose();
+}
+
+export async function startConductor(
+  stack: TestStack,
+  partition: number,
+  { datastoreUrl = stack.datastoreUrl, extraArgs = [], env = {}, waitReady = true }: ConductorOptions = {},
+): Promise<ConductorProcess> {
+  const port = await freePort();
+  const child = Bun.spawn(
+    [
+      ...matchdCommand,
+      "conductor",
+      "--partition",
+      String(partition),
+      "--partition-count",
+      String(partitionCount),
+      "--http-port",
+      String(port),
+      "--datastore-url",
+      datastoreUrl,
+      "--broker-url",
+      stack.brokerUrl,
+      ...extraArgs,
+    ],
+    {
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", MATCHING_LOG_LEVEL: "info", ...env },
+      stdin: "ignore",
+      stdout: "ignore",
+      stderr: "pipe",
+    },
+  );
+  let log = "";
+  void (async () => {
+    const decoder = new TextDecoder();
+    for await (const chunk of child.stderr) log += decoder.decode(chunk);
+  })();
+  const url = `http://127.0.0.1:${port}`;
+  const handle: ConductorProcess = {
+    process: child,
+    port,
+    url,
+    log: () => log,
+    async metrics() {
+      const response = await fetch(`${url}/metrics`);
+      if (response.status !== 200) throw new Error(`/metrics answered ${response.status}`);
+      return (await response.json()) as Record<string, unknown>;
+    },
+    async metric(name) {
+      return Number((await handle.metrics())[name] ?? Number.NaN);
+    },
+    async stop() {
+      child.kill("SIGTERM");
+      const code = await child.exited;
+      running.delete(handle);
+      return code;
+    },
+    async kill9() {
+      child.kill("SIGKILL");
+      await child.exited;
+      running.delete(handle);
+    },
+    async dispose() {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      await child.exited;
+      running.delete(handle);
+    },
+  };
+  running.add(handle);
+  const path = waitReady ? "/readyz" : "/healthz";
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      const response = await fetch(`${url}${path}`);
+      if (response.status === 200) break;
+    } catch {
+      // Not listening yet.
+    }
+    if (child.exitCode !== null) {
+      running.delete(handle);
+      throw new Error(`conductor exited with ${child.exitCode}:\n${log}`);
+    }
+    if (Date.now() > deadline) {
+      await handle.dispose();
+      throw new Error(`conductor did not become ready:\n${log}`);
+    }
+    await Bun.sleep(50);
+  }
+  return handle;
+}
+
+/** Publishes commands to a partition's queue on a confirm channel, as producers do. */
+export class Publisher {
+  private constructor(
+    private readonly connection: ChannelModel,
+    readonly channel: ConfirmChannel,
+  ) {}
+
+  static async open(brokerUrl: string): Promise<Publisher> {
+    const connection = await amqp.connect(brokerUrl);
+    const channel = await connection.createConfirmChannel();
+    await channel.assertExchange(commandExchange, "direct", { durable: true });
+    return new Publisher(connection, channel);
+  }
+
+  /** Declares the partition's queue as the conductor does, so commands published first are kept. */
+  async declare(partition: number): Promise<void> {
+    const queue = commandQueue(partition);
+    await this.channel.assertQueue(queue, { durable: true, arguments: commandQueueArguments });
+    await this.channel.bindQueue(queue, commandExchange, queue);
+  }
+
+  /** Publishes raw bodies (strings are sent as they are, objects as JSON) and waits for confirms. */
+  async publish(partition: number, bodies: readonly (string | object)[], options: Options.Publish = {}): Promise<void> {
+    const queue = commandQueue(partition);
+    for (const body of bodies) {
+      const content = Buffer.from(typeof body === "string" ? body : JSON.stringify(body));
+      this.channel.publish(commandExchange, queue, content, {
+        persistent: true,
+        contentType: "application/json",
+        timestamp: Date.now(),
+        ...options,
+      });
+    }
+    await this.channel.waitForConfirms();
+  }
+
+  async messageCount(partition: number): Promise<number> {
+    return (await this.channel.checkQueue(commandQueue(partition))).messageCount;
+  }
+
+  async consumerCount(partition: number): Promise<number> {
+    return (await this.channel.checkQueue(commandQueue(partition))).consumerCount;
+  }
+
+  async deleteQueue(partition: number): Promise<void> {
+    await this.channel.deleteQueue(commandQueue(partition)).catch(() => undefined);
+  }
+
+  channelModel(): ChannelModel {
+    return this.connection;
+  }
+
+  async close(): Promise<void> {
+    await this.connection.close().catch(() => undefined);
+  }
+}
+
+/** A raw client for checking (and breaking) one partition's keys. */
+export class PartitionStore {
+  readonly keys: PartitionKeys;
+  readonly valkey: Redis;
+
+  constructor(url: string, partition: number) {
+    this.keys = partitionKeys(partition);
+    this.valkey = new Redis(url, { maxRetriesPerRequest: 1 });
+    this.valkey.on("error", () => undefined);
+  }
+
+  eventCount(): Promise<number> {
+    return this.valkey.xlen(this.keys.events);
+  }
+
+  async bookSizes(pairId: number): Promise<{ bids: number; asks: number }> {
+    const [bids, asks] = await Promise.all([
+      this.valkey.zcard(this.keys.bookRates(pairId, "bid")),
+      this.valkey.zcard(this.keys.bookRates(pairId, "ask")),
+    ]);
+    return { bids, asks };
+  }
+
+  /** Stored results by command id, in one MGET per chunk (missing ones are absent). */
+  async storedResults(commandIds: readonly string[]): Promise<Map<string, Record<string, unknown>>> {
+    const out = new Map<string, Record<string, unknown>>();
+    for (let start = 0; start < commandIds.length; start += 1000) {
+      const ids = commandIds.slice(start, start + 1000);
+      const values = await this.valkey.mget(ids.map((id) => this.keys.processedCommand(id)));
+      ids.forEach((id, i) => {
+        const value = values[i];
+        if (value != null) out.set(id, JSON.parse(value) as Record<string, unknown>);
+      });
+    }
+    return out;
+  }
+
+  /** Every event envelope in the stream, in stream order. */
+  async events(): Promise<{ entryId: string; event: Record<string, unknown> }[]> {
+    const entries = await this.valkey.xrange(this.keys.events, "-", "+");
+    return entries.map(([entryId, fields]) => ({
+      entryId,
+      event: JSON.parse(fields[fields.indexOf("event") + 1]!) as Record<string, unknown>,
+    }));
+  }
+
+  /** Deletes every key of the partition (SCAN + DEL), as benchmark harnesses do. */
+  async deleteAll(): Promise<number> {
+    let cursor = "0";
+    let deleted = 0;
+    do {
+      const [next, keys] = await this.valkey.scan(cursor, "MATCH", `${this.keys.prefix}*`, "COUNT", 1000);
+      cursor = next;
+      if (keys.length > 0) deleted += await this.valkey.del(...keys);
+    } while (cursor !== "0");
+    return deleted;
+  }
+
+  close(): void {
+    this.valkey.disconnect();
+  }
+}
+
+/** Events per command id, to check that no command's events were written twice. */
+export function eventsByCommand(events: { event: Record<string, unknown> }[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const { event } of events) {
+    const id = String(event.commandId);
+    counts.set(id, (counts.get(id) ?? 0) + 1);
+  }
+  return counts;
+}
+
+/**
+ * Checks the stream against the stored results: every command's events appear exactly
+ * as many times as its result says (none written twice), and every eventId is unique.
+ * Returns a list of problems (empty when consistent).
+ */
+export async function streamProblems(store: PartitionStore, ids: readonly string[]): Promise<string[]> {
+  const problems: string[] = [];
+  const events = await store.events();
+  const counts = eventsByCommand(events);
+  const results = await store.storedResults(ids);
+  for (const id of ids) {
+    const result = results.get(id);
+    if (!result) {
+      problems.push(`${id}: no stored result`);
+      continue;
+    }
+    const expected = Number(result.events);
+    if ((counts.get(id) ?? 0) !== expected) problems.push(`${id}: ${counts.get(id) ?? 0} events, result says ${expected}`);
+  }
+  const eventIds = new Set(events.map((e) => String(e.event.eventId)));
+  if (eventIds.size !== events.length) problems.push(`${events.length - eventIds.size} duplicate eventIds`);
+  return problems.slice(0, 20);
+}
+
+export function commandIds(commands: readonly CommandEnvelope[]): string[] {
+  return commands.map((c) => c.commandId);
+}

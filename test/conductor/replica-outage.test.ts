@@ -1,0 +1,119 @@
+/**
+ * The replica stops under load (on a private primary + replica pair, so the shared stack
+ * is untouched): nothing is acknowledged or replied while WAITAOF cannot be satisfied;
+ * once a replica is back on the same port and directory, every command completes, each
+ * applied once.
+ */
+import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import amqp, { type ChannelModel } from "amqplib";
+import { createWorkload } from "../../src/bench/workloads";
+import { type RunningValkey, startValkey } from "../../src/stack/index";
+import { waitForReplicatedAof } from "../../src/stack/valkey";
+import { type TestStack, testStack, uniquePartition } from "../support/stack";
+import {
+  disposeAll,
+  eventually,
+  PartitionStore,
+  partitionCount,
+  Publisher,
+  startConductor,
+  streamProblems,
+} from "./helpers";
+
+let stack: TestStack;
+let publisher: Publisher;
+let rpc: ChannelModel;
+const servers: RunningValkey[] = [];
+
+beforeAll(async () => {
+  stack = await testStack();
+  publisher = await Publisher.open(stack.brokerUrl);
+  rpc = await amqp.connect(stack.brokerUrl);
+});
+afterEach(disposeAll);
+afterAll(async () => {
+  await publisher.close();
+  await rpc.close().catch(() => undefined);
+  for (const server of servers) await server.stop().catch(() => undefined);
+});
+
+test("replica down: nothing acknowledged; replica back: everything completes once", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "matchd-replica-outage-"));
+  const primary = await startValkey({ dir: join(dir, "primary"), appendonly: true });
+  servers.push(primary);
+  const replicaOptions = { dir: join(dir, "replica"), appendonly: true, replicaOf: `127.0.0.1:${primary.port}` };
+  let replica = await startValkey(replicaOptions);
+  servers.push(replica);
+  await waitForReplicatedAof(primary, replica, 20_000);
+
+  const partition = uniquePartition();
+  const store = new PartitionStore(primary.url, partition);
+  const channel = await rpc.createChannel();
+  try {
+    const { queue: replyQueue } = await channel.assertQueue("", { exclusive: true, autoDelete: true });
+    const replies = new Map<string, Record<string, unknown>>();
+    await channel.consume(
+      replyQueue,
+      (message) => {
+        if (message) replies.set(String(message.properties.correlationId), JSON.parse(message.content.toString()));
+      },
+      { noAck: true },
+    );
+    const workload = createWorkload("alternating", { seed: 51, partition, partitionCount });
+    const commands = Array.from({ length: 60 }, (_, i) => workload.next(i));
+    const publish = (from: number, to: number) =>
+      Promise.all(
+        commands
+          .slice(from, to)
+          .map((c) => publisher.publish(partition, [c], { replyTo: replyQueue, correlationId: c.commandId })),
+      );
+
+    const conductor = await startConductor(stack, partition, {
+      datastoreUrl: primary.url,
+      extraArgs: ["--durability-timeout-ms", "300"],
+    });
+    await publish(0, 10);
+    await eventually("first 10 replied", () => replies.size === 10);
+
+    await replica.stop();
+    await publish(10, 60);
+    await eventually(
+      "durability timeouts while the replica is down",
+      async () => (await conductor.metric("matching_durability_timeouts_total")) >= 2,
+      15_000,
+    );
+    const down = await conductor.metrics();
+    expect(down.matching_commands_processed_total).toBe(10);
+    expect(Number(down.matching_command_failures_total)).toBeGreaterThan(0);
+    expect(replies.size).toBe(10);
+    expect((await fetch(`${conductor.url}/readyz`)).status).toBe(503);
+    expect(conductor.process.exitCode).toBeNull();
+
+    replica = await startValkey({ ...replicaOptions, port: replica.port });
+    servers.push(replica);
+    await eventually("every command replied after the replica is back", () => replies.size === 60, 30_000);
+    for (const command of commands) {
+      expect(replies.get(command.commandId)).toMatchObject({ commandId: command.commandId, status: "accepted" });
+    }
+    await eventually("counters settle", async () => (await conductor.metric("matching_commands_processed_total")) >= 60);
+    const after = await conductor.metrics();
+    // Each command reached its final outcome once; the stream holds its events once.
+    expect(after.matching_commands_processed_total).toBe(60);
+    expect(after.matching_events_created_total).toBe(120);
+    expect(await store.eventCount()).toBe(120);
+    expect(await streamProblems(store, commands.map((c) => c.commandId))).toEqual([]);
+    expect(await store.bookSizes(partition)).toEqual({ bids: 0, asks: 0 });
+    console.log(
+      `replica outage: failures ${after.matching_command_failures_total}, durability timeouts ${after.matching_durability_timeouts_total}, reloads ${after.matching_book_reloads_total}`,
+    );
+    expect(await conductor.stop()).toBe(0);
+    expect(await publisher.messageCount(partition)).toBe(0);
+  } finally {
+    await channel.close().catch(() => undefined);
+    store.close();
+    await publisher.deleteQueue(partition);
+  }
+}, 90_000);

@@ -1,0 +1,59 @@
+// decodeCommand: valid envelopes decode, bad ones come back as values with a code and whatever
+// identifying fields could be salvaged; nothing throws.
+
+import { describe, expect, test } from "bun:test";
+import { decodeCommand, ResultCodes } from "../../src/domain/index";
+import { cancel, place } from "./helpers";
+
+describe("decodeCommand", () => {
+  test("a contract place command with extra payload fields decodes", () => {
+    const command = place({ id: "o1" });
+    const result = decodeCommand({ ...command, payload: { ...command.payload, extra: "kept" } });
+    expect(result.ok).toBe(true);
+    if (result.ok) expect(result.command.type).toBe("order.place");
+  });
+
+  test("a cancel decodes and a numeric userId becomes text", () => {
+    const command = cancel("o1");
+    const result = decodeCommand({ ...command, payload: { ...command.payload, userId: 42 } });
+    expect(result.ok && result.command.payload.userId).toBe("42");
+  });
+
+  const good = place({ id: "o1" });
+  test.each([
+    ["not an object", "hello", ResultCodes.badEnvelope],
+    ["null", null, ResultCodes.badEnvelope],
+    ["wrong schemaVersion", { ...good, schemaVersion: 2 }, ResultCodes.badEnvelope],
+    ["unknown type", { ...good, type: "order.amend" }, ResultCodes.unknownCommandType],
+    ["missing payload", { ...good, payload: undefined }, ResultCodes.badEnvelope],
+    ["bad side", { ...good, payload: { ...good.payload, side: "buy" } }, ResultCodes.badEnvelope],
+    [
+      "numeric price",
+      { ...good, payload: { ...good.payload, price: 100 } },
+      ResultCodes.badEnvelope,
+    ],
+    ["pairId zero", { ...good, pairId: 0 }, ResultCodes.badEnvelope],
+    [
+      "decimals out of range",
+      { ...good, payload: { ...good.payload, amountDecimals: 30 } },
+      ResultCodes.badEnvelope,
+    ],
+  ])("%s is refused without throwing", (_name, value, code) => {
+    const result = decodeCommand(value);
+    expect(result.ok).toBe(false);
+    if (!result.ok) {
+      expect(result.code).toBe(code);
+      expect(result.reason.length).toBeGreaterThan(0);
+    }
+  });
+
+  test("a refused command keeps its identifying fields for the reject event", () => {
+    const result = decodeCommand({ ...good, payload: { ...good.payload, side: "buy" } });
+    expect(result).toMatchObject({
+      ok: false,
+      commandId: good.commandId,
+      pairId: 1,
+      orderId: "o1",
+    });
+  });
+});

@@ -1,0 +1,74 @@
+/**
+ * Pure pieces of the outbox: envelope decoding (what is dead-lettered and why) and the
+ * retry backoff's bounds.
+ */
+import { describe, expect, test } from "bun:test";
+import { backoffCapMs, backoffDelayMs } from "../../src/outbox/backoff";
+import { decodeEntry, entryTimeMs } from "../../src/outbox/envelope";
+
+const good = JSON.stringify({
+  schemaVersion: 1,
+  eventId: "c1:0:order.rested.v1",
+  type: "order.rested.v1",
+  payload: {},
+});
+
+describe("decodeEntry", () => {
+  const cases: [string, string[], string | null][] = [
+    ["a valid envelope", ["event", good], null],
+    ["the event field after others", ["trace", "x", "event", good], null],
+    ["no event field", ["other", good], "no `event` field"],
+    ["bad JSON", ["event", "{oops"], "not JSON"],
+    ["a JSON array", ["event", "[1]"], "not a JSON object"],
+    ["no eventId", ["event", JSON.stringify({ type: "order.rested.v1" })], "no eventId"],
+    [
+      "an empty eventId",
+      ["event", JSON.stringify({ eventId: "", type: "order.rested.v1" })],
+      "no eventId",
+    ],
+    [
+      "an unknown type",
+      ["event", JSON.stringify({ eventId: "e", type: "order.exploded.v1" })],
+      "unknown event type",
+    ],
+    [
+      "a prototype key as type",
+      ["event", JSON.stringify({ eventId: "e", type: "toString" })],
+      "unknown event type",
+    ],
+  ];
+  for (const [name, fields, reason] of cases) {
+    test(name, () => {
+      const decoded = decodeEntry({ id: "1-0", fields });
+      if (reason === null) {
+        expect(decoded.ok).toBe(true);
+      } else {
+        expect(decoded.ok).toBe(false);
+        if (!decoded.ok) expect(decoded.reason).toContain(reason);
+      }
+    });
+  }
+
+  test("routes by type and keeps the raw bytes", () => {
+    const decoded = decodeEntry({ id: "1700000000000-3", fields: ["event", good] });
+    if (!decoded.ok) throw new Error(decoded.reason);
+    expect(decoded.event.exchange).toBe("messages:order:create");
+    expect(decoded.event.body.toString()).toBe(good);
+    expect(decoded.event.entryId).toBe("1700000000000-3");
+    expect(entryTimeMs(decoded.event.entryId)).toBe(1_700_000_000_000);
+  });
+});
+
+describe("backoffDelayMs", () => {
+  test("doubles from 100 ms with jitter between half and all of the ceiling", () => {
+    expect(backoffDelayMs(0, () => 0)).toBe(50);
+    expect(backoffDelayMs(0, () => 1)).toBe(100);
+    expect(backoffDelayMs(3, () => 1)).toBe(800);
+  });
+  test("is capped at 30 s however many attempts failed", () => {
+    for (const attempt of [9, 10, 50, 10_000]) {
+      expect(backoffDelayMs(attempt, () => 1)).toBe(backoffCapMs);
+      expect(backoffDelayMs(attempt, () => 0)).toBe(backoffCapMs / 2);
+    }
+  });
+});

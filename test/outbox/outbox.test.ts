@@ -1,0 +1,391 @@
+/**
+ * The outbox against real Valkey and RabbitMQ, run as a child process like in
+ * production: order per partition, at-least-once across kill -9 and broker outages,
+ * dead letters, self-healing after the stream is deleted, and the publishing lease.
+ * Every check dedups by messageId the way a consumer's inbox would.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import Redis from "ioredis";
+import { outboxConsumerGroup, partitionKeys } from "../../src/infra/valkey/keys";
+import { type TestStack, testStack, uniquePartition } from "../support/stack";
+import {
+  deletePartitionKeys,
+  eventually,
+  Inbox,
+  isRoutable,
+  metricNumber,
+  type OutboxProcess,
+  startOutbox,
+  startTcpProxy,
+  writeEvents,
+} from "./helpers";
+
+let stack: TestStack;
+let valkey: Redis;
+let cleanups: (() => Promise<unknown>)[] = [];
+
+beforeAll(async () => {
+  stack = await testStack();
+  valkey = new Redis(stack.datastoreUrl);
+});
+
+// Each test's outboxes, inboxes and proxies go away with it, so no binding outlives it.
+afterEach(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
+  cleanups = [];
+});
+
+afterAll(() => {
+  valkey.disconnect();
+});
+
+/** Starts an outbox that is killed at the end of the file even if a test fails. */
+async function outbox(
+  partition: number,
+  args: string[] = [],
+  env: Record<string, string> = {},
+  target: TestStack = stack,
+): Promise<OutboxProcess> {
+  const child = await startOutbox(target, partition, args, {
+    MATCHING_DURABILITY: "aof-replicated",
+    ...env,
+  });
+  cleanups.push(() => child.kill9());
+  return child;
+}
+
+async function inboxFor(partition: number): Promise<Inbox> {
+  const inbox = await Inbox.open(stack.brokerUrl, partition);
+  cleanups.push(() => inbox.close());
+  return inbox;
+}
+
+function streamLength(partition: number): Promise<number> {
+  return valkey.xlen(partitionKeys(partition).events);
+}
+
+describe("outbox", () => {
+  test("drains a backlog written before the group existed, in order, and shuts down cleanly", async () => {
+    const partition = uniquePartition();
+    await deletePartitionKeys(valkey, partition);
+    const inbox = await inboxFor(partition);
+    await writeEvents(valkey, partition, 0, 3000);
+    const child = await outbox(partition);
+    await inbox.waitFor(3000, 20_000);
+    await eventually("stream drained", async () => (await streamLength(partition)) === 0);
+    expect(inbox.duplicates).toBe(0);
+    expect(inbox.firstDeliveryOrderKept()).toBe(true);
+    // The offset header is the stream entry id, and entry ids increase along the stream.
+    const offsets = inbox.deliveries.map((d) => d.offset);
+    expect(offsets.every((id, i) => i === 0 || compareIds(offsets[i - 1]!, id) < 0)).toBe(true);
+    expect(inbox.deliveries[0]!.type).toBe("order.rested.v1");
+
+    const metrics = await child.metrics();
+    expect(metricNumber(metrics, "matching_outbox_events_published_total")).toBe(3000);
+    expect(metricNumber(metrics, "matching_outbox_pending")).toBe(0);
+    expect(metricNumber(metrics, "matching_outbox_stream_length")).toBe(0);
+    expect(metricNumber(metrics, "matching_outbox_lease_held")).toBe(1);
+    expect(metrics.matching_durability_policy).toEqual({ policy: "aof-replicated" });
+    const ready = await fetch(`http://127.0.0.1:${child.port}/readyz`);
+    expect(ready.status).toBe(200);
+
+    expect(await child.stop()).toBe(0);
+    // Graceful shutdown releases the lease so a successor need not wait for its TTL.
+    expect(await valkey.exists(partitionKeys(partition).outboxLease)).toBe(0);
+  }, 30_000);
+
+  test("--window 1 publishes and awaits each confirm, in order", async () => {
+    const partition = uniquePartition();
+    await deletePartitionKeys(valkey, partition);
+    const inbox = await inboxFor(partition);
+    await writeEvents(valkey, partition, 0, 300);
+    const child = await outbox(partition, ["--window", "1", "--read-count", "50"]);
+    await inbox.waitFor(300, 20_000);
+    expect(inbox.firstDeliveryOrderKept()).toBe(true);
+    expect(inbox.duplicates).toBe(0);
+    const metrics = await child.metrics();
+    expect(metricNumber(metrics, "matching_outbox_in_flight")).toBeLessThanOrEqual(1);
+    await child.stop();
+  }, 30_000);
+
+  test("malformed entries go to the dead letter with their fields and reason; the rest flows", async () => {
+    const partition = uniquePartition();
+    const keys = partitionKeys(partition);
+    await deletePartitionKeys(valkey, partition);
+    const inbox = await inboxFor(partition);
+    await writeEvents(valkey, partition, 0, 10);
+    await valkey.xadd(keys.events, "*", "event", "{not json");
+    await valkey.xadd(keys.events, "*", "other", "no event field");
+    await valkey.xadd(
+      keys.events,
+      "*",
+      "event",
+      JSON.stringify({ eventId: "x1", type: "order.exploded.v1" }),
+    );
+    await valkey.xadd(keys.events, "*", "event", JSON.stringify({ type: "order.rested.v1" }));
+    await writeEvents(valkey, partition, 10, 20);
+    const child = await outbox(partition);
+    await inbox.waitFor(20, 15_000);
+    await eventually("stream drained", async () => (await streamLength(partition)) === 0);
+    expect(inbox.firstDeliveryOrderKept()).toBe(true);
+    const dead = await valkey.xrange(keys.eventsDeadLetter, "-", "+");
+    expect(dead.length).toBe(4);
+    const fields = dead.map(([, flat]) => Object.fromEntries(pairs(flat)));
+    expect(fields[0]!.event).toBe("{not json");
+    expect(fields[0]!.reason).toContain("not JSON");
+    expect(fields[1]!.other).toBe("no event field");
+    expect(fields[2]!.reason).toContain("unknown event type");
+    expect(fields[3]!.reason).toContain("eventId");
+    expect(fields.every((f) => typeof f["source-id"] === "string")).toBe(true);
+    const metrics = await child.metrics();
+    expect(metricNumber(metrics, "matching_outbox_dead_letter_total")).toBe(4);
+    expect(metricNumber(metrics, "matching_outbox_publish_retries_total")).toBe(0);
+    await child.stop();
+  }, 30_000);
+
+  test("kill -9 after publishing but before XACK: republished with the same messageId, applied once", async () => {
+    const partition = uniquePartition();
+    const keys = partitionKeys(partition);
+    await deletePartitionKeys(valkey, partition);
+    // Fault injection with a real server feature: a datastore user that may do
+    // everything except XACK, so the first outbox publishes but can never acknowledge.
+    const user = `outbox-noack-${partition}`;
+    await valkey.call("ACL", "SETUSER", user, "on", ">pw", "~*", "&*", "+@all", "-xack");
+    cleanups.push(() => valkey.call("ACL", "DELUSER", user));
+    const noAckUrl = new URL(stack.datastoreUrl);
+    noAckUrl.username = user;
+    noAckUrl.password = "pw";
+    const inbox = await inboxFor(partition);
+    await writeEvents(valkey, partition, 0, 500);
+    const first = await outbox(
+      partition,
+      ["--claim-idle-ms", "300", "--lease-ttl-ms", "2000"],
+      {},
+      { ...stack, datastoreUrl: noAckUrl.toString() },
+    );
+    await inbox.waitFor(500, 15_000);
+    await first.kill9();
+    const pendingAtKill = (await valkey.call("XPENDING", keys.events, outboxConsumerGroup)) as [
+      number,
+    ];
+    expect(Number(pendingAtKill[0])).toBe(500);
+    expect(await streamLength(partition)).toBe(500);
+    const deliveriesBefore = inbox.deliveries.length;
+
+    const second = await outbox(partition, ["--claim-idle-ms", "300", "--lease-ttl-ms", "2000"]);
+    await eventually(
+      "stream drained after restart",
+      async () => (await streamLength(partition)) === 0,
+      20_000,
+    );
+    await eventually(
+      "redeliveries arrived",
+      () => inbox.deliveries.length >= deliveriesBefore + 500,
+    );
+    // Every event was republished under its own messageId; the inbox applied each once.
+    expect(inbox.byId.size).toBe(500);
+    const redelivered = inbox.deliveries.slice(deliveriesBefore);
+    expect(new Set(redelivered.map((d) => d.messageId)).size).toBe(500);
+    expect(redelivered.map((d) => d.seq)).toEqual([...Array(500).keys()]);
+    expect(inbox.firstDeliveryOrderKept()).toBe(true);
+    const metrics = await second.metrics();
+    expect(metricNumber(metrics, "matching_outbox_pending")).toBe(0);
+    expect(metricNumber(metrics, "matching_outbox_dead_letter_total")).toBe(0);
+    await second.stop();
+  }, 30_000);
+
+  test("kill -9 mid-drain and restart: nothing lost, first deliveries in order", async () => {
+    const partition = uniquePartition();
+    await deletePartitionKeys(valkey, partition);
+    const inbox = await inboxFor(partition);
+    await writeEvents(valkey, partition, 0, 10_000);
+    const first = await outbox(partition, ["--claim-idle-ms", "300", "--lease-ttl-ms", "2000"]);
+    await eventually("some events delivered", () => inbox.byId.size >= 2000);
+    await first.kill9();
+    await writeEvents(valkey, partition, 10_000, 11_000);
+    const second = await outbox(partition, ["--claim-idle-ms", "300", "--lease-ttl-ms", "2000"]);
+    await inbox.waitFor(11_000, 30_000);
+    await eventually("stream drained", async () => (await streamLength(partition)) === 0);
+    expect(inbox.firstDeliveryOrderKept()).toBe(true);
+    await second.stop();
+  }, 30_000);
+
+  test("broker connection lost mid-drain: retries with backoff, then everything arrives, nothing dead-lettered", async () => {
+    const partition = uniquePartition();
+    await deletePartitionKeys(valkey, partition);
+    const proxy = await startTcpProxy(stack.brokerUrl);
+    cleanups.push(() => proxy.close());
+    const inbox = await inboxFor(partition);
+    await writeEvents(valkey, partition, 0, 10_000);
+    const child = await outbox(partition, [], {}, { ...stack, brokerUrl: proxy.url });
+    await eventually("some events delivered", () => inbox.byId.size >= 1000);
+    proxy.outage(1500);
+    await eventually("not ready while the broker is away", async () => {
+      const ready = await fetch(`http://127.0.0.1:${child.port}/readyz`);
+      return ready.status === 503;
+    });
+    // /metrics keeps answering while the broker is unreachable.
+    expect(metricNumber(await child.metrics(), "matching_outbox_lease_held")).toBe(1);
+    await inbox.waitFor(10_000, 30_000);
+    await eventually("stream drained", async () => (await streamLength(partition)) === 0);
+    expect(inbox.firstDeliveryOrderKept()).toBe(true);
+    const metrics = await child.metrics();
+    expect(metricNumber(metrics, "matching_outbox_publish_retries_total")).toBeGreaterThan(0);
+    expect(metricNumber(metrics, "matching_outbox_dead_letter_total")).toBe(0);
+    expect((await fetch(`http://127.0.0.1:${child.port}/readyz`)).status).toBe(200);
+    await child.stop();
+  }, 30_000);
+
+  test("datastore connection lost mid-drain: reconnects and continues where the stream says", async () => {
+    const partition = uniquePartition();
+    await deletePartitionKeys(valkey, partition);
+    const proxy = await startTcpProxy(stack.datastoreUrl);
+    cleanups.push(() => proxy.close());
+    const inbox = await inboxFor(partition);
+    await writeEvents(valkey, partition, 0, 10_000);
+    const child = await outbox(partition, [], {}, { ...stack, datastoreUrl: proxy.url });
+    await eventually("some events delivered", () => inbox.byId.size >= 1000);
+    proxy.outage(1500);
+    // /metrics answers while the datastore is away (its datastore gauges keep their last values).
+    expect((await fetch(child.metricsUrl)).status).toBe(200);
+    await inbox.waitFor(10_000, 30_000);
+    await eventually("stream drained", async () => (await streamLength(partition)) === 0, 20_000);
+    expect(inbox.firstDeliveryOrderKept()).toBe(true);
+    expect(metricNumber(await child.metrics(), "matching_outbox_dead_letter_total")).toBe(0);
+    await child.stop();
+  }, 30_000);
+
+  test("unroutable events are retried, counted and reported as degraded until a queue is bound", async () => {
+    const exchange = "messages:order:reject";
+    // The contract's exchanges are shared by every test on this broker: run only when
+    // nothing else has a queue bound to this one right now.
+    if (await isRoutable(stack.brokerUrl, exchange)) {
+      console.warn(`skipping the unroutable check: something else is bound to ${exchange}`);
+      return;
+    }
+    const partition = uniquePartition();
+    await deletePartitionKeys(valkey, partition);
+    const inbox = await Inbox.open(stack.brokerUrl, partition, []);
+    cleanups.push(() => inbox.close());
+    await writeEvents(valkey, partition, 0, 50, "order.rejected.v1");
+    const child = await outbox(partition);
+    await eventually(
+      "unroutable counted",
+      async () => metricNumber(await child.metrics(), "matching_outbox_unroutable_total") > 0,
+    );
+    const degraded = (await (await fetch(`http://127.0.0.1:${child.port}/readyz`)).json()) as {
+      status: string;
+    };
+    expect(degraded.status).toBe("degraded");
+    expect(await streamLength(partition)).toBe(50);
+    await inbox.bind(exchange);
+    await inbox.waitFor(50, 20_000);
+    await eventually("stream drained", async () => (await streamLength(partition)) === 0);
+    expect(inbox.firstDeliveryOrderKept()).toBe(true);
+    const metrics = await child.metrics();
+    expect(metricNumber(metrics, "matching_outbox_publish_retries_total")).toBeGreaterThan(0);
+    expect(metricNumber(metrics, "matching_outbox_dead_letter_total")).toBe(0);
+    const ready = (await (await fetch(`http://127.0.0.1:${child.port}/readyz`)).json()) as {
+      status: string;
+    };
+    expect(ready.status).toBe("ready");
+    await child.stop();
+  }, 30_000);
+
+  test("stream and group deleted while running: /metrics stays up, the group is recreated, delivery continues", async () => {
+    const partition = uniquePartition();
+    const keys = partitionKeys(partition);
+    await deletePartitionKeys(valkey, partition);
+    const inbox = await inboxFor(partition);
+    await writeEvents(valkey, partition, 0, 100);
+    const child = await outbox(partition);
+    await inbox.waitFor(100, 15_000);
+    // What benchmark harnesses do: delete every key of the partition, lease included.
+    await deletePartitionKeys(valkey, partition);
+    const metrics = await child.metrics();
+    expect(metricNumber(metrics, "matching_outbox_pending")).toBe(0);
+    expect(metricNumber(metrics, "matching_outbox_stream_length")).toBe(0);
+    await writeEvents(valkey, partition, 100, 200);
+    await inbox.waitFor(200, 15_000);
+    await eventually("stream drained", async () => (await streamLength(partition)) === 0);
+    const groups = (await valkey.call("XINFO", "GROUPS", keys.events)) as unknown[][];
+    expect(groups.map((g) => g[1])).toEqual([outboxConsumerGroup]);
+    expect(inbox.firstDeliveryOrderKept()).toBe(true);
+    expect(metricNumber(await child.metrics(), "matching_outbox_dead_letter_total")).toBe(0);
+    await child.stop();
+  }, 30_000);
+
+  test("a holder that loses its lease stops publishing at once and resumes when it gets it back", async () => {
+    const partition = uniquePartition();
+    const keys = partitionKeys(partition);
+    await deletePartitionKeys(valkey, partition);
+    const inbox = await inboxFor(partition);
+    const child = await outbox(partition, ["--lease-ttl-ms", "1500"]);
+    await eventually(
+      "lease held",
+      async () => metricNumber(await child.metrics(), "matching_outbox_lease_held") === 1,
+    );
+    // Someone else now owns the lease (as after a partition heal): the renewal fails.
+    await valkey.set(keys.outboxLease, "someone-else", "PX", 3000);
+    await eventually(
+      "lease lost",
+      async () => metricNumber(await child.metrics(), "matching_outbox_lease_held") === 0,
+      5000,
+    );
+    await writeEvents(valkey, partition, 0, 50);
+    await Bun.sleep(700);
+    expect(inbox.deliveries.length).toBe(0);
+    await inbox.waitFor(50, 15_000);
+    expect(inbox.firstDeliveryOrderKept()).toBe(true);
+    await child.stop();
+  }, 30_000);
+
+  test("two outboxes on one partition: only the lease holder publishes; the standby takes over within the TTL", async () => {
+    const partition = uniquePartition();
+    await deletePartitionKeys(valkey, partition);
+    const inbox = await inboxFor(partition);
+    const args = ["--lease-ttl-ms", "2000", "--claim-idle-ms", "300"];
+    const a = await outbox(partition, args);
+    await eventually(
+      "a holds the lease",
+      async () => metricNumber(await a.metrics(), "matching_outbox_lease_held") === 1,
+    );
+    const b = await outbox(partition, args);
+    await writeEvents(valkey, partition, 0, 200);
+    await inbox.waitFor(200, 15_000);
+    const [ma, mb] = [await a.metrics(), await b.metrics()];
+    expect(metricNumber(ma, "matching_outbox_events_published_total")).toBe(200);
+    expect(metricNumber(mb, "matching_outbox_events_published_total")).toBe(0);
+    expect(metricNumber(mb, "matching_outbox_lease_held")).toBe(0);
+    const standby = (await (await fetch(`http://127.0.0.1:${b.port}/readyz`)).json()) as {
+      reasons: string[];
+    };
+    expect(standby.reasons[0]).toContain("standby");
+
+    await a.kill9();
+    const killedAt = Date.now();
+    await eventually(
+      "b takes the lease",
+      async () => metricNumber(await b.metrics(), "matching_outbox_lease_held") === 1,
+      5000,
+    );
+    const takeoverMs = Date.now() - killedAt;
+    expect(takeoverMs).toBeLessThan(2000 + 500);
+    await writeEvents(valkey, partition, 200, 400);
+    await inbox.waitFor(400, 15_000);
+    expect(inbox.firstDeliveryOrderKept()).toBe(true);
+    await b.stop();
+  }, 30_000);
+});
+
+function compareIds(a: string, b: string): number {
+  const [am, as] = a.split("-").map(Number) as [number, number];
+  const [bm, bs] = b.split("-").map(Number) as [number, number];
+  return am !== bm ? am - bm : as - bs;
+}
+
+function pairs(flat: string[]): [string, string][] {
+  const out: [string, string][] = [];
+  for (let i = 0; i + 1 < flat.length; i += 2) out.push([flat[i]!, flat[i + 1]!]);
+  return out;
+}
