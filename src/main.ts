@@ -90,7 +90,10 @@ async function main(argv: string[]): Promise<number> {
       const { runBench, benchBoundaries } = await import("./bench/run");
       const [boundary, ...extra] = args.positionals;
       if (boundary === undefined || !benchBoundaries.includes(boundary)) {
-        fail(boundary === undefined ? "bench needs a boundary" : `unknown boundary ${boundary}`, usage);
+        fail(
+          boundary === undefined ? "bench needs a boundary" : `unknown boundary ${boundary}`,
+          usage,
+        );
       }
       if (extra.length > 0) fail(`unexpected argument ${extra[0]}`, usage);
       return runBench(boundary, {
@@ -122,12 +125,16 @@ async function runStackCommand(
 ): Promise<number> {
   const [action, ...extra] = positionals;
   const dir = flags.get("--dir");
-  if (!action || !["up", "down", "status"].includes(action)) fail("stack needs up, down or status", usage);
+  if (!action || !["up", "down", "status"].includes(action))
+    fail("stack needs up, down or status", usage);
   if (extra.length > 0) fail(`unexpected argument ${extra[0]}`, usage);
   if (!dir) fail("stack needs --dir DIR", usage);
   const stack = await import("./stack/index");
   if (action === "up") {
-    const info = await stack.stackUp({ dir, log: (line) => process.stderr.write(`stack: ${line}\n`) });
+    const info = await stack.stackUp({
+      dir,
+      log: (line) => process.stderr.write(`stack: ${line}\n`),
+    });
     process.stdout.write(
       `MATCHING_DATASTORE_URL=${info.datastoreUrl}\nMATCHING_REPLICA_URL=${info.replicaUrl}\nMATCHING_BROKER_URL=${info.brokerUrl}\n`,
     );
@@ -151,7 +158,9 @@ main(process.argv.slice(2)).then(
       process.stderr.write(`matchd: ${error.message}\n`);
       process.exit(3);
     }
-    process.stderr.write(`matchd: fatal: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.stderr.write(
+      `matchd: fatal: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
     process.exit(1);
   },
 );

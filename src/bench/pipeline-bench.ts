@@ -96,7 +96,9 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
   const receivedEvents = new Int32Array(bodies.length);
   const lastEventAt = new Float64Array(bodies.length);
   const indexOf = new Map<string, number>();
-  ids.forEach((id, i) => indexOf.set(id, i));
+  ids.forEach((id, i) => {
+    indexOf.set(id, i);
+  });
 
   const latency = new LatencyHistogram();
   const replyLatency = new LatencyHistogram();
@@ -125,7 +127,8 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
     perSecond[second]!.hist.record(ns);
   };
   const isComplete = (i: number) =>
-    repliedAt[i]! > 0 && (!wantEvents || (expectedEvents[i]! >= 0 && receivedEvents[i]! >= expectedEvents[i]!));
+    repliedAt[i]! > 0 &&
+    (!wantEvents || (expectedEvents[i]! >= 0 && receivedEvents[i]! >= expectedEvents[i]!));
 
   const replyQueue = (await consumer.assertQueue("", { exclusive: true, autoDelete: true })).queue;
   await consumer.consume(
@@ -209,7 +212,11 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
     for (let i = 0; i < timedFrom; i++) await publish(i);
     await waitFor("warm-up commands", () => completed >= timedFrom, 120_000);
     if (wantEvents) {
-      await waitFor("warm-up events drained", async () => (await valkey.xlen(keys.events)) === 0, 60_000);
+      await waitFor(
+        "warm-up events drained",
+        async () => (await valkey.xlen(keys.events)) === 0,
+        60_000,
+      );
     }
   }
   const baseConductor = await fetchMetrics(options.conductorUrl);
@@ -229,7 +236,11 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
           valkey.xlen(keys.events),
           valkey.info("replication"),
         ]);
-        samples.push({ t: (performance.now() - timedStart) / 1000, queueDepth: depth.messageCount, streamLength: xlen });
+        samples.push({
+          t: (performance.now() - timedStart) / 1000,
+          queueDepth: depth.messageCount,
+          streamLength: xlen,
+        });
         minReplicas = Math.min(minReplicas, Number(parseInfo(info).get("connected_slaves") ?? 0));
       } catch {
         // A failed sample is a gap, not a failure of the run.
@@ -260,7 +271,10 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
           continue;
         }
         // Latency counts from the scheduled time, not the actual send: no coordinated omission.
-        while (i < bodies.length && timedStart + (i - timedFrom) * intervalMs <= performance.now()) {
+        while (
+          i < bodies.length &&
+          timedStart + (i - timedFrom) * intervalMs <= performance.now()
+        ) {
           await publish(i);
           sentAt[i] = timedStart + (i - timedFrom) * intervalMs;
           i++;
@@ -268,9 +282,17 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
       }
     }
     await publisher.waitForConfirms();
-    await waitFor("every command's durable result", () => completedTimed >= options.commands, 600_000);
+    await waitFor(
+      "every command's durable result",
+      () => completedTimed >= options.commands,
+      600_000,
+    );
     if (wantEvents) {
-      await waitFor("the events stream drained", async () => (await valkey.xlen(keys.events)) === 0, 120_000);
+      await waitFor(
+        "the events stream drained",
+        async () => (await valkey.xlen(keys.events)) === 0,
+        120_000,
+      );
     }
   } finally {
     clearInterval(progressTimer);
@@ -330,7 +352,10 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
     }
     check("remainingBookDepth", depth, depth === 0);
   }
-  const digest = (await fetch(`${options.conductorUrl}/digest`).then((r) => r.json(), () => ({}))) as {
+  const digest = (await fetch(`${options.conductorUrl}/digest`).then(
+    (r) => r.json(),
+    () => ({}),
+  )) as {
     digest?: string;
     restingOrders?: number;
   };
@@ -354,7 +379,8 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
   const stages: Record<string, unknown> = {};
   for (const key of stageKeys) stages[key] = conductor[key];
   stages.matching_batch_size = conductor.matching_batch_size;
-  if (options.outboxUrl) stages.matching_outbox_confirm_latency_seconds = outbox.matching_outbox_confirm_latency_seconds;
+  if (options.outboxUrl)
+    stages.matching_outbox_confirm_latency_seconds = outbox.matching_outbox_confirm_latency_seconds;
 
   await connection.close().catch(() => undefined);
   valkey.disconnect();

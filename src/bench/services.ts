@@ -52,10 +52,17 @@ export async function ensureStack(options: {
 }): Promise<BenchStack> {
   const { config } = options;
   if (options.datastoreGiven && options.brokerGiven) {
-    return { datastoreUrl: config.datastoreUrl, brokerUrl: config.brokerUrl, privateStack: false, teardown: async () => {} };
+    return {
+      datastoreUrl: config.datastoreUrl,
+      brokerUrl: config.brokerUrl,
+      privateStack: false,
+      teardown: async () => {},
+    };
   }
   if (options.datastoreGiven !== options.brokerGiven) {
-    throw new Error("give both MATCHING_DATASTORE_URL and MATCHING_BROKER_URL, or neither (a private stack is started)");
+    throw new Error(
+      "give both MATCHING_DATASTORE_URL and MATCHING_BROKER_URL, or neither (a private stack is started)",
+    );
   }
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), "matchd-bench-"));
   options.progress(`starting private stack in ${dir}`);
@@ -81,7 +88,10 @@ export async function startService(
   progress: (line: string) => void,
 ): Promise<ServiceProcess> {
   const port = await freePort();
-  const args = Object.entries({ ...flags, "--http-port": port }).flatMap(([flag, value]) => [flag, String(value)]);
+  const args = Object.entries({ ...flags, "--http-port": port }).flatMap(([flag, value]) => [
+    flag,
+    String(value),
+  ]);
   const child = Bun.spawn([...selfCommand(), name, ...args], {
     stdout: "ignore",
     stderr: "pipe",
@@ -115,9 +125,14 @@ export async function startService(
   const deadline = Date.now() + 60_000;
   for (;;) {
     if (child.exitCode !== null) {
-      throw new Error(`${name} exited with ${child.exitCode} before it was ready:\n${logTail.join("\n")}`);
+      throw new Error(
+        `${name} exited with ${child.exitCode} before it was ready:\n${logTail.join("\n")}`,
+      );
     }
-    const ready = await fetch(`${url}/readyz`).then((r) => r.status === 200, () => false);
+    const ready = await fetch(`${url}/readyz`).then(
+      (r) => r.status === 200,
+      () => false,
+    );
     if (ready) return service;
     if (Date.now() > deadline) {
       child.kill("SIGKILL");

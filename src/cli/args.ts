@@ -15,7 +15,12 @@ export function parseArgs(
   valued: ReadonlySet<string>,
   booleans: ReadonlySet<string>,
 ): ParsedArgs {
-  const parsed: ParsedArgs = { positionals: [], flags: new Map(), switches: new Set(), unknown: [] };
+  const parsed: ParsedArgs = {
+    positionals: [],
+    flags: new Map(),
+    switches: new Set(),
+    unknown: [],
+  };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (!arg.startsWith("--") || arg === "--") {

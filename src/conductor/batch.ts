@@ -3,6 +3,8 @@
  * round trip, apply them in order through the domain, stage every write in one fenced
  * atomic commit, then wait for the durability policy. Nothing is acknowledged here.
  */
+
+import type { Config } from "../config/schema";
 import {
   type CommandEnvelope,
   type CommandOutcome,
@@ -11,7 +13,6 @@ import {
   type MatchingEngine,
   ResultCodes,
 } from "../domain/index";
-import type { Config } from "../config/schema";
 import { decodeBody } from "../infra/amqp/codec";
 import type { PartitionKeys } from "../infra/valkey/keys";
 import { CommitBuilder } from "./commit-script";
@@ -51,7 +52,10 @@ export interface BatchContext {
 }
 
 /** Applies, commits and makes durable one batch; throws on any commit or durability failure. */
-export async function commitBatch(context: BatchContext, deliveries: readonly Delivery[]): Promise<BatchItem[]> {
+export async function commitBatch(
+  context: BatchContext,
+  deliveries: readonly Delivery[],
+): Promise<BatchItem[]> {
   const { config, engine, store, keys, metrics } = context;
   const t0 = performance.now();
   const decoded = deliveries.map((delivery) => decodeDelivery(context, delivery));
@@ -90,7 +94,9 @@ export async function commitBatch(context: BatchContext, deliveries: readonly De
     const earlier = stored.get(commandId) ?? batchResults.get(commandId);
     if (earlier !== undefined) {
       // A redelivery: the stored result, untouched book, after this batch's durability wait.
-      const ownEvents = batchResults.has(commandId) ? undefined : context.unacknowledged.get(commandId);
+      const ownEvents = batchResults.has(commandId)
+        ? undefined
+        : context.unacknowledged.get(commandId);
       batchResults.set(commandId, earlier);
       if (ownEvents !== undefined) {
         // This process committed it but never acknowledged it: count it now, once.
@@ -130,7 +136,8 @@ export async function commitBatch(context: BatchContext, deliveries: readonly De
 
   // A batch of pure redeliveries still writes one marker, so that WAITAOF covers the
   // offset of whatever an earlier owner wrote before it died.
-  if (batch.empty) batch.setWithTtl(`${keys.prefix}conductor-heartbeat`, String(context.epoch), 3600);
+  if (batch.empty)
+    batch.setWithTtl(`${keys.prefix}conductor-heartbeat`, String(context.epoch), 3600);
   await store.commit(batch);
   // Forgotten again once the batch is acknowledged (see Conductor.process).
   for (const [commandId, count] of committed) context.unacknowledged.set(commandId, count);
@@ -154,13 +161,21 @@ export async function commitBatch(context: BatchContext, deliveries: readonly De
 }
 
 function countOutcome(
-  tally: { accepted: number; rejected: number; duplicates: number; rested: number; cancelled: number; filled: number },
+  tally: {
+    accepted: number;
+    rejected: number;
+    duplicates: number;
+    rested: number;
+    cancelled: number;
+    filled: number;
+  },
   result: CommandResult,
 ): void {
   if (result.status === "accepted") tally.accepted++;
   else if (result.status === "rejected") tally.rejected++;
   else tally.duplicates++;
-  if (result.orderStatus === "rested" || result.orderStatus === "partially-filled-rested") tally.rested++;
+  if (result.orderStatus === "rested" || result.orderStatus === "partially-filled-rested")
+    tally.rested++;
   else if (result.orderStatus === "filled") tally.filled++;
   else if (result.orderStatus === "cancelled") tally.cancelled++;
 }
@@ -173,7 +188,10 @@ function decodeDelivery(context: BatchContext, delivery: Delivery): Decoded {
   if (!decoded.ok) {
     const { commandId } = decoded;
     if (commandId === undefined) {
-      return { kind: "unreadable", reason: `no readable commandId: ${decoded.code} ${decoded.reason}` };
+      return {
+        kind: "unreadable",
+        reason: `no readable commandId: ${decoded.code} ${decoded.reason}`,
+      };
     }
     return {
       kind: "invalid",
@@ -182,7 +200,8 @@ function decodeDelivery(context: BatchContext, delivery: Delivery): Decoded {
         engine.reject(
           {
             commandId,
-            correlationId: decoded.correlationId ?? delivery.message.properties.correlationId ?? commandId,
+            correlationId:
+              decoded.correlationId ?? delivery.message.properties.correlationId ?? commandId,
             partition: config.partition,
             pairId: decoded.pairId,
             submittedAt: decoded.submittedAt,
@@ -198,7 +217,8 @@ function decodeDelivery(context: BatchContext, delivery: Delivery): Decoded {
   // The AMQP timestamp (epoch ms, set by the publisher) rather than submittedAt, which
   // deterministic workloads stamp with a fixed past epoch.
   const publishedMs = Number(delivery.message.properties.timestamp);
-  if (publishedMs > 1e12) metrics.queueWait.observe(Math.max(0, delivery.receivedAtMs - publishedMs) / 1000);
+  if (publishedMs > 1e12)
+    metrics.queueWait.observe(Math.max(0, delivery.receivedAtMs - publishedMs) / 1000);
   const ownPartition = command.partition === config.partition;
   const pairPartition = command.pairId % config.partitionCount === config.partition;
   if (!ownPartition || !pairPartition) {

@@ -12,7 +12,7 @@ import type { PartitionKeys } from "../infra/valkey/keys";
 import { type BatchItem, commitBatch } from "./batch";
 import type { CommandConsumer, Delivery } from "./consumer";
 import type { ConductorMetrics } from "./metrics";
-import { FencedError, type ConductorStore } from "./store";
+import { type ConductorStore, FencedError } from "./store";
 
 const unacknowledgedMax = 100_000;
 
@@ -68,7 +68,11 @@ export class Conductor {
     this.metrics.bookLoadSeconds.set(seconds);
     this.metrics.reloads.inc();
     this.loaded = true;
-    this.log.info("books loaded from valkey", { restingOrders: orders.length, seconds, digest: this.engine.digest() });
+    this.log.info("books loaded from valkey", {
+      restingOrders: orders.length,
+      seconds,
+      digest: this.engine.digest(),
+    });
   }
 
   start(): void {
@@ -124,7 +128,10 @@ export class Conductor {
     if (deadLetters.length > 0) {
       try {
         await this.consumer.deadLetter(
-          deadLetters.map((item) => ({ message: item.delivery.message, reason: item.deadLetterReason! })),
+          deadLetters.map((item) => ({
+            message: item.delivery.message,
+            reason: item.deadLetterReason!,
+          })),
         );
       } catch (error) {
         // The commit is durable; requeued commands come back as redeliveries.
@@ -132,16 +139,20 @@ export class Conductor {
         return;
       }
     }
-    if (this.consumer.ack(batch)) {
-      for (const item of items) if (item.commandId !== undefined) this.unacknowledged.delete(item.commandId);
-    } else {
-      this.log.warn("batch committed but its channel is gone; it will be redelivered", { commands: batch.length });
+    if (!this.consumer.ack(batch)) {
+      this.log.warn("batch committed but its channel is gone; it will be redelivered", {
+        commands: batch.length,
+      });
     }
+    // Counted below, once: a later redelivery of these is a duplicate.
+    for (const item of items)
+      if (item.commandId !== undefined) this.unacknowledged.delete(item.commandId);
     if (this.unacknowledged.size > unacknowledgedMax) this.unacknowledged.clear();
     const now = Date.now();
     let fresh = 0;
     for (const item of items) {
-      if (item.resultJson !== undefined) this.consumer.reply(item.delivery.message, item.resultJson);
+      if (item.resultJson !== undefined)
+        this.consumer.reply(item.delivery.message, item.resultJson);
       if (item.fresh) fresh++;
       this.metrics.commandLatency.observe((now - item.delivery.receivedAtMs) / 1000);
     }

@@ -28,18 +28,28 @@ export function resolveConfig(
     }
   }
   const { partition, partitionCount } = values;
-  if (typeof partition === "number" && typeof partitionCount === "number" && partition >= partitionCount) {
+  if (
+    typeof partition === "number" &&
+    typeof partitionCount === "number" &&
+    partition >= partitionCount
+  ) {
     problems.push(
       `MATCHING_PARTITION (--partition): got ${partition}; accepted: below MATCHING_PARTITION_COUNT (${partitionCount})`,
     );
   }
   // Every setting parsed, so the record now has exactly the Config shape.
-  return problems.length === 0 ? { ok: true, config: values as unknown as Config } : { ok: false, problems };
+  return problems.length === 0
+    ? { ok: true, config: values as unknown as Config }
+    : { ok: false, problems };
 }
 
 /** A redacted view of the config for start-up logs and bench reports. */
 export function describeConfig(config: Config): Record<string, unknown> {
-  return { ...config, brokerUrl: redactUrl(config.brokerUrl), datastoreUrl: redactUrl(config.datastoreUrl) };
+  return {
+    ...config,
+    brokerUrl: redactUrl(config.brokerUrl),
+    datastoreUrl: redactUrl(config.datastoreUrl),
+  };
 }
 
 export function redactUrl(value: string): string {

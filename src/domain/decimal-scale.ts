@@ -1,5 +1,6 @@
-// Exact money arithmetic on scaled bigints: parse contract decimal strings, format them back in
-// canonical form. Floating point never touches a price or a volume.
+// Exact money arithmetic on scaled integers: parse contract decimal strings, format them back in
+// canonical form. A scaled value is a number while it is a safe integer and a bigint beyond that,
+// so the common case runs on plain integer arithmetic and large values stay exact.
 
 /** Largest number of decimals a pair may declare; 10^18 keeps every scale inside one bigint table. */
 export const MAX_DECIMALS = 18;
@@ -10,6 +11,9 @@ export const MAX_DECIMALS = 18;
 export const MAX_INTEGER_DIGITS = 15;
 /** Longer strings are refused before any digit is looked at. */
 const MAX_STRING_LENGTH = 64;
+
+const SAFE = Number.MAX_SAFE_INTEGER;
+const SAFE_BIG = BigInt(SAFE);
 
 const pow10: bigint[] = [];
 for (let i = 0, value = 1n; i <= 3 * MAX_DECIMALS + MAX_INTEGER_DIGITS; i++, value *= 10n) {
@@ -40,6 +44,12 @@ export interface DecimalError {
  * because they do not change the value. Refused: signs, exponents, whitespace, empty parts.
  */
 export function parseScaled(text: unknown, decimals: number): bigint | DecimalError {
+  const value = parseScaledValue(text, decimals);
+  return typeof value === "number" ? BigInt(value) : value;
+}
+
+/** parseScaled for the engine: the same checks and value, as a canonical `Scaled`. */
+export function parseScaledValue(text: unknown, decimals: number): Scaled | DecimalError {
   if (typeof text !== "string") return { problem: "bad-decimal", reason: "not a string" };
   const length = text.length;
   if (length === 0) return { problem: "bad-decimal", reason: "empty" };
@@ -77,16 +87,17 @@ export function parseScaled(text: unknown, decimals: number): bigint | DecimalEr
     // small is the digits without the point, i.e. value × 10^fractionDigits.
     if (fractionDigits <= decimals) {
       const scaled = small * pow10Number[decimals - fractionDigits]!;
-      // One bigint conversion instead of a bigint multiply whenever the product stays exact.
-      if (scaled <= Number.MAX_SAFE_INTEGER) return BigInt(scaled);
-      return BigInt(small) * pow10n(decimals - fractionDigits);
+      // A product at most MAX_SAFE_INTEGER is exact (rounding is monotonic, 2^53 is a double).
+      if (scaled <= SAFE) return scaled;
+      return narrow(BigInt(small) * pow10n(decimals - fractionDigits));
     }
-    return BigInt(small) / pow10n(fractionDigits - decimals);
+    // The dropped fraction digits are zeros (checked above), so the quotient is an exact integer.
+    return small / pow10Number[fractionDigits - decimals]!;
   }
   const plain = dot < 0 ? text : text.slice(0, dot) + text.slice(dot + 1);
   const raw = BigInt(plain);
-  if (fractionDigits <= decimals) return raw * pow10n(decimals - fractionDigits);
-  return raw / pow10n(fractionDigits - decimals);
+  if (fractionDigits <= decimals) return narrow(raw * pow10n(decimals - fractionDigits));
+  return narrow(raw / pow10n(fractionDigits - decimals));
 }
 
 function classifyBadCharacter(text: string, c: number): DecimalError {
@@ -96,29 +107,35 @@ function classifyBadCharacter(text: string, c: number): DecimalError {
   return { problem: "bad-decimal", reason: "not a plain decimal number" };
 }
 
-/** Per-scale caches keyed by the value as a double (exact below 2^53), which hashes faster than a bigint. */
+/** Per-scale caches keyed by the value as a number, which hashes faster than a bigint. */
 const formatCaches: Map<number, string>[] = [];
-const SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
 /**
  * Canonical decimal text of a scaled integer: no exponent, no trailing fraction zeros, no point
- * when the value is whole. Small values are cached per scale because the hot path formats the
- * same volumes and prices over and over.
+ * when the value is whole.
  */
 export function formatScaled(value: bigint, decimals: number): string {
-  if (value > SAFE || value < 0n) return formatUncached(value, decimals);
+  return formatValue(narrow(value), decimals);
+}
+
+/**
+ * formatScaled for a canonical `Scaled`. Safe values are cached per scale because the hot path
+ * formats the same volumes and prices over and over.
+ */
+export function formatValue(value: Scaled, decimals: number): string {
+  if (typeof value !== "number" || value < 0) return formatDigits(value.toString(), decimals);
   let cache = formatCaches[decimals];
   if (cache === undefined) {
     cache = new Map();
     formatCaches[decimals] = cache;
   }
-  const key = Number(value);
-  const hit = cache.get(key);
+  const hit = cache.get(value);
   if (hit !== undefined) return hit;
-  const text = formatUncached(value, decimals);
+  // A safe integer prints as plain digits (no exponent below 10^21).
+  const text = formatDigits(String(value), decimals);
   // A bounded cache: clearing it wholesale keeps memory flat without LRU bookkeeping.
   if (cache.size >= 4096) cache.clear();
-  cache.set(key, text);
+  cache.set(value, text);
   return text;
 }
 
@@ -133,9 +150,10 @@ export function isCanonicalDecimal(text: string): boolean {
   return text.charCodeAt(length - 1) !== 48;
 }
 
-function formatUncached(value: bigint, decimals: number): string {
-  const negative = value < 0n;
-  const digits = (negative ? -value : value).toString();
+/** Formats the decimal digits of a scaled integer (with an optional leading minus sign). */
+function formatDigits(signed: string, decimals: number): string {
+  const negative = signed.charCodeAt(0) === 45;
+  const digits = negative ? signed.slice(1) : signed;
   let text: string;
   if (decimals === 0) {
     text = digits;
@@ -148,4 +166,64 @@ function formatUncached(value: bigint, decimals: number): string {
     text = end === cut ? padded.slice(0, cut) : `${padded.slice(0, cut)}.${padded.slice(cut, end)}`;
   }
   return negative ? `-${text}` : text;
+}
+
+/**
+ * A scaled integer in canonical form: a number when it is a safe integer, else a bigint. Every
+ * engine value is kept canonical, so `===` compares values; `<` and friends are exact across the
+ * two types. Arithmetic goes through the helpers below, which stay on numbers while the exact
+ * result is safe and fall back to bigints otherwise.
+ */
+export type Scaled = number | bigint;
+
+/** The canonical form of an integer value. */
+export function narrow(value: bigint): Scaled {
+  return value <= SAFE_BIG && value >= -SAFE_BIG ? Number(value) : value;
+}
+
+// For safe integer operands, a double result within ±MAX_SAFE_INTEGER is the exact result: the
+// exact result is an integer, rounding is monotonic and ±2^53 are doubles, so an exact result
+// beyond the safe range can never round back into it.
+
+export function addScaled(a: Scaled, b: Scaled): Scaled {
+  if (typeof a === "number" && typeof b === "number") {
+    const sum = a + b;
+    return sum;
+  }
+  return narrow(BigInt(a) + BigInt(b));
+}
+
+export function subScaled(a: Scaled, b: Scaled): Scaled {
+  if (typeof a === "number" && typeof b === "number") {
+    const difference = a - b;
+    if (difference <= SAFE && difference >= -SAFE) return difference;
+  }
+  return narrow(BigInt(a) - BigInt(b));
+}
+
+export function mulScaled(a: Scaled, b: Scaled): Scaled {
+  if (typeof a === "number" && typeof b === "number") {
+    const product = a * b;
+    if (product <= SAFE && product >= -SAFE) return product;
+  }
+  return narrow(BigInt(a) * BigInt(b));
+}
+
+/** floor(a / b) for a >= 0 and b > 0, like bigint division. */
+export function divScaled(a: Scaled, b: Scaled): Scaled {
+  if (typeof a === "number" && typeof b === "number") {
+    // The remainder of two safe integers is exact, and so is dividing a multiple of b by b.
+    const remainder = a % b;
+    return (a - remainder) / b;
+  }
+  return narrow(BigInt(a) / BigInt(b));
+}
+
+const pow10Scaled: Scaled[] = pow10.map(narrow);
+
+/** 10^n as a canonical `Scaled` (n between 0 and 69). */
+export function pow10Value(n: number): Scaled {
+  const value = pow10Scaled[n];
+  if (value === undefined) throw new RangeError(`pow10Value(${n}) outside table`);
+  return value;
 }

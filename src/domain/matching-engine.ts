@@ -1,7 +1,17 @@
 // The single-threaded matching engine: applies one command at a time to in-memory books and
 // returns events, book changes and a result. No I/O, no clock, no randomness.
 
-import { formatScaled, isCanonicalDecimal, parseScaled, pow10n } from "./decimal-scale";
+import {
+  addScaled,
+  divScaled,
+  formatValue,
+  isCanonicalDecimal,
+  mulScaled,
+  parseScaledValue,
+  pow10Value,
+  type Scaled,
+  subScaled,
+} from "./decimal-scale";
 import { digestOrders } from "./digest";
 import { type CancelReason, EventLog, type EventSource } from "./events";
 import { invariant, MatchingInvariantError } from "./invariant-error";
@@ -50,16 +60,16 @@ interface Taker {
   userId: string;
   side: Side;
   limit: boolean;
-  price: bigint;
+  price: Scaled;
   priceText: string;
-  remaining: bigint;
+  remaining: Scaled;
   remainingText: string;
-  budget: bigint;
+  budget: Scaled;
   quoteSized: boolean;
-  executed: bigint;
-  volumeTotal: bigint;
+  executed: Scaled;
+  volumeTotal: Scaled;
   volumeTotalText: string;
-  accepted: bigint;
+  accepted: Scaled;
   timestamp: number;
 }
 
@@ -170,18 +180,18 @@ export class MatchingEngine {
       limit,
       price: parsed.price,
       priceText: limit ? canonicalText(payload.price, parsed.price, payload.priceDecimals) : "0",
-      remaining: parsed.quoteSized ? 0n : parsed.volume,
+      remaining: parsed.quoteSized ? 0 : parsed.volume,
       remainingText: parsed.quoteSized
         ? "0"
         : canonicalText(payload.volume, parsed.volume, decimals),
       budget: parsed.quoteVolume,
       quoteSized: parsed.quoteSized,
-      executed: 0n,
+      executed: 0,
       volumeTotal: parsed.volumeTotal,
       volumeTotalText:
         payload.volumeTotal === payload.volume && !parsed.quoteSized
           ? canonicalText(payload.volume, parsed.volume, decimals)
-          : formatScaled(parsed.volumeTotal, decimals),
+          : formatValue(parsed.volumeTotal, decimals),
       accepted: parsed.volume,
       timestamp: payload.timestamp,
     };
@@ -195,7 +205,7 @@ export class MatchingEngine {
     }
 
     const stpStopped = this.sweep(book, taker, parsed, payload.amountDecimals, log, changes);
-    const complete = taker.quoteSized ? taker.budget === 0n : taker.remaining === 0n;
+    const complete = taker.quoteSized ? taker.budget === 0 : taker.remaining === 0;
     if (complete) {
       return this.finishTaker(command, taker, log, changes, "filled", ResultCodes.filled);
     }
@@ -247,7 +257,7 @@ export class MatchingEngine {
         if (done) return false;
         // A quote-sized taker can leave the maker partly filled with budget left over (quote
         // rounding returns a little); retry the same maker so FIFO priority holds.
-        if (maker.remaining === 0n) maker = next;
+        if (maker.remaining === 0) maker = next;
       }
     }
     return false;
@@ -266,36 +276,38 @@ export class MatchingEngine {
     const price = maker.price;
     // Quote arithmetic uses the maker's precisions (a pair's orders share them).
     const scaleShift = maker.priceDecimals + maker.amountDecimals;
-    let volume: bigint;
+    let volume: Scaled;
     if (taker.quoteSized) {
       // Round the affordable volume down so the quote spent never exceeds the budget.
-      const affordable =
-        (taker.budget * pow10n(scaleShift)) / (price * pow10n(maker.quoteDecimals));
-      // biome-ignore lint/complexity/useMathMinMax: Math.min does not accept bigints.
+      const affordable = divScaled(
+        mulScaled(taker.budget, pow10Value(scaleShift)),
+        mulScaled(price, pow10Value(maker.quoteDecimals)),
+      );
       volume = affordable < maker.remaining ? affordable : maker.remaining;
-      if (volume === 0n) return true;
+      if (volume === 0) return true;
     } else {
-      // biome-ignore lint/complexity/useMathMinMax: Math.min does not accept bigints.
       volume = taker.remaining < maker.remaining ? taker.remaining : maker.remaining;
     }
-    const quote = (price * volume * pow10n(maker.quoteDecimals)) / pow10n(scaleShift);
+    const quote = quoteOf(price, volume, maker.quoteDecimals, scaleShift);
     const makerBefore = maker.remaining;
     const takerBefore = taker.quoteSized ? taker.executed : taker.remaining;
-    maker.remaining = makerBefore - volume;
-    level.total -= volume;
-    taker.executed += volume;
-    if (taker.quoteSized) taker.budget -= quote;
-    else taker.remaining -= volume;
+    maker.remaining = subScaled(makerBefore, volume);
+    level.total = subScaled(level.total, volume);
+    taker.executed = addScaled(taker.executed, volume);
+    if (taker.quoteSized) taker.budget = subScaled(taker.budget, quote);
+    else taker.remaining = subScaled(taker.remaining, volume);
     const takerAfter = taker.quoteSized ? taker.executed : taker.remaining;
     // Conservation: both sides move by the same positive amount and nothing goes negative.
     if (
-      volume <= 0n ||
-      maker.remaining < 0n ||
-      taker.remaining < 0n ||
-      taker.budget < 0n ||
-      level.total < 0n ||
-      makerBefore - maker.remaining !==
-        (taker.quoteSized ? takerAfter - takerBefore : takerBefore - takerAfter) ||
+      volume <= 0 ||
+      maker.remaining < 0 ||
+      taker.remaining < 0 ||
+      taker.budget < 0 ||
+      level.total < 0 ||
+      subScaled(makerBefore, maker.remaining) !==
+        (taker.quoteSized
+          ? subScaled(takerAfter, takerBefore)
+          : subScaled(takerBefore, takerAfter)) ||
       (!taker.quoteSized && taker.executed > taker.accepted)
     ) {
       throw new MatchingInvariantError(
@@ -308,13 +320,13 @@ export class MatchingEngine {
         ? maker.remainingText
         : volume === takerBefore && !taker.quoteSized
           ? taker.remainingText
-          : formatScaled(volume, amountDecimals);
-    const quoteText = formatScaled(quote, maker.quoteDecimals);
-    const makerDone = maker.remaining === 0n;
-    maker.remainingText = makerDone ? "0" : formatScaled(maker.remaining, maker.amountDecimals);
+          : formatValue(volume, amountDecimals);
+    const quoteText = formatValue(quote, maker.quoteDecimals);
+    const makerDone = maker.remaining === 0;
+    maker.remainingText = makerDone ? "0" : formatValue(maker.remaining, maker.amountDecimals);
     if (!taker.quoteSized) {
       taker.remainingText =
-        taker.remaining === 0n ? "0" : formatScaled(taker.remaining, amountDecimals);
+        taker.remaining === 0 ? "0" : formatValue(taker.remaining, amountDecimals);
     }
     const makerState = toRestingOrder(maker);
     if (makerDone) {
@@ -338,7 +350,7 @@ export class MatchingEngine {
       fillVolume: volumeText,
       fillQuoteVolume: quoteText,
     });
-    const takerDone = taker.quoteSized ? taker.budget === 0n : taker.remaining === 0n;
+    const takerDone = taker.quoteSized ? taker.budget === 0 : taker.remaining === 0;
     if (takerDone) {
       log.push("order.filled.v1", {
         orderId: taker.id,
@@ -390,7 +402,10 @@ export class MatchingEngine {
       price: maker.priceText,
       volume: state.volume,
       volumeTotal: maker.volumeTotalText,
-      executedVolume: formatScaled(maker.volumeTotal - maker.remaining, maker.amountDecimals),
+      executedVolume: formatValue(
+        subScaled(maker.volumeTotal, maker.remaining),
+        maker.amountDecimals,
+      ),
       reason: "stp",
       code: ResultCodes.stpCancelled,
     });
@@ -402,7 +417,7 @@ export class MatchingEngine {
    */
   private fokCanFill(book: PairBook, taker: Taker, parsed: ParsedPlace): boolean {
     const levels = taker.side === "bid" ? book.asks : book.bids;
-    let available = 0n;
+    let available: Scaled = 0;
     for (let i = levels.length - 1; i >= 0; i--) {
       const level = levels[i]!;
       if (taker.limit && !crosses(taker.side, taker.price, level.price)) return false;
@@ -411,7 +426,7 @@ export class MatchingEngine {
           if (parsed.stp === "cancel-maker") continue;
           return false;
         }
-        available += maker.remaining;
+        available = addScaled(available, maker.remaining);
         if (available >= taker.remaining) return true;
       }
     }
@@ -461,11 +476,11 @@ export class MatchingEngine {
       price: node.priceText,
       volume: state.volume,
       volumeTotal: node.volumeTotalText,
-      executedVolume: formatScaled(node.volumeTotal - node.remaining, node.amountDecimals),
+      executedVolume: formatValue(subScaled(node.volumeTotal, node.remaining), node.amountDecimals),
       timestamp: node.timestamp,
       stp: node.stp,
     });
-    const partially = taker.executed > 0n;
+    const partially = taker.executed > 0;
     return this.finishTaker(
       command,
       taker,
@@ -492,10 +507,10 @@ export class MatchingEngine {
       price: taker.priceText,
       volume: taker.remainingText,
       volumeTotal: taker.volumeTotalText,
-      executedVolume: formatScaled(executedOf(taker), decimals),
+      executedVolume: formatValue(executedOf(taker), decimals),
       reason,
       code,
-      quoteVolume: taker.quoteSized ? formatScaled(taker.budget, payload.quoteDecimals) : undefined,
+      quoteVolume: taker.quoteSized ? formatValue(taker.budget, payload.quoteDecimals) : undefined,
     });
   }
 
@@ -517,7 +532,7 @@ export class MatchingEngine {
         codeName: resultCodeName(code),
         orderId: taker.id,
         orderStatus,
-        executedVolume: formatScaled(taker.executed, decimals),
+        executedVolume: formatValue(taker.executed, decimals),
         remainingVolume: taker.remainingText,
         events: log.events.length,
       },
@@ -552,7 +567,7 @@ export class MatchingEngine {
     this.orders.delete(node.id);
     this.recent.finish(node.id);
     const log = new EventLog(command);
-    const executed = formatScaled(node.volumeTotal - node.remaining, node.amountDecimals);
+    const executed = formatValue(subScaled(node.volumeTotal, node.remaining), node.amountDecimals);
     log.push("order.cancelled.v1", {
       orderId: node.id,
       userId: node.userId,
@@ -591,11 +606,11 @@ export class MatchingEngine {
   /** Rebuilds state from the datastore; the next sequence stays above every loaded one. */
   loadRestingOrder(order: RestingOrder): void {
     if (this.orders.has(order.id)) loadFailure(order, "duplicate id");
-    const price = parseScaled(order.price, order.priceDecimals);
-    const remaining = parseScaled(order.volume, order.amountDecimals);
-    const volumeTotal = parseScaled(order.volumeTotal, order.amountDecimals);
-    if (typeof price === "object" || price <= 0n) loadFailure(order, "bad price");
-    if (typeof remaining === "object" || remaining <= 0n) loadFailure(order, "bad volume");
+    const price = parseScaledValue(order.price, order.priceDecimals);
+    const remaining = parseScaledValue(order.volume, order.amountDecimals);
+    const volumeTotal = parseScaledValue(order.volumeTotal, order.amountDecimals);
+    if (typeof price === "object" || price <= 0) loadFailure(order, "bad price");
+    if (typeof remaining === "object" || remaining <= 0) loadFailure(order, "bad volume");
     if (typeof volumeTotal === "object") loadFailure(order, "bad volumeTotal");
     if (!Number.isSafeInteger(order.sequence) || order.sequence < 0)
       loadFailure(order, "bad sequence");
@@ -609,12 +624,12 @@ export class MatchingEngine {
       pairId: order.pairId,
       side: order.side,
       price,
-      priceText: formatScaled(price, order.priceDecimals),
+      priceText: formatValue(price, order.priceDecimals),
       remaining,
-      remainingText: formatScaled(remaining, order.amountDecimals),
+      remainingText: formatValue(remaining, order.amountDecimals),
       accepted: remaining,
       volumeTotal,
-      volumeTotalText: formatScaled(volumeTotal, order.amountDecimals),
+      volumeTotalText: formatValue(volumeTotal, order.amountDecimals),
       timestamp: order.timestamp,
       sequence: order.sequence,
       priceDecimals: order.priceDecimals,
@@ -657,7 +672,7 @@ export class MatchingEngine {
         const level = list[i]!;
         out.push({
           price: level.priceText,
-          volume: formatScaled(level.total, decimals),
+          volume: formatValue(level.total, decimals),
           orders: level.count,
         });
       }
@@ -721,17 +736,27 @@ function loadFailure(order: RestingOrder, why: string): never {
 }
 
 /** True when a taker on `side` at `price` would trade against a level at `levelPrice`. */
-function crosses(side: Side, price: bigint, levelPrice: bigint): boolean {
+function crosses(side: Side, price: Scaled, levelPrice: Scaled): boolean {
   return side === "bid" ? levelPrice <= price : levelPrice >= price;
 }
 
 /** The caller's text when it is already canonical, else the formatted value. */
-function canonicalText(text: string, value: bigint, decimals: number): string {
-  return isCanonicalDecimal(text) ? text : formatScaled(value, decimals);
+function canonicalText(text: string, value: Scaled, decimals: number): string {
+  return isCanonicalDecimal(text) ? text : formatValue(value, decimals);
 }
 
-function executedOf(taker: Taker): bigint {
-  return taker.quoteSized ? taker.executed : taker.volumeTotal - taker.remaining;
+function executedOf(taker: Taker): Scaled {
+  return taker.quoteSized ? taker.executed : subScaled(taker.volumeTotal, taker.remaining);
+}
+
+/** price × volume × 10^quoteDecimals / 10^scaleShift, rounded down, without leaving exactness. */
+function quoteOf(price: Scaled, volume: Scaled, quoteDecimals: number, scaleShift: number): Scaled {
+  const product = mulScaled(price, volume);
+  // Dividing first keeps the usual case (quote decimals <= price + amount decimals) on numbers;
+  // multiplying by a power of ten and dividing by it again gives the same floor.
+  return quoteDecimals <= scaleShift
+    ? divScaled(product, pow10Value(scaleShift - quoteDecimals))
+    : mulScaled(product, pow10Value(quoteDecimals - scaleShift));
 }
 
 function rejectInfo(target: CommandEnvelope | RejectTarget): RejectTarget {

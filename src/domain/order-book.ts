@@ -1,23 +1,24 @@
 // In-memory order book of one pair: price levels per side, each a FIFO linked list of resting
 // orders. Best prices sit at the end of each sorted array so consuming the touch is a pop.
 
+import { addScaled, type Scaled, subScaled } from "./decimal-scale";
 import { invariant } from "./invariant-error";
 import type { RestingOrder, Side, StpMode } from "./types";
 
-/** A resting order as the engine holds it: scaled bigints plus its place in a level's list. */
+/** A resting order as the engine holds it: scaled integers plus its place in a level's list. */
 export interface OrderNode {
   id: string;
   userId: string;
   pairId: number;
   side: Side;
-  price: bigint;
+  price: Scaled;
   priceText: string;
-  remaining: bigint;
+  remaining: Scaled;
   /** Canonical text of `remaining`, kept in step with it so snapshots do not re-format. */
   remainingText: string;
   /** The volume the order was accepted (or loaded) with; fills never exceed it. */
-  accepted: bigint;
-  volumeTotal: bigint;
+  accepted: Scaled;
+  volumeTotal: Scaled;
   volumeTotalText: string;
   timestamp: number;
   sequence: number;
@@ -31,9 +32,9 @@ export interface OrderNode {
 }
 
 export interface PriceLevel {
-  price: bigint;
+  price: Scaled;
   priceText: string;
-  total: bigint;
+  total: Scaled;
   count: number;
   head: OrderNode | null;
   tail: OrderNode | null;
@@ -104,7 +105,7 @@ export class PairBook {
     if (level.tail === null) level.head = node;
     else level.tail.next = node;
     level.tail = node;
-    level.total += node.remaining;
+    level.total = addScaled(level.total, node.remaining);
     level.count++;
     this.orderCount++;
   }
@@ -137,9 +138,9 @@ export class PairBook {
     else node.prev.next = node.next;
     if (node.next === null) level.tail = node.prev;
     else node.next.prev = node.prev;
-    level.total -= node.remaining;
+    level.total = subScaled(level.total, node.remaining);
     level.count--;
-    invariant(level.total >= 0n, () => `level ${level.priceText} total went negative`);
+    invariant(level.total >= 0, () => `level ${level.priceText} total went negative`);
     node.level = null;
     node.prev = null;
     node.next = null;
@@ -148,7 +149,7 @@ export class PairBook {
   }
 
   private dropLevel(side: Side, level: PriceLevel): void {
-    invariant(level.total === 0n, () => `empty level ${level.priceText} has volume`);
+    invariant(level.total === 0, () => `empty level ${level.priceText} has volume`);
     const levels = side === "bid" ? this.bids : this.asks;
     const last = levels.length - 1;
     // Most removals are at the touch, so check the end before searching.
@@ -164,7 +165,7 @@ export class PairBook {
   private findOrCreateLevel(
     levels: PriceLevel[],
     side: Side,
-    price: bigint,
+    price: Scaled,
     priceText: string,
   ): PriceLevel {
     const last = levels[levels.length - 1];
@@ -172,14 +173,14 @@ export class PairBook {
     const index = this.search(levels, side, price);
     const found = levels[index];
     if (found !== undefined && found.price === price) return found;
-    const level: PriceLevel = { price, priceText, total: 0n, count: 0, head: null, tail: null };
+    const level: PriceLevel = { price, priceText, total: 0, count: 0, head: null, tail: null };
     if (index === levels.length) levels.push(level);
     else levels.splice(index, 0, level);
     return level;
   }
 
   /** First index whose level is not before `price` in the side's array order. */
-  private search(levels: PriceLevel[], side: Side, price: bigint): number {
+  private search(levels: PriceLevel[], side: Side, price: Scaled): number {
     let low = 0;
     let high = levels.length;
     while (low < high) {
@@ -214,7 +215,7 @@ export class PairBook {
           invariant(ordered, () => `${side} levels out of order at ${level.priceText}`);
         }
         invariant(level.count > 0 && level.head !== null, () => `empty ${side} level kept`);
-        let total = 0n;
+        let total: Scaled = 0;
         let count = 0;
         let lastSequence = -1;
         let prev: OrderNode | null = null;
@@ -229,13 +230,13 @@ export class PairBook {
           );
           invariant(node.pairId === this.pairId, () => `order ${node?.id} in wrong pair`);
           invariant(node.sequence > lastSequence, () => `FIFO broken at order ${node?.id}`);
-          invariant(node.remaining > 0n, () => `order ${node?.id} rests with no volume`);
+          invariant(node.remaining > 0, () => `order ${node?.id} rests with no volume`);
           invariant(
             node.remaining <= node.accepted,
             () => `order ${node?.id} grew past acceptance`,
           );
           lastSequence = node.sequence;
-          total += node.remaining;
+          total = addScaled(total, node.remaining);
           count++;
           prev = node;
         }

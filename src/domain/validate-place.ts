@@ -1,16 +1,16 @@
 // Turns an order.place payload into scaled integers, or a reject with its stable code. The checks
 // run in a fixed, documented order so the same bad input always gets the same answer.
 
-import { type DecimalError, MAX_DECIMALS, parseScaled } from "./decimal-scale";
+import { type DecimalError, MAX_DECIMALS, parseScaledValue, type Scaled } from "./decimal-scale";
 import { type ResultCode, ResultCodes } from "./result-codes";
 import type { PlaceOrderPayload, StpMode, TimeInForce } from "./types";
 
 export interface ParsedPlace {
   /** Zero for market orders: their price is never read. */
-  price: bigint;
-  volume: bigint;
-  volumeTotal: bigint;
-  quoteVolume: bigint;
+  price: Scaled;
+  volume: Scaled;
+  volumeTotal: Scaled;
+  quoteVolume: Scaled;
   /** A market bid with quoteVolume > 0 spends a quote budget instead of buying a base volume. */
   quoteSized: boolean;
   timeInForce: TimeInForce;
@@ -62,22 +62,26 @@ export function validatePlace(
     };
   }
   const isLimit = payload.type === "limit";
-  let price = 0n;
+  let price: Scaled = 0;
   if (isLimit) {
-    const parsed = parseScaled(payload.price, priceDecimals);
+    const parsed = parseScaledValue(payload.price, priceDecimals);
     if (typeof parsed === "object") return decimalReject("price", parsed);
-    if (parsed === 0n) return { code: ResultCodes.nonPositive, reason: "price: zero" };
+    if (parsed === 0) return { code: ResultCodes.nonPositive, reason: "price: zero" };
     price = parsed;
   }
-  const volume = parseScaled(payload.volume, amountDecimals);
+  const volume = parseScaledValue(payload.volume, amountDecimals);
   if (typeof volume === "object") return decimalReject("volume", volume);
-  const volumeTotal = parseScaled(payload.volumeTotal, amountDecimals);
+  // The usual order repeats its volume as volumeTotal; the same text parses to the same value.
+  const volumeTotal =
+    payload.volumeTotal === payload.volume
+      ? volume
+      : parseScaledValue(payload.volumeTotal, amountDecimals);
   if (typeof volumeTotal === "object") return decimalReject("volumeTotal", volumeTotal);
-  const quoteVolume = parseScaled(payload.quoteVolume, quoteDecimals);
+  const quoteVolume = parseScaledValue(payload.quoteVolume, quoteDecimals);
   if (typeof quoteVolume === "object") return decimalReject("quoteVolume", quoteVolume);
-  const quoteSized = payload.type === "market" && payload.side === "bid" && quoteVolume > 0n;
+  const quoteSized = payload.type === "market" && payload.side === "bid" && quoteVolume > 0;
   if (!quoteSized) {
-    if (volume === 0n) return { code: ResultCodes.nonPositive, reason: "volume: zero" };
+    if (volume === 0) return { code: ResultCodes.nonPositive, reason: "volume: zero" };
     if (volume > volumeTotal) {
       return { code: ResultCodes.volumeExceedsTotal, reason: "volume exceeds volumeTotal" };
     }

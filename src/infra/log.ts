@@ -22,7 +22,12 @@ export function createLogger(
   const threshold = rank[level];
   const emit = (at: LogLevel, message: string, fields?: Record<string, unknown>) => {
     if (rank[at] < threshold) return;
-    write(JSON.stringify({ time: new Date().toISOString(), level: at, message, ...context, ...fields }, errorReplacer));
+    write(
+      JSON.stringify(
+        { time: new Date().toISOString(), level: at, message, ...context, ...fields },
+        errorReplacer,
+      ),
+    );
   };
   return {
     debug: (message, fields) => emit("debug", message, fields),

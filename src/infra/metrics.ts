@@ -141,7 +141,9 @@ export class MetricsRegistry {
         let cumulative = 0;
         metric.buckets.forEach((bound, i) => {
           cumulative += metric.counts[i]!;
-          lines.push(`${metric.name}_bucket${formatLabels({ ...base, le: String(bound) })} ${cumulative}`);
+          lines.push(
+            `${metric.name}_bucket${formatLabels({ ...base, le: String(bound) })} ${cumulative}`,
+          );
         });
         lines.push(`${metric.name}_bucket${formatLabels({ ...base, le: "+Inf" })} ${metric.count}`);
         lines.push(`${metric.name}_sum${formatLabels(base)} ${metric.sum}`);
@@ -158,7 +160,9 @@ export class MetricsRegistry {
 function formatLabels(labels: Labels): string {
   const entries = Object.entries(labels);
   if (entries.length === 0) return "";
-  const body = entries.map(([k, v]) => `${k}="${v.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`).join(",");
+  const body = entries
+    .map(([k, v]) => `${k}="${v.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`)
+    .join(",");
   return `{${body}}`;
 }
 

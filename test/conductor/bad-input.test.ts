@@ -10,7 +10,14 @@ import { createWorkload } from "../../src/bench/workloads";
 import type { PlaceOrderCommand } from "../../src/domain/index";
 import { commandDeadLetterQueue } from "../../src/infra/amqp/topology";
 import { type TestStack, testStack, uniquePartition } from "../support/stack";
-import { disposeAll, eventually, PartitionStore, partitionCount, Publisher, startConductor } from "./helpers";
+import {
+  disposeAll,
+  eventually,
+  PartitionStore,
+  Publisher,
+  partitionCount,
+  startConductor,
+} from "./helpers";
 
 let stack: TestStack;
 let publisher: Publisher;
@@ -43,7 +50,12 @@ test("malformed bodies: dead-lettered or rejected, all acknowledged, conductor k
       array: "[1,2,3]",
       string: '"order.place"',
       null: "null",
-      "no-command-id": JSON.stringify({ schemaVersion: 1, type: "order.place", pairId: partition, partition }),
+      "no-command-id": JSON.stringify({
+        schemaVersion: 1,
+        type: "order.place",
+        pairId: partition,
+        partition,
+      }),
       "numeric-command-id": JSON.stringify({ ...valid(50), commandId: 42 }),
     };
     const rejected: Record<string, { body: object; code: number }> = {
@@ -66,7 +78,10 @@ test("malformed bodies: dead-lettered or rejected, all acknowledged, conductor k
         code: 206,
       },
       "only-a-command-id": { body: { commandId: `${tag}-7` }, code: 200 },
-      "volume-not-a-string": { body: { ...valid(8), payload: { ...valid(8).payload, volume: 1 } }, code: 200 },
+      "volume-not-a-string": {
+        body: { ...valid(8), payload: { ...valid(8).payload, volume: 1 } },
+        code: 200,
+      },
     };
     const accepted = {
       superjson: superjson.serialize(valid(20)),
@@ -87,7 +102,8 @@ test("malformed bodies: dead-lettered or rejected, all acknowledged, conductor k
     for (const [name, body] of Object.entries(accepted)) {
       await publisher.publish(partition, [JSON.stringify(body)], { messageId: `${tag}-${name}` });
     }
-    const total = Object.keys(unreadable).length + Object.keys(rejected).length + Object.keys(accepted).length;
+    const total =
+      Object.keys(unreadable).length + Object.keys(rejected).length + Object.keys(accepted).length;
     // A dead-lettered message also reached its final outcome: the processed counter includes it.
     await eventually(
       "every message settled",
@@ -96,7 +112,9 @@ test("malformed bodies: dead-lettered or rejected, all acknowledged, conductor k
       async () => JSON.stringify(await conductor.metrics()),
     );
     expect(conductor.process.exitCode).toBeNull();
-    expect(await conductor.metric("matching_commands_dead_letter_total")).toBe(Object.keys(unreadable).length);
+    expect(await conductor.metric("matching_commands_dead_letter_total")).toBe(
+      Object.keys(unreadable).length,
+    );
     expect(await conductor.metric("matching_command_failures_total")).toBe(0);
 
     // Rejected: a stored result with the code, and one order.rejected.v1 event each.
@@ -104,14 +122,22 @@ test("malformed bodies: dead-lettered or rejected, all acknowledged, conductor k
     for (const [name, { body, code }] of Object.entries(rejected)) {
       const commandId = (body as { commandId: string }).commandId;
       const stored = await store.storedResults([commandId]);
-      expect({ name, result: stored.get(commandId) }).toMatchObject({ name, result: { status: "rejected", code } });
+      expect({ name, result: stored.get(commandId) }).toMatchObject({
+        name,
+        result: { status: "rejected", code },
+      });
       const own = events.filter((e) => e.commandId === commandId);
-      expect({ name, types: own.map((e) => e.type) }).toEqual({ name, types: ["order.rejected.v1"] });
+      expect({ name, types: own.map((e) => e.type) }).toEqual({
+        name,
+        types: ["order.rejected.v1"],
+      });
       expect(own[0]!.payload).toMatchObject({ code });
     }
     for (const body of Object.values(accepted)) {
       const commandId = (body.json as { commandId: string }).commandId;
-      expect((await store.storedResults([commandId])).get(commandId)).toMatchObject({ status: "accepted" });
+      expect((await store.storedResults([commandId])).get(commandId)).toMatchObject({
+        status: "accepted",
+      });
     }
     // Two accepted bids rest; nothing else touched the book.
     expect(await store.bookSizes(partition)).toEqual({ bids: 2, asks: 0 });
@@ -126,7 +152,10 @@ test("malformed bodies: dead-lettered or rejected, all acknowledged, conductor k
         if (message === false) break;
         const id = String(message.properties.messageId);
         if (id.startsWith(`${tag}-`)) {
-          reasons.set(id.slice(tag.length + 1), String(message.properties.headers?.["x-dead-letter-reason"]));
+          reasons.set(
+            id.slice(tag.length + 1),
+            String(message.properties.headers?.["x-dead-letter-reason"]),
+          );
           channel.ack(message);
         }
         // Other tests' dead letters stay unacknowledged and return to the queue on close.

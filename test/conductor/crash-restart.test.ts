@@ -12,8 +12,8 @@ import {
   disposeAll,
   eventually,
   PartitionStore,
-  partitionCount,
   Publisher,
+  partitionCount,
   startConductor,
   streamProblems,
 } from "./helpers";
@@ -76,15 +76,28 @@ async function runWithCrashes(
     60_000,
     async () => `(${(await store.storedResults(ids)).size} of ${ids.length})`,
   );
-  // Redelivered copies of commands the killed conductor had committed may still be queued.
+  // Redelivered copies of commands a killed conductor had committed may still be queued
+  // or pending: wait until every message the last conductor got is settled, new or not.
   const last = conductor;
+  const settled = async () =>
+    (await last.metric("matching_commands_processed_total")) +
+    (await last.metric("matching_commands_duplicate_total"));
+  let previous = -1;
   await eventually(
     "queue drained",
-    async () =>
-      (await publisher.messageCount(partition)) === 0 && (await last.metric("matching_pending_deliveries")) === 0,
+    async () => {
+      const now = await settled();
+      const done = now === previous && (await publisher.messageCount(partition)) === 0;
+      previous = now;
+      if (!done) await Bun.sleep(250);
+      return done;
+    },
     30_000,
   );
-  const digest = (await (await fetch(`${conductor.url}/digest`)).json()) as { digest: string; restingOrders: number };
+  const digest = (await (await fetch(`${conductor.url}/digest`)).json()) as {
+    digest: string;
+    restingOrders: number;
+  };
   expect(await conductor.stop()).toBe(0);
   expect(await publisher.messageCount(partition)).toBe(0);
   return digest;
@@ -102,7 +115,12 @@ describe("kill -9 and restart", () => {
       const after = await runWithCrashes(partition, commands, [600], store);
       expect(await store.eventCount()).toBe(2 * n);
       expect(expected.events).toBe(2 * n);
-      expect(await streamProblems(store, commands.map((c) => c.commandId))).toEqual([]);
+      expect(
+        await streamProblems(
+          store,
+          commands.map((c) => c.commandId),
+        ),
+      ).toEqual([]);
       expect(await store.bookSizes(partition)).toEqual({ bids: 0, asks: 0 });
       expect(after).toEqual({ digest: expected.digest, restingOrders: 0 });
     } finally {
@@ -124,7 +142,12 @@ describe("kill -9 and restart", () => {
       expect(after.digest).toBe(expected.digest);
       expect(after.restingOrders).toBe(expected.resting);
       expect(await store.eventCount()).toBe(expected.events);
-      expect(await streamProblems(store, commands.map((c) => c.commandId))).toEqual([]);
+      expect(
+        await streamProblems(
+          store,
+          commands.map((c) => c.commandId),
+        ),
+      ).toEqual([]);
       const stored = await store.storedResults(commands.map((c) => c.commandId));
       const differing = commands
         .map((c) => c.commandId)
@@ -133,7 +156,10 @@ describe("kill -9 and restart", () => {
           const want = expected.results.get(id)!;
           return got?.status !== want.status || got?.code !== want.code;
         })
-        .map((id) => `${id}: got ${JSON.stringify(stored.get(id))} want ${JSON.stringify(expected.results.get(id))}`);
+        .map(
+          (id) =>
+            `${id}: got ${JSON.stringify(stored.get(id))} want ${JSON.stringify(expected.results.get(id))}`,
+        );
       expect(differing.slice(0, 5)).toEqual([]);
     } finally {
       await store.deleteAll();

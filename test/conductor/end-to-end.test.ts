@@ -8,7 +8,14 @@ import amqp, { type ChannelModel } from "amqplib";
 import { createWorkload } from "../../src/bench/workloads";
 import { bookMember } from "../../src/conductor/store";
 import { type TestStack, testStack, uniquePartition } from "../support/stack";
-import { disposeAll, eventually, PartitionStore, partitionCount, Publisher, startConductor } from "./helpers";
+import {
+  disposeAll,
+  eventually,
+  PartitionStore,
+  Publisher,
+  partitionCount,
+  startConductor,
+} from "./helpers";
 
 let stack: TestStack;
 let publisher: Publisher;
@@ -35,18 +42,41 @@ describe("reference counts", () => {
       // One bid first: it rests, with its order hash and its sorted-set member.
       const bid = workload.next(0);
       await publisher.publish(partition, [bid]);
-      await eventually("first bid processed", async () => (await conductor.metric("matching_commands_processed_total")) === 1);
+      await eventually(
+        "first bid processed",
+        async () => (await conductor.metric("matching_commands_processed_total")) === 1,
+      );
       const orderId = bid.type === "order.place" ? bid.payload.id : "";
       const hash = await store.valkey.hgetall(store.keys.order(orderId));
-      expect(hash).toMatchObject({ id: orderId, pairId: String(pairId), side: "bid", price: "100", volume: "1" });
-      const members = await store.valkey.zrange(store.keys.bookRates(pairId, "bid"), 0, -1, "WITHSCORES");
-      expect(members).toEqual([bookMember({ id: orderId, sequence: Number(hash.sequence) } as never), "100"]);
+      expect(hash).toMatchObject({
+        id: orderId,
+        pairId: String(pairId),
+        side: "bid",
+        price: "100",
+        volume: "1",
+      });
+      const members = await store.valkey.zrange(
+        store.keys.bookRates(pairId, "bid"),
+        0,
+        -1,
+        "WITHSCORES",
+      );
+      expect(members).toEqual([
+        bookMember({ id: orderId, sequence: Number(hash.sequence) } as never),
+        "100",
+      ]);
       expect(await store.eventCount()).toBe(1);
       const resting = await fetch(`${conductor.url}/orders/${orderId}`);
       expect(resting.status).toBe(200);
       expect(await resting.json()).toMatchObject({ id: orderId, side: "bid", price: "100" });
-      const book = (await (await fetch(`${conductor.url}/books/${pairId}?depth=5`)).json()) as Record<string, unknown>;
-      expect(book).toMatchObject({ pairId, bids: [{ price: "100", volume: "1", orders: 1 }], asks: [] });
+      const book = (await (
+        await fetch(`${conductor.url}/books/${pairId}?depth=5`)
+      ).json()) as Record<string, unknown>;
+      expect(book).toMatchObject({
+        pairId,
+        bids: [{ price: "100", volume: "1", orders: 1 }],
+        asks: [],
+      });
 
       const n = 200;
       const rest = Array.from({ length: n - 1 }, (_, i) => workload.next(i + 1));
@@ -65,16 +95,22 @@ describe("reference counts", () => {
       expect(metrics.matching_durability_timeouts_total).toBe(0);
       const stored = await store.storedResults(rest.map((c) => c.commandId));
       expect(stored.size).toBe(n - 1);
-      expect(await (await fetch(`${conductor.url}/commands/${bid.commandId}`)).json()).toMatchObject({
+      expect(
+        await (await fetch(`${conductor.url}/commands/${bid.commandId}`)).json(),
+      ).toMatchObject({
         commandId: bid.commandId,
         status: "accepted",
         orderStatus: "rested",
       });
       expect((await fetch(`${conductor.url}/commands/never-seen`)).status).toBe(404);
       expect(await store.valkey.exists(store.keys.order(orderId))).toBe(0);
-      const digest = (await (await fetch(`${conductor.url}/digest`)).json()) as { restingOrders: number };
+      const digest = (await (await fetch(`${conductor.url}/digest`)).json()) as {
+        restingOrders: number;
+      };
       expect(digest.restingOrders).toBe(0);
-      const prometheus = await (await fetch(`${conductor.url}/metrics`, { headers: { accept: "text/plain" } })).text();
+      const prometheus = await (
+        await fetch(`${conductor.url}/metrics`, { headers: { accept: "text/plain" } })
+      ).text();
       expect(prometheus).toContain("matching_commands_processed_total");
 
       expect(await conductor.stop()).toBe(0);
@@ -100,7 +136,10 @@ describe("RPC and idempotency", () => {
     const store = new PartitionStore(stack.datastoreUrl, partition);
     const channel = await rpc.createChannel();
     try {
-      const { queue: replyQueue } = await channel.assertQueue("", { exclusive: true, autoDelete: true });
+      const { queue: replyQueue } = await channel.assertQueue("", {
+        exclusive: true,
+        autoDelete: true,
+      });
       const replies: { correlationId: string; body: Record<string, unknown> }[] = [];
       await channel.consume(
         replyQueue,
@@ -120,7 +159,11 @@ describe("RPC and idempotency", () => {
       await publisher.publish(partition, [bid], { replyTo: replyQueue, correlationId: "rpc-1" });
       await eventually("first reply", () => replies.length === 1);
       expect(replies[0]!.correlationId).toBe("rpc-1");
-      expect(replies[0]!.body).toMatchObject({ commandId: bid.commandId, status: "accepted", orderStatus: "rested" });
+      expect(replies[0]!.body).toMatchObject({
+        commandId: bid.commandId,
+        status: "accepted",
+        orderStatus: "rested",
+      });
       expect(await store.eventCount()).toBe(1);
 
       // The same command again (a broker redelivery, or a producer resend): the stored result.
@@ -132,17 +175,32 @@ describe("RPC and idempotency", () => {
 
       // The same order under a new command id: a duplicate, no events, book unchanged.
       const retried = { ...bid, commandId: `${bid.commandId}-retry` };
-      await publisher.publish(partition, [retried], { replyTo: replyQueue, correlationId: "rpc-3" });
+      await publisher.publish(partition, [retried], {
+        replyTo: replyQueue,
+        correlationId: "rpc-3",
+      });
       await eventually("retry reply", () => replies.length === 3);
       expect(replies[2]!.correlationId).toBe("rpc-3");
-      expect(replies[2]!.body).toMatchObject({ commandId: retried.commandId, status: "duplicate", events: 0 });
+      expect(replies[2]!.body).toMatchObject({
+        commandId: retried.commandId,
+        status: "duplicate",
+        events: 0,
+      });
       expect(await store.eventCount()).toBe(1);
       expect(await store.bookSizes(partition)).toEqual({ bids: 1, asks: 0 });
 
       // Both kinds of duplicate inside one batch, next to fresh commands: still one application each.
       const ask = workload.next(1);
-      await publisher.publish(partition, [ask, ask, { ...ask, commandId: `${ask.commandId}-retry` }, bid]);
-      await eventually("batch with duplicates done", async () => (await conductor.metric("matching_commands_duplicate_total")) >= 5);
+      await publisher.publish(partition, [
+        ask,
+        ask,
+        { ...ask, commandId: `${ask.commandId}-retry` },
+        bid,
+      ]);
+      await eventually(
+        "batch with duplicates done",
+        async () => (await conductor.metric("matching_commands_duplicate_total")) >= 5,
+      );
       expect(await store.eventCount()).toBe(1 + 3);
       expect(await store.bookSizes(partition)).toEqual({ bids: 0, asks: 0 });
       const metrics = await conductor.metrics();

@@ -12,8 +12,8 @@ import {
   disposeAll,
   eventually,
   PartitionStore,
-  partitionCount,
   Publisher,
+  partitionCount,
   startConductor,
   streamProblems,
 } from "./helpers";
@@ -51,7 +51,9 @@ describe("the commit script", () => {
         return batch;
       };
       const nothingWritten = async () => {
-        expect(await store.valkey.exists(keys.processedCommand("c1"), keys.order("o1"), keys.pairs)).toBe(0);
+        expect(
+          await store.valkey.exists(keys.processedCommand("c1"), keys.order("o1"), keys.pairs),
+        ).toBe(0);
         expect(await store.eventCount()).toBe(0);
         expect(await store.bookSizes(partition)).toEqual({ bids: 0, asks: 0 });
       };
@@ -100,8 +102,13 @@ describe("fencing", () => {
       const a = await startConductor(stack, partition);
       const first = workload.next(0);
       await publisher.publish(partition, [first]);
-      await eventually("first command processed", async () => (await a.metric("matching_commands_processed_total")) === 1);
-      expect(await a.metric("matching_owner_epoch")).toBe(Number(await store.valkey.get(store.keys.ownerEpoch)));
+      await eventually(
+        "first command processed",
+        async () => (await a.metric("matching_commands_processed_total")) === 1,
+      );
+      expect(await a.metric("matching_owner_epoch")).toBe(
+        Number(await store.valkey.get(store.keys.ownerEpoch)),
+      );
 
       // A second owner claims the partition, as a newly booted conductor would.
       await store.valkey.incr(store.keys.ownerEpoch);
@@ -113,10 +120,16 @@ describe("fencing", () => {
       expect(await store.valkey.exists(store.keys.processedCommand(second.commandId))).toBe(0);
       expect(await store.bookSizes(partition)).toEqual({ bids: 1, asks: 0 });
       // Not acknowledged: the command is back in the queue for the next owner.
-      await eventually("command requeued", async () => (await publisher.messageCount(partition)) === 1);
+      await eventually(
+        "command requeued",
+        async () => (await publisher.messageCount(partition)) === 1,
+      );
 
       const b = await startConductor(stack, partition);
-      await eventually("next owner processed it", async () => (await b.metric("matching_commands_processed_total")) === 1);
+      await eventually(
+        "next owner processed it",
+        async () => (await b.metric("matching_commands_processed_total")) === 1,
+      );
       expect(await store.eventCount()).toBe(1 + 3);
       expect(await store.bookSizes(partition)).toEqual({ bids: 0, asks: 0 });
       expect(await b.stop()).toBe(0);
@@ -145,14 +158,22 @@ describe("fencing", () => {
       // A stored result exists once committed; the counter moves after the durability wait.
       const processed = async (c: typeof a) =>
         c.process.exitCode === null ? await c.metric("matching_commands_processed_total") : 0;
-      await eventually("counters reach n", async () => (await processed(a)) + (await processed(b)) >= n);
+      await eventually(
+        "counters reach n",
+        async () => (await processed(a)) + (await processed(b)) >= n,
+      );
       const [pa, pb] = [await processed(a), await processed(b)];
       // Single active consumer: only one of them ever received commands. (B's boot took
       // the epoch, so an active A is fenced at its first batch and hands over to B.)
       expect(pa === 0 || pb === 0).toBe(true);
       expect(pa + pb).toBe(n);
       expect(await store.eventCount()).toBe(2 * n);
-      expect(await streamProblems(store, commands.map((c) => c.commandId))).toEqual([]);
+      expect(
+        await streamProblems(
+          store,
+          commands.map((c) => c.commandId),
+        ),
+      ).toEqual([]);
       expect(await store.bookSizes(partition)).toEqual({ bids: 0, asks: 0 });
       console.log(
         `two conductors: A exit ${a.process.exitCode ?? "running"} processed ${pa}; B exit ${b.process.exitCode ?? "running"} processed ${pb}`,
@@ -173,7 +194,10 @@ describe("fencing", () => {
       // An odd count leaves one bid resting, so the reload has something to forget.
       const before = Array.from({ length: 51 }, (_, i) => workload.next(i));
       await publisher.publish(partition, before);
-      await eventually("first commands processed", async () => (await conductor.metric("matching_commands_processed_total")) === 51);
+      await eventually(
+        "first commands processed",
+        async () => (await conductor.metric("matching_commands_processed_total")) === 51,
+      );
       expect(await store.bookSizes(partition)).toEqual({ bids: 1, asks: 0 });
 
       expect(await store.deleteAll()).toBeGreaterThan(0);
@@ -193,7 +217,9 @@ describe("fencing", () => {
       expect(await store.eventCount()).toBe(200);
       expect(await store.bookSizes(partition)).toEqual({ bids: 0, asks: 0 });
       expect(Number(await store.valkey.get(store.keys.ownerEpoch))).toBeGreaterThanOrEqual(1);
-      const digest = (await (await fetch(`${conductor.url}/digest`)).json()) as { restingOrders: number };
+      const digest = (await (await fetch(`${conductor.url}/digest`)).json()) as {
+        restingOrders: number;
+      };
       expect(digest.restingOrders).toBe(0);
       expect((await fetch(`${conductor.url}/metrics`)).status).toBe(200);
       expect(await conductor.stop()).toBe(0);

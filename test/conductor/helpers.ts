@@ -7,7 +7,11 @@ import { createServer } from "node:net";
 import amqp, { type ChannelModel, type ConfirmChannel, type Options } from "amqplib";
 import Redis from "ioredis";
 import type { CommandEnvelope } from "../../src/domain/index";
-import { commandExchange, commandQueue, commandQueueArguments } from "../../src/infra/amqp/topology";
+import {
+  commandExchange,
+  commandQueue,
+  commandQueueArguments,
+} from "../../src/infra/amqp/topology";
 import { type PartitionKeys, partitionKeys } from "../../src/infra/valkey/keys";
 import { matchdCommand, type TestStack } from "../support/stack";
 
@@ -72,7 +76,12 @@ export async function disposeAll(): Promise<void> {
 export async function startConductor(
   stack: TestStack,
   partition: number,
-  { datastoreUrl = stack.datastoreUrl, extraArgs = [], env = {}, waitReady = true }: ConductorOptions = {},
+  {
+    datastoreUrl = stack.datastoreUrl,
+    extraArgs = [],
+    env = {},
+    waitReady = true,
+  }: ConductorOptions = {},
 ): Promise<ConductorProcess> {
   const port = await freePort();
   const child = Bun.spawn(
@@ -179,7 +188,11 @@ export class Publisher {
   }
 
   /** Publishes raw bodies (strings are sent as they are, objects as JSON) and waits for confirms. */
-  async publish(partition: number, bodies: readonly (string | object)[], options: Options.Publish = {}): Promise<void> {
+  async publish(
+    partition: number,
+    bodies: readonly (string | object)[],
+    options: Options.Publish = {},
+  ): Promise<void> {
     const queue = commandQueue(partition);
     for (const body of bodies) {
       const content = Buffer.from(typeof body === "string" ? body : JSON.stringify(body));
@@ -238,7 +251,9 @@ export class PartitionStore {
   }
 
   /** Stored results by command id, in one MGET per chunk (missing ones are absent). */
-  async storedResults(commandIds: readonly string[]): Promise<Map<string, Record<string, unknown>>> {
+  async storedResults(
+    commandIds: readonly string[],
+  ): Promise<Map<string, Record<string, unknown>>> {
     const out = new Map<string, Record<string, unknown>>();
     for (let start = 0; start < commandIds.length; start += 1000) {
       const ids = commandIds.slice(start, start + 1000);
@@ -265,7 +280,13 @@ export class PartitionStore {
     let cursor = "0";
     let deleted = 0;
     do {
-      const [next, keys] = await this.valkey.scan(cursor, "MATCH", `${this.keys.prefix}*`, "COUNT", 1000);
+      const [next, keys] = await this.valkey.scan(
+        cursor,
+        "MATCH",
+        `${this.keys.prefix}*`,
+        "COUNT",
+        1000,
+      );
       cursor = next;
       if (keys.length > 0) deleted += await this.valkey.del(...keys);
     } while (cursor !== "0");
@@ -292,7 +313,10 @@ export function eventsByCommand(events: { event: Record<string, unknown> }[]): M
  * as many times as its result says (none written twice), and every eventId is unique.
  * Returns a list of problems (empty when consistent).
  */
-export async function streamProblems(store: PartitionStore, ids: readonly string[]): Promise<string[]> {
+export async function streamProblems(
+  store: PartitionStore,
+  ids: readonly string[],
+): Promise<string[]> {
   const problems: string[] = [];
   const events = await store.events();
   const counts = eventsByCommand(events);
@@ -304,10 +328,12 @@ export async function streamProblems(store: PartitionStore, ids: readonly string
       continue;
     }
     const expected = Number(result.events);
-    if ((counts.get(id) ?? 0) !== expected) problems.push(`${id}: ${counts.get(id) ?? 0} events, result says ${expected}`);
+    if ((counts.get(id) ?? 0) !== expected)
+      problems.push(`${id}: ${counts.get(id) ?? 0} events, result says ${expected}`);
   }
   const eventIds = new Set(events.map((e) => String(e.event.eventId)));
-  if (eventIds.size !== events.length) problems.push(`${events.length - eventIds.size} duplicate eventIds`);
+  if (eventIds.size !== events.length)
+    problems.push(`${events.length - eventIds.size} duplicate eventIds`);
   return problems.slice(0, 20);
 }
 

@@ -17,8 +17,8 @@ import {
   disposeAll,
   eventually,
   PartitionStore,
-  partitionCount,
   Publisher,
+  partitionCount,
   startConductor,
   streamProblems,
 } from "./helpers";
@@ -44,7 +44,11 @@ test("replica down: nothing acknowledged; replica back: everything completes onc
   const dir = mkdtempSync(join(tmpdir(), "matchd-replica-outage-"));
   const primary = await startValkey({ dir: join(dir, "primary"), appendonly: true });
   servers.push(primary);
-  const replicaOptions = { dir: join(dir, "replica"), appendonly: true, replicaOf: `127.0.0.1:${primary.port}` };
+  const replicaOptions = {
+    dir: join(dir, "replica"),
+    appendonly: true,
+    replicaOf: `127.0.0.1:${primary.port}`,
+  };
   let replica = await startValkey(replicaOptions);
   servers.push(replica);
   await waitForReplicatedAof(primary, replica, 20_000);
@@ -53,12 +57,19 @@ test("replica down: nothing acknowledged; replica back: everything completes onc
   const store = new PartitionStore(primary.url, partition);
   const channel = await rpc.createChannel();
   try {
-    const { queue: replyQueue } = await channel.assertQueue("", { exclusive: true, autoDelete: true });
+    const { queue: replyQueue } = await channel.assertQueue("", {
+      exclusive: true,
+      autoDelete: true,
+    });
     const replies = new Map<string, Record<string, unknown>>();
     await channel.consume(
       replyQueue,
       (message) => {
-        if (message) replies.set(String(message.properties.correlationId), JSON.parse(message.content.toString()));
+        if (message)
+          replies.set(
+            String(message.properties.correlationId),
+            JSON.parse(message.content.toString()),
+          );
       },
       { noAck: true },
     );
@@ -68,7 +79,9 @@ test("replica down: nothing acknowledged; replica back: everything completes onc
       Promise.all(
         commands
           .slice(from, to)
-          .map((c) => publisher.publish(partition, [c], { replyTo: replyQueue, correlationId: c.commandId })),
+          .map((c) =>
+            publisher.publish(partition, [c], { replyTo: replyQueue, correlationId: c.commandId }),
+          ),
       );
 
     const conductor = await startConductor(stack, partition, {
@@ -94,17 +107,32 @@ test("replica down: nothing acknowledged; replica back: everything completes onc
 
     replica = await startValkey({ ...replicaOptions, port: replica.port });
     servers.push(replica);
-    await eventually("every command replied after the replica is back", () => replies.size === 60, 30_000);
+    await eventually(
+      "every command replied after the replica is back",
+      () => replies.size === 60,
+      30_000,
+    );
     for (const command of commands) {
-      expect(replies.get(command.commandId)).toMatchObject({ commandId: command.commandId, status: "accepted" });
+      expect(replies.get(command.commandId)).toMatchObject({
+        commandId: command.commandId,
+        status: "accepted",
+      });
     }
-    await eventually("counters settle", async () => (await conductor.metric("matching_commands_processed_total")) >= 60);
+    await eventually(
+      "counters settle",
+      async () => (await conductor.metric("matching_commands_processed_total")) >= 60,
+    );
     const after = await conductor.metrics();
     // Each command reached its final outcome once; the stream holds its events once.
     expect(after.matching_commands_processed_total).toBe(60);
     expect(after.matching_events_created_total).toBe(120);
     expect(await store.eventCount()).toBe(120);
-    expect(await streamProblems(store, commands.map((c) => c.commandId))).toEqual([]);
+    expect(
+      await streamProblems(
+        store,
+        commands.map((c) => c.commandId),
+      ),
+    ).toEqual([]);
     expect(await store.bookSizes(partition)).toEqual({ bids: 0, asks: 0 });
     console.log(
       `replica outage: failures ${after.matching_command_failures_total}, durability timeouts ${after.matching_durability_timeouts_total}, reloads ${after.matching_book_reloads_total}`,

@@ -77,11 +77,28 @@ describe("durability policy at boot", () => {
 
   test("memory policy boots with a loud warning against a lone primary", async () => {
     const stack = await testStack();
-    const child = Bun.spawn([...matchdCommand, "outbox", "--http-port", "0", "--partition", "7", "--partition-count", "8"], {
-      env: { ...process.env, MATCHING_DATASTORE_URL: lonePrimary.url, MATCHING_BROKER_URL: stack.brokerUrl, MATCHING_DURABILITY: "memory" },
-      stdout: "ignore",
-      stderr: "pipe",
-    });
+    const child = Bun.spawn(
+      [
+        ...matchdCommand,
+        "outbox",
+        "--http-port",
+        "0",
+        "--partition",
+        "7",
+        "--partition-count",
+        "8",
+      ],
+      {
+        env: {
+          ...process.env,
+          MATCHING_DATASTORE_URL: lonePrimary.url,
+          MATCHING_BROKER_URL: stack.brokerUrl,
+          MATCHING_DURABILITY: "memory",
+        },
+        stdout: "ignore",
+        stderr: "pipe",
+      },
+    );
     const reader = child.stderr.getReader();
     let seen = "";
     const deadline = Date.now() + 20_000;

@@ -61,7 +61,11 @@ describe("resolveConfig", () => {
   });
 
   test("a partition outside the partition count is refused", () => {
-    const result = resolveConfig({ MATCHING_PARTITION: "2", MATCHING_PARTITION_COUNT: "2" }, new Map(), "outbox");
+    const result = resolveConfig(
+      { MATCHING_PARTITION: "2", MATCHING_PARTITION_COUNT: "2" },
+      new Map(),
+      "outbox",
+    );
     expect(result.ok).toBe(false);
     if (!result.ok) expect(result.problems[0]).toContain("below MATCHING_PARTITION_COUNT");
   });

@@ -24,10 +24,11 @@ let stack: TestStack;
 let valkey: Redis;
 let cleanups: (() => Promise<unknown>)[] = [];
 
+// Starting a private stack (RabbitMQ's boot above all) can take a while.
 beforeAll(async () => {
   stack = await testStack();
   valkey = new Redis(stack.datastoreUrl);
-});
+}, 120_000);
 
 // Each test's outboxes, inboxes and proxies go away with it, so no binding outlives it.
 afterEach(async () => {
@@ -36,7 +37,7 @@ afterEach(async () => {
 });
 
 afterAll(() => {
-  valkey.disconnect();
+  valkey?.disconnect();
 });
 
 /** Starts an outbox that is killed at the end of the file even if a test fails. */

@@ -5,7 +5,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { stackDown, stackUp } from "../../src/stack/index";
+import { stackUp } from "../../src/stack/index";
 
 export interface TestStack {
   datastoreUrl: string;
@@ -32,10 +32,14 @@ async function resolveStack(): Promise<TestStack> {
   const dir = mkdtempSync(join(tmpdir(), "matchd-test-stack-"));
   const info = await stackUp({ dir });
   process.on("exit", () => {
-    // Best effort on exit; the test script normally owns the stack's lifetime.
-    void stackDown({ dir });
+    // An exit handler cannot await, so stop the stack from a synchronous child process.
+    Bun.spawnSync([...matchdCommand, "stack", "down", "--dir", dir]);
   });
-  return { datastoreUrl: info.datastoreUrl, replicaUrl: info.replicaUrl, brokerUrl: info.brokerUrl };
+  return {
+    datastoreUrl: info.datastoreUrl,
+    replicaUrl: info.replicaUrl,
+    brokerUrl: info.brokerUrl,
+  };
 }
 
 /** A partition number no other test in this run uses, so keys and queues never collide. */
@@ -46,4 +50,7 @@ export function uniquePartition(): number {
 }
 
 /** The command used to run matchd from source in tests (always the current code). */
-export const matchdCommand = [join(import.meta.dir, "../../node_modules/.bin/bun"), join(import.meta.dir, "../../src/main.ts")];
+export const matchdCommand = [
+  join(import.meta.dir, "../../node_modules/.bin/bun"),
+  join(import.meta.dir, "../../src/main.ts"),
+];

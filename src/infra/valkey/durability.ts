@@ -75,7 +75,9 @@ export async function checkDatastore(
   outcomes.push({
     name: "appendonly on",
     ok: aofOn,
-    detail: aofOn ? "appendonly yes" : "appendonly is off; set `appendonly yes` (and appendfsync always) on primary and replica",
+    detail: aofOn
+      ? "appendonly yes"
+      : "appendonly is off; set `appendonly yes` (and appendfsync always) on primary and replica",
   });
 
   const replicas = Number(replication.get("connected_slaves") ?? "0");
