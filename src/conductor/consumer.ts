@@ -6,7 +6,11 @@
 import type { Channel, ChannelModel, ConfirmChannel, ConsumeMessage } from "amqplib";
 import type { Config } from "../config/schema";
 import { connectBroker } from "../infra/amqp/connect";
-import { commandDeadLetterQueue, commandQueue, declareCommandTopology } from "../infra/amqp/topology";
+import {
+  commandDeadLetterQueue,
+  commandQueue,
+  declareCommandTopology,
+} from "../infra/amqp/topology";
 import type { Logger } from "../infra/log";
 
 export interface Delivery {
@@ -45,7 +49,10 @@ export class CommandConsumer {
   async start(): Promise<void> {
     // Handlers of an older connection must never tear down a newer one.
     const generation = ++this.generation;
-    const connection = await connectBroker(this.config.brokerUrl, `matchd-conductor-p${this.config.partition}`);
+    const connection = await connectBroker(
+      this.config.brokerUrl,
+      `matchd-conductor-p${this.config.partition}`,
+    );
     this.connection = connection;
     connection.on("error", (error: Error) => this.log.warn("broker connection error", { error }));
     connection.on("close", () => this.lost("connection closed", generation));
@@ -112,7 +119,9 @@ export class CommandConsumer {
   }
 
   /** Publishes an unreadable message to the dead-letter queue and waits for the broker's confirm. */
-  async deadLetter(messages: readonly { message: ConsumeMessage; reason: string }[]): Promise<void> {
+  async deadLetter(
+    messages: readonly { message: ConsumeMessage; reason: string }[],
+  ): Promise<void> {
     const output = this.output;
     if (!output) throw new Error("broker not connected");
     for (const { message, reason } of messages) {

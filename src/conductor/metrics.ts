@@ -7,7 +7,11 @@ import { MetricsRegistry } from "../infra/metrics";
 
 const batchBuckets = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000];
 
-export function createConductorMetrics(config: Config, restingOrders: () => number) {
+export function createConductorMetrics(
+  config: Config,
+  restingOrders: () => number,
+  pendingDeliveries: () => number,
+) {
   const registry = new MetricsRegistry({ partition: String(config.partition) });
   registry.setInfo("matching_durability_policy", { policy: config.durability });
   return {
@@ -20,15 +24,27 @@ export function createConductorMetrics(config: Config, restingOrders: () => numb
       "matching_command_failures_total",
       "Commands whose batch failed to commit or become durable and was requeued",
     ),
-    eventsCreated: registry.counter("matching_events_created_total", "Events committed to the stream"),
-    accepted: registry.counter("matching_commands_accepted_total", "Commands accepted by the domain"),
-    rejected: registry.counter("matching_commands_rejected_total", "Commands rejected with a result code"),
+    eventsCreated: registry.counter(
+      "matching_events_created_total",
+      "Events committed to the stream",
+    ),
+    accepted: registry.counter(
+      "matching_commands_accepted_total",
+      "Commands accepted by the domain",
+    ),
+    rejected: registry.counter(
+      "matching_commands_rejected_total",
+      "Commands rejected with a result code",
+    ),
     duplicates: registry.counter(
       "matching_commands_duplicate_total",
       "Duplicates caught: redelivered commands and orders retried under a new command id",
     ),
     rested: registry.counter("matching_orders_rested_total", "Orders that came to rest in a book"),
-    cancelled: registry.counter("matching_orders_cancelled_total", "Orders cancelled (user, IOC, FOK, STP)"),
+    cancelled: registry.counter(
+      "matching_orders_cancelled_total",
+      "Orders cancelled (user, IOC, FOK, STP)",
+    ),
     filled: registry.counter("matching_orders_filled_total", "Orders filled completely"),
     deadLettered: registry.counter(
       "matching_commands_dead_letter_total",
@@ -38,30 +54,54 @@ export function createConductorMetrics(config: Config, restingOrders: () => numb
       "matching_durability_timeouts_total",
       "Batches whose durability wait timed out (nothing acknowledged)",
     ),
-    reloads: registry.counter("matching_book_reloads_total", "Times the books were reloaded from Valkey"),
+    reloads: registry.counter(
+      "matching_book_reloads_total",
+      "Times the books were reloaded from Valkey",
+    ),
     batches: registry.counter("matching_batches_total", "Batches committed"),
-    batchSize: registry.histogram("matching_batch_size", "Commands per committed batch", batchBuckets),
+    batchSize: registry.histogram(
+      "matching_batch_size",
+      "Commands per committed batch",
+      batchBuckets,
+    ),
     queueWait: registry.histogram(
       "matching_stage_queue_wait_seconds",
       "From submittedAt to the conductor receiving the command",
     ),
     decode: registry.histogram("matching_stage_decode_seconds", "Decode and validate, per batch"),
-    lookup: registry.histogram("matching_stage_dedup_lookup_seconds", "Dedup marker lookup, per batch"),
+    lookup: registry.histogram(
+      "matching_stage_dedup_lookup_seconds",
+      "Dedup marker lookup, per batch",
+    ),
     match: registry.histogram("matching_stage_match_seconds", "Domain matching, per batch"),
     commit: registry.histogram("matching_stage_commit_seconds", "Atomic commit script, per batch"),
     durabilityWait: registry.histogram(
       "matching_stage_durability_wait_seconds",
       "WAITAOF until local and replica fsync, per batch",
     ),
-    acknowledge: registry.histogram("matching_stage_ack_seconds", "Acknowledge and reply, per batch"),
+    acknowledge: registry.histogram(
+      "matching_stage_ack_seconds",
+      "Acknowledge and reply, per batch",
+    ),
     commandLatency: registry.histogram(
       "matching_command_latency_seconds",
       "From receiving a command to acknowledging it",
     ),
-    ownerEpoch: registry.gauge("matching_owner_epoch", "This conductor's ownership epoch (fencing token)"),
-    restingOrders: registry.gauge("matching_resting_orders", "Resting orders in the partition", restingOrders),
+    ownerEpoch: registry.gauge(
+      "matching_owner_epoch",
+      "This conductor's ownership epoch (fencing token)",
+    ),
+    restingOrders: registry.gauge(
+      "matching_resting_orders",
+      "Resting orders in the partition",
+      restingOrders,
+    ),
     bookLoadSeconds: registry.gauge("matching_book_load_seconds", "Duration of the last book load"),
-    pendingDeliveries: registry.gauge("matching_pending_deliveries", "Commands received, not yet batched"),
+    pendingDeliveries: registry.gauge(
+      "matching_pending_deliveries",
+      "Commands received, not yet batched",
+      pendingDeliveries,
+    ),
   };
 }
 

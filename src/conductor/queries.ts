@@ -11,13 +11,16 @@ export function queryRoutes(engine: MatchingEngine, store: ConductorStore) {
     app.get("/books/:pairId", (c) => {
       const pairId = Number(c.req.param("pairId"));
       const depth = Number(c.req.query("depth") ?? "10");
-      if (!Number.isSafeInteger(pairId) || pairId <= 0) return c.json({ error: "pairId must be a positive integer" }, 400);
+      if (!Number.isSafeInteger(pairId) || pairId <= 0)
+        return c.json({ error: "pairId must be a positive integer" }, 400);
       if (!Number.isSafeInteger(depth) || depth < 1 || depth > 1000) {
         return c.json({ error: "depth must be an integer 1..1000" }, 400);
       }
       return c.json({ pairId, ...engine.depth(pairId, depth) });
     });
-    app.get("/digest", (c) => c.json({ digest: engine.digest(), restingOrders: engine.restingOrderCount() }));
+    app.get("/digest", (c) =>
+      c.json({ digest: engine.digest(), restingOrders: engine.restingOrderCount() }),
+    );
     app.get("/orders/:orderId", (c) => {
       const order = engine.getOrder(c.req.param("orderId"));
       return order ? c.json(order) : c.json({ error: "no resting order with that id" }, 404);
@@ -25,7 +28,11 @@ export function queryRoutes(engine: MatchingEngine, store: ConductorStore) {
     app.get("/commands/:commandId", async (c) => {
       try {
         const stored = await store.storedResult(c.req.param("commandId"));
-        if (stored === null) return c.json({ error: "no stored result (never processed, or past the dedup window)" }, 404);
+        if (stored === null)
+          return c.json(
+            { error: "no stored result (never processed, or past the dedup window)" },
+            404,
+          );
         return c.body(stored, 200, { "content-type": "application/json" });
       } catch (error) {
         return c.json({ error: `datastore unavailable: ${(error as Error).message}` }, 503);

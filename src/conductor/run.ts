@@ -3,8 +3,9 @@
  * policy, claims ownership, loads the books, serves HTTP, consumes commands, and shuts
  * down gracefully on SIGTERM/SIGINT.
  */
-import type { Config } from "../config/schema";
+
 import { describeConfig } from "../config/resolve";
+import type { Config } from "../config/schema";
 import { MatchingEngine } from "../domain/index";
 import { enforceDurabilityPolicy } from "../infra/boot";
 import { createHttpApp, serveHttp } from "../infra/http/app";
@@ -22,13 +23,19 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
   await enforceDurabilityPolicy(config, log);
 
   const keys = partitionKeys(config.partition);
-  const writer = createValkey(config.datastoreUrl, { name: `matchd-conductor-p${config.partition}` });
+  const writer = createValkey(config.datastoreUrl, {
+    name: `matchd-conductor-p${config.partition}`,
+  });
   writer.on("error", () => undefined); // reported through failed commits and /readyz
   const engine = new MatchingEngine();
   const store = new ConductorStore(writer, keys);
-  const metrics = createConductorMetrics(config, () => engine.restingOrderCount());
   let conductor: Conductor | undefined;
   const consumer = new CommandConsumer(config, log, () => conductor?.notify());
+  const metrics = createConductorMetrics(
+    config,
+    () => engine.restingOrderCount(),
+    () => consumer.pendingCount,
+  );
   conductor = new Conductor(config, engine, store, keys, consumer, metrics, log);
   const owner = conductor;
 
@@ -41,19 +48,25 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
       if (!owner.loaded) reasons.push("books not loaded");
       if (owner.fenced) reasons.push("fenced: another conductor owns the partition");
       if (owner.lastFailure) reasons.push(`last batch failed: ${owner.lastFailure}`);
-      return { ready: reasons.length === 0, status: reasons.length === 0 ? "ready" : "not-ready", reasons };
+      return {
+        ready: reasons.length === 0,
+        status: reasons.length === 0 ? "ready" : "not-ready",
+        reasons,
+      };
     },
     routes: queryRoutes(engine, store),
   });
   const http = serveHttp(app, config.httpPort);
   log.info("http listening", { port: http.port });
 
+  // Load now to be ready fast; ownership (a new epoch, and a reload) is claimed when the
+  // first command arrives, i.e. when this conductor becomes the active consumer.
   for (let delayMs = 100; ; delayMs = Math.min(delayMs * 2, 5000)) {
     try {
-      await owner.takeOwnership();
+      await owner.reload();
       break;
     } catch (error) {
-      log.warn("cannot take ownership or load books yet; retrying", { error, delayMs });
+      log.warn("cannot load books yet; retrying", { error, delayMs });
       await Bun.sleep(delayMs);
     }
   }

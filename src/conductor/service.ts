@@ -18,6 +18,13 @@ const unacknowledgedMax = 100_000;
 
 export class Conductor {
   private epoch = 0;
+  /**
+   * The consumer channel generation this conductor claimed ownership on. Ownership is
+   * claimed when the first delivery of a channel arrives (this consumer became the
+   * queue's single active consumer), not at boot: a standby that boots must not fence
+   * the conductor that is still serving the partition.
+   */
+  private claimedGeneration = -1;
   private wake: (() => void) | undefined;
   private running = false;
   private stopped: Promise<void> | undefined;
@@ -90,7 +97,6 @@ export class Conductor {
   private async loop(): Promise<void> {
     while (this.running) {
       const batch = this.consumer.take(this.config.batchMax);
-      this.metrics.pendingDeliveries.set(this.consumer.pendingCount);
       if (batch.length === 0) {
         await new Promise<void>((resolve) => {
           this.wake = resolve;
@@ -107,6 +113,11 @@ export class Conductor {
   private async process(batch: Delivery[]): Promise<void> {
     let items: BatchItem[];
     try {
+      const generation = batch[0]!.generation;
+      if (generation !== this.claimedGeneration) {
+        await this.takeOwnership();
+        this.claimedGeneration = generation;
+      }
       items = await commitBatch(
         {
           config: this.config,

@@ -188,7 +188,7 @@ export function narrow(value: bigint): Scaled {
 export function addScaled(a: Scaled, b: Scaled): Scaled {
   if (typeof a === "number" && typeof b === "number") {
     const sum = a + b;
-    return sum;
+    if (sum <= SAFE && sum >= -SAFE) return sum;
   }
   return narrow(BigInt(a) + BigInt(b));
 }

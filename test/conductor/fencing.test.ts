@@ -163,10 +163,12 @@ describe("fencing", () => {
         async () => (await processed(a)) + (await processed(b)) >= n,
       );
       const [pa, pb] = [await processed(a), await processed(b)];
-      // Single active consumer: only one of them ever received commands. (B's boot took
-      // the epoch, so an active A is fenced at its first batch and hands over to B.)
+      // Single active consumer: only one of them ever received commands, and the standby's
+      // boot did not fence the active one (ownership is claimed on the first delivery).
       expect(pa === 0 || pb === 0).toBe(true);
       expect(pa + pb).toBe(n);
+      expect(a.process.exitCode).toBeNull();
+      expect(b.process.exitCode).toBeNull();
       expect(await store.eventCount()).toBe(2 * n);
       expect(
         await streamProblems(
