@@ -51,11 +51,32 @@ export interface BatchContext {
   unacknowledged: Map<string, number>;
 }
 
-/** Applies, commits and makes durable one batch; throws on any commit or durability failure. */
+export interface OutcomeTally {
+  events: number;
+  accepted: number;
+  rejected: number;
+  duplicates: number;
+  rested: number;
+  cancelled: number;
+  filled: number;
+}
+
+export interface CommittedBatch {
+  items: BatchItem[];
+  /** Counted into the metrics only once the batch is durable and acknowledged. */
+  tally: OutcomeTally;
+  /** Fresh commands this batch committed, with their event counts (see `unacknowledged`). */
+  committed: [commandId: string, events: number][];
+}
+
+/**
+ * Applies and atomically commits one batch; throws on any commit failure. The caller
+ * waits for durability before acknowledging (possibly while the next batch is matched).
+ */
 export async function commitBatch(
   context: BatchContext,
   deliveries: readonly Delivery[],
-): Promise<BatchItem[]> {
+): Promise<CommittedBatch> {
   const { config, engine, store, keys, metrics } = context;
   const t0 = performance.now();
   const decoded = deliveries.map((delivery) => decodeDelivery(context, delivery));
@@ -80,8 +101,15 @@ export async function commitBatch(
   const batchResults = new Map<string, string>();
   const items: BatchItem[] = [];
   const committed: [commandId: string, events: number][] = [];
-  let events = 0;
-  const tally = { accepted: 0, rejected: 0, duplicates: 0, rested: 0, cancelled: 0, filled: 0 };
+  const tally: OutcomeTally = {
+    events: 0,
+    accepted: 0,
+    rejected: 0,
+    duplicates: 0,
+    rested: 0,
+    cancelled: 0,
+    filled: 0,
+  };
 
   for (let i = 0; i < decoded.length; i++) {
     const item = decoded[i]!;
@@ -100,7 +128,7 @@ export async function commitBatch(
       batchResults.set(commandId, earlier);
       if (ownEvents !== undefined) {
         // This process committed it but never acknowledged it: count it now, once.
-        events += ownEvents;
+        tally.events += ownEvents;
         countOutcome(tally, JSON.parse(earlier) as CommandResult);
         items.push({ delivery, commandId, fresh: true, resultJson: earlier });
         continue;
@@ -127,7 +155,7 @@ export async function commitBatch(
       else store.stageRemovedOrder(batch, change.order);
     }
     for (const event of outcome.events) batch.xadd(keys.events, JSON.stringify(event));
-    events += outcome.events.length;
+    tally.events += outcome.events.length;
     countOutcome(tally, outcome.result);
     committed.push([commandId, outcome.events.length]);
     items.push({ delivery, commandId, fresh: true, resultJson });
@@ -139,38 +167,26 @@ export async function commitBatch(
   if (batch.empty)
     batch.setWithTtl(`${keys.prefix}conductor-heartbeat`, String(context.epoch), 3600);
   await store.commit(batch);
-  // Forgotten again once the batch is acknowledged (see Conductor.process).
-  for (const [commandId, count] of committed) context.unacknowledged.set(commandId, count);
   const t4 = performance.now();
-  if (config.durability === "aof-replicated") await store.waitDurable(config.durabilityTimeoutMs);
-  const t5 = performance.now();
 
   metrics.decode.observe((t1 - t0) / 1000);
   metrics.lookup.observe((t2 - t1) / 1000);
   metrics.match.observe((t3 - t2) / 1000);
   metrics.commit.observe((t4 - t3) / 1000);
-  metrics.durabilityWait.observe((t5 - t4) / 1000);
-  metrics.eventsCreated.inc(events);
+  return { items, tally, committed };
+}
+
+export function countTally(metrics: ConductorMetrics, tally: OutcomeTally): void {
+  metrics.eventsCreated.inc(tally.events);
   metrics.accepted.inc(tally.accepted);
   metrics.rejected.inc(tally.rejected);
   metrics.duplicates.inc(tally.duplicates);
   metrics.rested.inc(tally.rested);
   metrics.cancelled.inc(tally.cancelled);
   metrics.filled.inc(tally.filled);
-  return items;
 }
 
-function countOutcome(
-  tally: {
-    accepted: number;
-    rejected: number;
-    duplicates: number;
-    rested: number;
-    cancelled: number;
-    filled: number;
-  },
-  result: CommandResult,
-): void {
+function countOutcome(tally: OutcomeTally, result: CommandResult): void {
   if (result.status === "accepted") tally.accepted++;
   else if (result.status === "rejected") tally.rejected++;
   else tally.duplicates++;

@@ -89,6 +89,11 @@ export class CommandConsumer {
     return this.pending.splice(0, max);
   }
 
+  /** Returns deliveries taken but not processed to the front of the pending list. */
+  putBack(batch: Delivery[]): void {
+    this.pending.unshift(...batch);
+  }
+
   /** Acknowledges a contiguous batch of deliveries with one frame. */
   ack(batch: readonly Delivery[]): boolean {
     const last = batch[batch.length - 1];

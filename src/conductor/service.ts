@@ -9,12 +9,23 @@ import type { MatchingEngine } from "../domain/index";
 import type { Logger } from "../infra/log";
 import { DurabilityTimeoutError } from "../infra/valkey/durability";
 import type { PartitionKeys } from "../infra/valkey/keys";
-import { type BatchItem, commitBatch } from "./batch";
+import { type CommittedBatch, commitBatch, countTally } from "./batch";
 import type { CommandConsumer, Delivery } from "./consumer";
 import type { ConductorMetrics } from "./metrics";
 import { type ConductorStore, FencedError } from "./store";
 
 const unacknowledgedMax = 100_000;
+
+/** Batches committed but not yet acknowledged at once: one waiting for durability, one matching. */
+const pipelineDepth = 2;
+
+interface InFlight {
+  batch: Delivery[];
+  committed: CommittedBatch;
+  /** Resolves when the batch (and everything committed before it) is durable. */
+  durable: Promise<number>;
+  committedAt: number;
+}
 
 export class Conductor {
   private epoch = 0;
@@ -94,10 +105,21 @@ export class Conductor {
     await this.stopped;
   }
 
+  /**
+   * Two batches in flight at most: while batch k waits for its durability, batch k+1 is
+   * decoded, matched and committed. Acknowledgements still go strictly in order, and a
+   * command is acknowledged only once its own batch is durable.
+   */
   private async loop(): Promise<void> {
-    while (this.running) {
-      const batch = this.consumer.take(this.config.batchMax);
+    const inFlight: InFlight[] = [];
+    while (this.running || inFlight.length > 0) {
+      const room = this.running && inFlight.length < pipelineDepth;
+      const batch = room ? this.consumer.take(this.config.batchMax) : [];
       if (batch.length === 0) {
+        if (inFlight.length > 0) {
+          if (!(await this.finish(inFlight))) inFlight.length = 0;
+          continue;
+        }
         await new Promise<void>((resolve) => {
           this.wake = resolve;
           // A bounded sleep: re-check even if a wake-up were missed.
@@ -105,60 +127,88 @@ export class Conductor {
         });
         continue;
       }
-      await this.process(batch);
+      const generation = batch[0]!.generation;
+      if (generation !== this.claimedGeneration && inFlight.length > 0) {
+        // A new channel: settle the old one's batches before claiming ownership again.
+        this.consumer.putBack(batch);
+        if (!(await this.finish(inFlight))) inFlight.length = 0;
+        continue;
+      }
+      try {
+        if (generation !== this.claimedGeneration) {
+          await this.takeOwnership();
+          this.claimedGeneration = generation;
+        }
+        const committed = await commitBatch(
+          {
+            config: this.config,
+            engine: this.engine,
+            store: this.store,
+            keys: this.keys,
+            metrics: this.metrics,
+            epoch: this.epoch,
+            unacknowledged: this.unacknowledged,
+          },
+          batch,
+        );
+        const committedAt = performance.now();
+        const durable =
+          this.config.durability === "aof-replicated"
+            ? this.store.waitDurable(this.config.durabilityTimeoutMs)
+            : Promise.resolve(0);
+        // Observed by finish(); this only keeps an early rejection from being "unhandled".
+        durable.catch(() => undefined);
+        inFlight.push({ batch, committed, durable, committedAt });
+      } catch (error) {
+        await this.fail([...inFlight.flatMap((f) => f.batch), ...batch], error, inFlight);
+        inFlight.length = 0;
+        continue;
+      }
+      if (inFlight.length >= pipelineDepth && !(await this.finish(inFlight))) inFlight.length = 0;
       if (this.fenced) return;
     }
   }
 
-  private async process(batch: Delivery[]): Promise<void> {
-    let items: BatchItem[];
+  /**
+   * Waits for the oldest batch in flight to be durable, then acknowledges and replies.
+   * Returns false when it failed (everything in flight was requeued).
+   */
+  private async finish(inFlight: InFlight[]): Promise<boolean> {
+    const entry = inFlight[0]!;
+    const { batch, committed } = entry;
+    const items = committed.items;
     try {
-      const generation = batch[0]!.generation;
-      if (generation !== this.claimedGeneration) {
-        await this.takeOwnership();
-        this.claimedGeneration = generation;
-      }
-      items = await commitBatch(
-        {
-          config: this.config,
-          engine: this.engine,
-          store: this.store,
-          keys: this.keys,
-          metrics: this.metrics,
-          epoch: this.epoch,
-          unacknowledged: this.unacknowledged,
-        },
-        batch,
-      );
-    } catch (error) {
-      await this.fail(batch, error);
-      return;
-    }
-    const t0 = performance.now();
-    const deadLetters = items.filter((item) => item.deadLetterReason !== undefined);
-    if (deadLetters.length > 0) {
-      try {
+      await entry.durable;
+      this.metrics.durabilityWait.observe((performance.now() - entry.committedAt) / 1000);
+      const deadLetters = items.filter((item) => item.deadLetterReason !== undefined);
+      if (deadLetters.length > 0) {
         await this.consumer.deadLetter(
           deadLetters.map((item) => ({
             message: item.delivery.message,
             reason: item.deadLetterReason!,
           })),
         );
-      } catch (error) {
-        // The commit is durable; requeued commands come back as redeliveries.
-        await this.fail(batch, error);
-        return;
       }
+      this.metrics.deadLettered.inc(deadLetters.length);
+    } catch (error) {
+      await this.fail(
+        inFlight.flatMap((f) => f.batch),
+        error,
+        inFlight,
+      );
+      return false;
     }
+    inFlight.shift();
+    const t0 = performance.now();
     if (!this.consumer.ack(batch)) {
       this.log.warn("batch committed but its channel is gone; it will be redelivered", {
         commands: batch.length,
       });
     }
     // Counted below, once: a later redelivery of these is a duplicate.
-    for (const item of items)
+    for (const item of items) {
       if (item.commandId !== undefined) this.unacknowledged.delete(item.commandId);
-    if (this.unacknowledged.size > unacknowledgedMax) this.unacknowledged.clear();
+    }
     const now = Date.now();
     let fresh = 0;
     for (const item of items) {
@@ -167,16 +217,26 @@ export class Conductor {
       if (item.fresh) fresh++;
       this.metrics.commandLatency.observe((now - item.delivery.receivedAtMs) / 1000);
     }
-    this.metrics.deadLettered.inc(deadLetters.length);
+    countTally(this.metrics, committed.tally);
     this.metrics.processed.inc(fresh);
     this.metrics.batches.inc();
     this.metrics.batchSize.observe(batch.length);
     this.metrics.acknowledge.observe((performance.now() - t0) / 1000);
     this.failureBackoffMs = 0;
     this.lastFailure = undefined;
+    return true;
   }
 
-  private async fail(batch: Delivery[], error: unknown): Promise<void> {
+  private async fail(batch: Delivery[], error: unknown, inFlight: InFlight[] = []): Promise<void> {
+    // Let every outstanding durability wait settle before the connection is reused.
+    await Promise.allSettled(inFlight.map((f) => f.durable));
+    // Committed but never acknowledged: their redelivery is their first counted outcome.
+    if (this.unacknowledged.size > unacknowledgedMax) this.unacknowledged.clear();
+    for (const entry of inFlight) {
+      for (const [commandId, events] of entry.committed.committed) {
+        this.unacknowledged.set(commandId, events);
+      }
+    }
     this.consumer.requeueFrom(batch);
     this.metrics.failures.inc(batch.length);
     if (error instanceof DurabilityTimeoutError) this.metrics.durabilityTimeouts.inc();
