@@ -173,6 +173,9 @@ export class MatchingEngine {
     const payload = command.payload;
     const limit = payload.type === "limit";
     const decimals = payload.amountDecimals;
+    const volumeText = parsed.quoteSized
+      ? "0"
+      : canonicalText(payload.volume, parsed.volume, decimals);
     const taker: Taker = {
       id: payload.id,
       userId: payload.userId,
@@ -181,16 +184,14 @@ export class MatchingEngine {
       price: parsed.price,
       priceText: limit ? canonicalText(payload.price, parsed.price, payload.priceDecimals) : "0",
       remaining: parsed.quoteSized ? 0 : parsed.volume,
-      remainingText: parsed.quoteSized
-        ? "0"
-        : canonicalText(payload.volume, parsed.volume, decimals),
+      remainingText: volumeText,
       budget: parsed.quoteVolume,
       quoteSized: parsed.quoteSized,
       executed: 0,
       volumeTotal: parsed.volumeTotal,
       volumeTotalText:
         payload.volumeTotal === payload.volume && !parsed.quoteSized
-          ? canonicalText(payload.volume, parsed.volume, decimals)
+          ? volumeText
           : formatValue(parsed.volumeTotal, decimals),
       accepted: parsed.volume,
       timestamp: payload.timestamp,

@@ -22,8 +22,10 @@ export class RecentOrders {
   }
 
   finish(id: string): void {
-    if (this.current.has(id)) return;
+    // Adding an id already present is a no-op, so only a full generation needs the lookup (an id
+    // already in it must not start a new generation).
     if (this.current.size >= this.generationSize) {
+      if (this.current.has(id)) return;
       this.previous = this.current;
       this.current = new Set();
     }

