@@ -251,6 +251,9 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
   })();
 
   // Phase 2: the timed run.
+  options.progress(
+    `${boundary}: timing ${options.commands} commands, ${options.rate === undefined ? "closed loop" : `${options.rate}/s offered`}`,
+  );
   timedStart = performance.now();
   const progressTimer = setInterval(() => {
     const elapsed = (performance.now() - timedStart) / 1000;

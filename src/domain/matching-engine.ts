@@ -284,9 +284,11 @@ export class MatchingEngine {
         mulScaled(taker.budget, pow10Value(scaleShift)),
         mulScaled(price, pow10Value(maker.quoteDecimals)),
       );
+      // biome-ignore lint/complexity/useMathMinMax: Math.min does not accept bigint Scaled values.
       volume = affordable < maker.remaining ? affordable : maker.remaining;
       if (volume === 0) return true;
     } else {
+      // biome-ignore lint/complexity/useMathMinMax: Math.min does not accept bigint Scaled values.
       volume = taker.remaining < maker.remaining ? taker.remaining : maker.remaining;
     }
     const quote = quoteOf(price, volume, maker.quoteDecimals, scaleShift);

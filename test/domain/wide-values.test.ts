@@ -76,7 +76,7 @@ function toCommand(
     // Usually the same text as volume (the engine reuses the parse), sometimes a larger total.
     volumeTotal:
       op.ref % 3 === 0
-        ? decimalOf(op.volume > op.volumeTotal ? op.volume : op.volumeTotal, config.amountDecimals)
+        ? decimalOf(larger(op.volume, op.volumeTotal), config.amountDecimals)
         : decimalOf(op.volume, config.amountDecimals),
     quoteVolume: "0",
     ...config,
@@ -148,6 +148,10 @@ function depthOf(engine: MatchingEngine, levels: number) {
       orders: counts.get(`${side}${price}`)!,
     }));
   return { bids: list(sides.bids, "bid"), asks: list(sides.asks, "ask") };
+}
+
+function larger(a: bigint, b: bigint): bigint {
+  return a > b ? a : b;
 }
 
 /** A scaled value inside the 15-integer-digit limit, as canonical decimal text. */

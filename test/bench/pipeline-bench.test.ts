@@ -1,0 +1,129 @@
+/**
+ * The pipeline benchmarks end to end against the running test stack: each boundary
+ * starts its own conductor (and outbox), reports JSON with the required fields, and
+ * its invariants hold; the HTML report is written.
+ */
+import { describe, expect, test } from "bun:test";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { matchdCommand, testStack } from "../support/stack";
+
+async function bench(
+  args: string[],
+): Promise<{ code: number; report: Record<string, unknown>; stderr: string }> {
+  const stack = await testStack();
+  const child = Bun.spawn(
+    [...matchdCommand, "bench", ...args, "--json", "--partition", "5", "--partition-count", "8"],
+    {
+      env: {
+        ...process.env,
+        MATCHING_DATASTORE_URL: stack.datastoreUrl,
+        MATCHING_BROKER_URL: stack.brokerUrl,
+        MATCHING_LOG_LEVEL: "warn",
+      },
+      stdout: "pipe",
+      stderr: "pipe",
+    },
+  );
+  const timer = setTimeout(() => child.kill("SIGKILL"), 110_000);
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ]);
+  clearTimeout(timer);
+  let report: Record<string, unknown> = {};
+  try {
+    report = JSON.parse(stdout) as Record<string, unknown>;
+  } catch {
+    throw new Error(`bench printed no JSON (exit ${code}):\n${stdout}\n${stderr.slice(-3000)}`);
+  }
+  return { code, report, stderr };
+}
+
+const required = [
+  "boundary",
+  "durability",
+  "workload",
+  "commands",
+  "seconds",
+  "commandsPerSecond",
+  "latencyMs",
+  "invariants",
+  "environment",
+];
+
+describe("matchd bench pipeline boundaries", () => {
+  test("full-pipeline: every event reaches the sinks, invariants hold, HTML report written", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "matchd-bench-test-"));
+    const html = join(dir, "report.html");
+    const { code, report, stderr } = await bench([
+      "full-pipeline",
+      "--commands",
+      "400",
+      "--warmup",
+      "100",
+      "--report",
+      html,
+    ]);
+    expect(stderr).toContain("full-pipeline: timing 400 commands");
+    for (const key of required) expect(report).toHaveProperty(key);
+    const invariants = report.invariants as Record<string, unknown>;
+    expect(invariants).toMatchObject({
+      ok: true,
+      commandsProcessed: 400,
+      commandFailures: 0,
+      eventsCreated: 800,
+      eventsReceivedBySinks: 800,
+      outboxRetries: 0,
+      outboxDeadLetters: 0,
+      remainingBookDepth: 0,
+      replicaConnectedThroughout: true,
+    });
+    expect(report.durability).toContain("aof-replicated");
+    expect(Object.keys(report.latencyMs as object).sort()).toEqual([
+      "max",
+      "p50",
+      "p95",
+      "p99",
+      "p999",
+    ]);
+    expect(code).toBe(0);
+    expect(existsSync(html)).toBe(true);
+    expect(readFileSync(html, "utf8")).toContain("<svg");
+  }, 120_000);
+
+  test("round-trip at an offered rate: latency from the scheduled send, invariants hold", async () => {
+    const { code, report } = await bench([
+      "round-trip",
+      "--rate",
+      "200",
+      "--commands",
+      "300",
+      "--warmup",
+      "20",
+    ]);
+    expect(report.boundary).toBe("round-trip");
+    expect((report.invariants as Record<string, unknown>).ok).toBe(true);
+    expect(report.commands).toBe(300);
+    // 300 commands offered at 200/s cannot take less than the schedule's 1.5 s.
+    expect(report.seconds as number).toBeGreaterThanOrEqual(1.49);
+    expect(code).toBe(0);
+  }, 120_000);
+
+  test("conductor with --batch-max 1 still holds every invariant", async () => {
+    const { code, report } = await bench([
+      "conductor",
+      "--commands",
+      "200",
+      "--warmup",
+      "0",
+      "--batch-max",
+      "1",
+    ]);
+    expect((report.invariants as Record<string, unknown>).ok).toBe(true);
+    expect((report.extra as Record<string, unknown>).batchMax).toBe(1);
+    expect(code).toBe(0);
+  }, 120_000);
+});
