@@ -292,6 +292,9 @@ export class MatchingEngine {
       volume = taker.remaining < maker.remaining ? taker.remaining : maker.remaining;
     }
     const quote = quoteOf(price, volume, maker.quoteDecimals, scaleShift);
+    // Volume whose quote rounds to zero would be free: a quote-sized bid stops instead
+    // (its remainder is cancelled). This also bounds the same-maker retries below.
+    if (taker.quoteSized && quote === 0) return true;
     const makerBefore = maker.remaining;
     const takerBefore = taker.quoteSized ? taker.executed : taker.remaining;
     maker.remaining = subScaled(makerBefore, volume);

@@ -230,6 +230,38 @@ describe("market orders", () => {
     });
   });
 
+  test("quote-sized market bid never takes volume whose quote rounds to zero", () => {
+    // 0.01 buys 3.33 at 0.003, but 3.33 x 0.003 = 0.00999 rounds to a quote of 0.00: free volume.
+    const engine = engineWith(
+      place({
+        id: "a1",
+        side: "ask",
+        price: "0.003",
+        volume: "1000000",
+        userId: "m",
+        priceDecimals: 3,
+        amountDecimals: 2,
+        quoteDecimals: 2,
+      }),
+    );
+    const out = engine.apply(
+      place({
+        id: "q1",
+        type: "market",
+        price: "0",
+        volume: "0",
+        volumeTotal: "0",
+        quoteVolume: "0.01",
+        priceDecimals: 3,
+        amountDecimals: 2,
+        quoteDecimals: 2,
+      }),
+    );
+    expect(out.events.map((e) => e.type)).toEqual(["order.cancelled.v1"]);
+    expect(out.result).toMatchObject({ orderStatus: "cancelled", executedVolume: "0" });
+    engine.check();
+  });
+
   test("quote-sized market bid that spends its whole budget is filled", () => {
     const engine = engineWith(
       place({ id: "a1", side: "ask", price: "2", volume: "10", userId: "m" }),

@@ -334,6 +334,8 @@ export class ReferenceBook {
         fill = Decimal.min(remaining, m.remaining);
       }
       const quote = m.price.times(fill).toDecimalPlaces(m.qd, Decimal.ROUND_DOWN);
+      // A quote-sized bid never takes volume that rounds to a zero quote: it stops there.
+      if (quoteSized && quote.isZero()) break;
       m.remaining = m.remaining.minus(fill);
       executed = executed.plus(fill);
       if (quoteSized) budget = budget.minus(quote);
