@@ -154,7 +154,13 @@ export async function commitBatch(
       if (change.op === "put") store.stageRestingOrder(batch, change.order);
       else store.stageRemovedOrder(batch, change.order);
     }
-    for (const event of outcome.events) batch.xadd(keys.events, JSON.stringify(event));
+    // Extension of the contract's envelope: `commandEvents`, how many events the command
+    // emitted, so a consumer knows when it has all of a command's events.
+    const suffix = `,"commandEvents":${outcome.events.length}}`;
+    for (const event of outcome.events) {
+      const json = JSON.stringify(event);
+      batch.xadd(keys.events, json.slice(0, -1) + suffix);
+    }
     tally.events += outcome.events.length;
     countOutcome(tally, outcome.result);
     committed.push([commandId, outcome.events.length]);

@@ -10,7 +10,8 @@
  * ARGV[1]      the epoch this conductor owns
  * ARGV[2..]    ops, each an op code followed by its arguments:
  *                S k ttl value        SET KEYS[k] value EX ttl
- *                H k n f1 v1 .. fn vn DEL KEYS[k] then HSET the n field/value pairs
+ *                H k n f1 v1 .. fn vn HSET the n field/value pairs (an order hash always
+ *                                     has the same fields, so no stale field survives)
  *                Z k score member     ZADD KEYS[k] score member
  *                R k member           ZREM KEYS[k] member
  *                D k                  DEL KEYS[k]
@@ -53,7 +54,6 @@ while i <= n do
   elseif op == 'H' then
     local key = KEYS[tonumber(ARGV[i + 1])]
     local count = tonumber(ARGV[i + 2])
-    redis.call('DEL', key)
     redis.call('HSET', key, unpack(ARGV, i + 3, i + 2 + count * 2))
     i = i + 3 + count * 2
   elseif op == 'Z' then

@@ -31,6 +31,8 @@ const orderFieldCount = 13;
 
 export class ConductorStore {
   private scriptSha: string | undefined;
+  /** Pairs already in the `pairs` set, as of the last load plus this process's commits. */
+  private knownPairs = new Set<number>();
 
   constructor(
     /** The one connection that commits: WAITAOF waits for this connection's writes. */
@@ -91,6 +93,7 @@ export class ConductorStore {
   /** Reads every resting order of the partition, in FIFO order per book side. */
   async loadRestingOrders(): Promise<RestingOrder[]> {
     const pairIds = (await this.writer.smembers(this.keys.pairs)).map(Number).sort((a, b) => a - b);
+    this.knownPairs = new Set(pairIds);
     const members: string[] = [];
     for (const pairId of pairIds) {
       for (const side of ["bid", "ask"] as const) {
@@ -118,7 +121,11 @@ export class ConductorStore {
   stageRestingOrder(batch: CommitBuilder, order: RestingOrder): void {
     batch.replaceHash(this.keys.order(order.id), encodeOrder(order));
     batch.zadd(this.keys.bookRates(order.pairId, order.side), order.price, bookMember(order));
-    batch.sadd(this.keys.pairs, String(order.pairId));
+    // The pairs set only grows; add a pair once (a failed commit reloads and resets this).
+    if (!this.knownPairs.has(order.pairId)) {
+      batch.sadd(this.keys.pairs, String(order.pairId));
+      this.knownPairs.add(order.pairId);
+    }
   }
 
   stageRemovedOrder(batch: CommitBuilder, order: RestingOrder): void {
