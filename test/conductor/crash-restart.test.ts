@@ -57,8 +57,11 @@ async function runWithCrashes(
   await publisher.declare(partition);
   await publisher.publish(partition, commands);
   const ids = commands.map((c) => c.commandId);
-  let conductor: ConductorProcess = await startConductor(stack, partition);
-  for (const threshold of killAfter) {
+  // Small batches keep a conductor that is about to be killed busy long enough for the
+  // kill to land mid-run, whatever the machine's speed; the last one runs with defaults.
+  const crashing = { extraArgs: ["--batch-max", "20"] };
+  let conductor: ConductorProcess = await startConductor(stack, partition, crashing);
+  for (const [index, threshold] of killAfter.entries()) {
     await eventually(
       `${threshold} commands processed before the kill`,
       async () => (await conductor.metric("matching_commands_processed_total")) >= threshold,
@@ -68,7 +71,8 @@ async function runWithCrashes(
     const stored = (await store.storedResults(ids)).size;
     console.log(`kill -9 after ${threshold}+ processed: ${stored} of ${ids.length} stored`);
     expect(stored).toBeLessThan(ids.length);
-    conductor = await startConductor(stack, partition);
+    const last = index === killAfter.length - 1;
+    conductor = await startConductor(stack, partition, last ? {} : crashing);
   }
   await eventually(
     "every command has a stored result",
