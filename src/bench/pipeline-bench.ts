@@ -83,7 +83,15 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
     bodies.push(Buffer.from(JSON.stringify(command)));
   };
   for (const command of prefill) encode(command);
-  for (let i = 0; i < total; i++) encode(workload.next(i));
+  const mix = new Map<string, number>();
+  for (let i = 0; i < total; i++) {
+    const command = workload.next(i);
+    if (i >= options.warmup) {
+      const kind = commandKind(command);
+      mix.set(kind, (mix.get(kind) ?? 0) + 1);
+    }
+    encode(command);
+  }
   const timedFrom = prefill.length + options.warmup;
 
   const valkey = createValkey(options.datastoreUrl, { name: "matchd-bench" });
@@ -98,6 +106,7 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
   const expectedEvents = new Int32Array(bodies.length).fill(-1);
   const receivedEvents = new Int32Array(bodies.length);
   const lastEventAt = new Float64Array(bodies.length);
+  const fills = new Int32Array(bodies.length);
   const indexOf = new Map<string, number>();
   ids.forEach((id, i) => {
     indexOf.set(id, i);
@@ -175,6 +184,7 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
           const commandId = eventId.slice(0, eventId.indexOf(":"));
           const i = indexOf.get(commandId);
           if (i === undefined) return;
+          if (eventId.endsWith(":deal.executed.v1")) fills[i]!++;
           receivedEvents[i]!++;
           if (expectedEvents[i]! < 0) expectedEvents[i] = commandEventsOf(message.content);
           const now = performance.now();
@@ -384,6 +394,7 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
       streamLength: Math.max(0, ...inSecond.map((s) => s.streamLength)),
     };
   });
+  const book = await describeBook(options.conductorUrl, workload.pairIds);
   const stageKeys = Object.keys(conductor).filter((k) => k.startsWith("matching_stage_"));
   const stages: Record<string, unknown> = {};
   for (const key of stageKeys) stages[key] = conductor[key];
@@ -404,6 +415,14 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
     invariants,
     stages,
     facts: {
+      workloadDescription: workload.description,
+      commandMix: [...mix]
+        .map(([kind, count]) => `${kind} ${((100 * count) / options.commands).toFixed(1)}%`)
+        .join(", "),
+      bookAtEnd: book,
+      fillCounts: wantEvents
+        ? fillDistribution(fills.subarray(timedFrom))
+        : "not observed (no event sinks)",
       maxQueueDepth: Math.max(0, ...samples.map((s) => s.queueDepth)),
       maxStreamLength: Math.max(0, ...samples.map((s) => s.streamLength)),
       replies,
@@ -411,6 +430,51 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
       offeredRate: options.rate ?? "closed loop",
     },
   };
+}
+
+/** Share of timed commands by number of fills (deal events): "0 fills 50%, 1 fill 50%". */
+function fillDistribution(fills: Int32Array): string {
+  const counts = new Map<string, number>();
+  for (const n of fills) {
+    const bucket = n <= 2 ? String(n) : n <= 10 ? "3-10" : ">10";
+    counts.set(bucket, (counts.get(bucket) ?? 0) + 1);
+  }
+  return [...counts]
+    .sort()
+    .map(([bucket, count]) => `${bucket} fills ${((100 * count) / fills.length).toFixed(1)}%`)
+    .join(", ");
+}
+
+function commandKind(command: CommandEnvelope): string {
+  if (command.type === "order.cancel") return "cancel";
+  const p = command.payload;
+  const flags = [
+    p.postOnly ? "post-only" : "",
+    p.timeInForce && p.timeInForce !== "gtc" ? p.timeInForce : "",
+  ];
+  return [p.type, p.side, ...flags].filter(Boolean).join(" ");
+}
+
+/** The book at the end, from the conductor: markets, resting orders, levels, concentration. */
+async function describeBook(conductorUrl: string, pairIds: readonly number[]): Promise<string> {
+  let orders = 0;
+  let levels = 0;
+  let nearTouch = 0;
+  for (const pairId of pairIds) {
+    const depth = (await fetch(`${conductorUrl}/books/${pairId}?depth=1000`).then(
+      (r) => r.json(),
+      () => ({ bids: [], asks: [] }),
+    )) as { bids: { orders: number }[]; asks: { orders: number }[] };
+    for (const side of [depth.bids, depth.asks]) {
+      levels += side.length;
+      side.forEach((level, i) => {
+        orders += level.orders;
+        if (i < 5) nearTouch += level.orders;
+      });
+    }
+  }
+  if (orders === 0) return `${pairIds.length} market(s), empty book`;
+  return `${pairIds.length} market(s), ${orders} resting orders on ${levels} levels (first 1000 per side), ${(orders / levels).toFixed(1)} orders/level, ${((100 * nearTouch) / orders).toFixed(0)}% within 5 levels of the touch`;
 }
 
 /** Reads the `commandEvents` extension the conductor appends as the envelope's last field. */

@@ -229,6 +229,7 @@ async function runWithStack(
         boundaryStatement: boundaryStatements[boundary]!,
         durability: describeDurability(config),
         workload,
+        workloadDescription: String(result.facts.workloadDescription),
         commands: result.commands,
         warmup,
         seconds: round(result.seconds, 3),

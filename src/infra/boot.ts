@@ -23,6 +23,8 @@ export async function runDatastoreChecks(config: Config): Promise<CheckOutcome[]
   const valkey = createValkey(config.datastoreUrl, { name: "matchd-check", lazy: true });
   // A check must not retry forever against a dead server.
   valkey.options.retryStrategy = () => null;
+  // Connection errors are reported by the checks themselves, not as unhandled events.
+  valkey.on("error", () => undefined);
   try {
     await valkey.connect().catch(() => undefined);
     const probeKey = `${partitionKeys(config.partition).prefix}durability-probe`;
