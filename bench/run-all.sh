@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs every benchmark quoted in the README, one after another on private stacks, saving
+# each JSON report in bench/results/ and printing a markdown summary of the figures.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+out=bench/results
+mkdir -p "$out"
+
+run() {
+  local name=$1; shift
+  printf 'bench: %s: ./matchd bench %s\n' "$name" "$*" >&2
+  ./matchd bench "$@" --json > "$out/$name.json" || printf 'bench: %s reported a failed invariant (exit %s)\n' "$name" "$?" >&2
+}
+
+run domain-alternating domain --workload alternating
+run domain-mixed domain --workload mixed --commands 500000
+run domain-sweep domain --workload sweep
+run domain-resting domain --resting 1000000
+run datastore datastore --commands 5000
+run conductor conductor --commands 20000
+run conductor-batch1 conductor --commands 2000 --batch-max 1
+run outbox-drain outbox-drain --events 100000
+run outbox-drain-window1 outbox-drain --events 5000 --window 1
+run full-pipeline full-pipeline --commands 20000 --report "$out/full-pipeline.html"
+run full-pipeline-rate full-pipeline --rate 1500 --duration 20
+run round-trip round-trip --rate 1000 --duration 20
+
+node -e '
+const fs = require("fs");
+const dir = process.argv[1];
+console.log("| run | boundary | workload | commands | commands/s | p50 ms | p99 ms | p99.9 ms | max ms | invariants |");
+console.log("|---|---|---|---|---|---|---|---|---|---|");
+for (const file of fs.readdirSync(dir).filter((f) => f.endsWith(".json")).sort()) {
+  const r = JSON.parse(fs.readFileSync(`${dir}/${file}`, "utf8"));
+  const l = r.latencyMs;
+  console.log(`| ${file.replace(".json", "")} | ${r.boundary} | ${r.workload} | ${r.commands} | ${r.commandsPerSecond} | ${l.p50} | ${l.p99} | ${l.p999} | ${l.max} | ${r.invariants.ok ? "ok" : "FAILED"} |`);
+}' "$out"
