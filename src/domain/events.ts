@@ -3,9 +3,25 @@
 
 import type { EventEnvelope, EventType, Side, StpMode } from "./types";
 
+/** `:ordinal:type` suffixes by type, then ordinal, so an id costs one concatenation. */
+const eventIdSuffixes = new Map<string, string[]>();
+
 /** Deterministic event id, e.g. `3f2a…:0:order.rested.v1`. */
 export function eventIdOf(commandId: string, ordinal: number, type: EventType): string {
-  return commandId + ":" + ordinal + ":" + type;
+  if (ordinal > 63 || !Number.isInteger(ordinal) || ordinal < 0) {
+    return commandId + ":" + ordinal + ":" + type;
+  }
+  let byOrdinal = eventIdSuffixes.get(type);
+  if (byOrdinal === undefined) {
+    byOrdinal = [];
+    eventIdSuffixes.set(type, byOrdinal);
+  }
+  let suffix = byOrdinal[ordinal];
+  if (suffix === undefined) {
+    suffix = ":" + ordinal + ":" + type;
+    byOrdinal[ordinal] = suffix;
+  }
+  return commandId + suffix;
 }
 
 export interface OrderRestedPayload {

@@ -16,7 +16,7 @@ import { digestOrders } from "./digest";
 import { type CancelReason, EventLog, type EventSource } from "./events";
 import { invariant, MatchingInvariantError } from "./invariant-error";
 import { type OrderNode, PairBook, type PriceLevel, toRestingOrder } from "./order-book";
-import { RecentOrders } from "./recent-orders";
+import { FINISHED, OrderIndex } from "./order-index";
 import { type ResultCode, ResultCodes, resultCodeName } from "./result-codes";
 import type {
   BookChange,
@@ -54,33 +54,37 @@ export interface RejectTarget {
 const UNKNOWN_COMMAND_ID = "unidentified";
 const EPOCH_ISO = "1970-01-01T00:00:00.000Z";
 
-/** The mutable state of the incoming order while it matches. */
-interface Taker {
-  id: string;
-  userId: string;
-  side: Side;
-  limit: boolean;
-  price: Scaled;
-  priceText: string;
-  remaining: Scaled;
-  remainingText: string;
-  budget: Scaled;
-  quoteSized: boolean;
-  executed: Scaled;
-  volumeTotal: Scaled;
-  volumeTotalText: string;
-  accepted: Scaled;
-  timestamp: number;
+/**
+ * The mutable state of the incoming order while it matches. The engine applies one command at a
+ * time and nothing keeps a reference to it, so one instance is reset per command.
+ */
+class Taker {
+  id = "";
+  userId = "";
+  side: Side = "bid";
+  limit = false;
+  price: Scaled = 0;
+  priceText = "";
+  remaining: Scaled = 0;
+  remainingText = "";
+  budget: Scaled = 0;
+  quoteSized = false;
+  executed: Scaled = 0;
+  volumeTotal: Scaled = 0;
+  volumeTotalText = "";
+  accepted: Scaled = 0;
+  timestamp = 0;
 }
 
 export class MatchingEngine {
   private readonly books = new Map<number, PairBook>();
-  private readonly orders = new Map<string, OrderNode>();
-  private readonly recent: RecentOrders;
+  /** Resting orders and recently finished ids, one lookup for both. */
+  private readonly orders: OrderIndex;
   private nextSequence = 1;
+  private readonly taker = new Taker();
 
   constructor({ recentMemory = 100_000 }: MatchingEngineOptions = {}) {
-    this.recent = new RecentOrders(recentMemory);
+    this.orders = new OrderIndex(recentMemory);
   }
 
   apply(command: CommandEnvelope, alreadyAccepted = false): CommandOutcome {
@@ -129,7 +133,7 @@ export class MatchingEngine {
 
   private place(command: PlaceOrderCommand, alreadyAccepted: boolean): CommandOutcome {
     const payload = command.payload;
-    if (alreadyAccepted || this.orders.has(payload.id) || this.recent.has(payload.id)) {
+    if (alreadyAccepted || this.orders.get(payload.id) !== undefined) {
       return {
         result: {
           commandId: command.commandId,
@@ -176,26 +180,27 @@ export class MatchingEngine {
     const volumeText = parsed.quoteSized
       ? "0"
       : canonicalText(payload.volume, parsed.volume, decimals);
-    const taker: Taker = {
-      id: payload.id,
-      userId: payload.userId,
-      side: payload.side,
-      limit,
-      price: parsed.price,
-      priceText: limit ? canonicalText(payload.price, parsed.price, payload.priceDecimals) : "0",
-      remaining: parsed.quoteSized ? 0 : parsed.volume,
-      remainingText: volumeText,
-      budget: parsed.quoteVolume,
-      quoteSized: parsed.quoteSized,
-      executed: 0,
-      volumeTotal: parsed.volumeTotal,
-      volumeTotalText:
-        payload.volumeTotal === payload.volume && !parsed.quoteSized
-          ? volumeText
-          : formatValue(parsed.volumeTotal, decimals),
-      accepted: parsed.volume,
-      timestamp: payload.timestamp,
-    };
+    const taker = this.taker;
+    taker.id = payload.id;
+    taker.userId = payload.userId;
+    taker.side = payload.side;
+    taker.limit = limit;
+    taker.price = parsed.price;
+    taker.priceText = limit
+      ? canonicalText(payload.price, parsed.price, payload.priceDecimals)
+      : "0";
+    taker.remaining = parsed.quoteSized ? 0 : parsed.volume;
+    taker.remainingText = volumeText;
+    taker.budget = parsed.quoteVolume;
+    taker.quoteSized = parsed.quoteSized;
+    taker.executed = 0;
+    taker.volumeTotal = parsed.volumeTotal;
+    taker.volumeTotalText =
+      payload.volumeTotal === payload.volume && !parsed.quoteSized
+        ? volumeText
+        : formatValue(parsed.volumeTotal, decimals);
+    taker.accepted = parsed.volume;
+    taker.timestamp = payload.timestamp;
     const log = new EventLog(command);
     const changes: BookChange[] = [];
     const book = existing ?? this.createBook(command.pairId);
@@ -337,8 +342,7 @@ export class MatchingEngine {
     const makerState = toRestingOrder(maker);
     if (makerDone) {
       book.remove(maker);
-      this.orders.delete(maker.id);
-      this.recent.finish(maker.id);
+      this.orders.finishResting(maker.id);
       changes.push({ op: "remove", order: makerState });
     } else {
       changes.push({ op: "put", order: makerState });
@@ -397,8 +401,7 @@ export class MatchingEngine {
   ): void {
     const state = toRestingOrder(maker);
     book.remove(maker);
-    this.orders.delete(maker.id);
-    this.recent.finish(maker.id);
+    this.orders.finishResting(maker.id);
     changes.push({ op: "remove", order: state });
     log.push("order.cancelled.v1", {
       orderId: maker.id,
@@ -471,7 +474,7 @@ export class MatchingEngine {
       next: null,
     };
     book.insert(node);
-    this.orders.set(node.id, node);
+    this.orders.rest(node);
     const state = toRestingOrder(node);
     changes.push({ op: "put", order: state });
     log.push("order.rested.v1", {
@@ -528,7 +531,7 @@ export class MatchingEngine {
     orderStatus: OrderStatus,
     code: ResultCode,
   ): CommandOutcome {
-    if (orderStatus === "filled" || orderStatus === "cancelled") this.recent.finish(taker.id);
+    if (orderStatus === "filled" || orderStatus === "cancelled") this.orders.finish(taker.id);
     const decimals = command.payload.amountDecimals;
     return {
       result: {
@@ -554,8 +557,8 @@ export class MatchingEngine {
       return this.reject(command, ResultCodes.pairMismatch, "payload pairId differs from envelope");
     }
     const node = this.orders.get(payload.id);
-    if (node === undefined || node.pairId !== command.pairId) {
-      if (this.recent.has(payload.id)) {
+    if (node === undefined || node === FINISHED || node.pairId !== command.pairId) {
+      if (node === FINISHED) {
         return this.reject(
           command,
           ResultCodes.orderAlreadyFinished,
@@ -570,8 +573,7 @@ export class MatchingEngine {
     const book = this.books.get(node.pairId)!;
     const state = toRestingOrder(node);
     book.remove(node);
-    this.orders.delete(node.id);
-    this.recent.finish(node.id);
+    this.orders.finishResting(node.id);
     const log = new EventLog(command);
     const executed = formatValue(subScaled(node.volumeTotal, node.remaining), node.amountDecimals);
     log.push("order.cancelled.v1", {
@@ -611,7 +613,8 @@ export class MatchingEngine {
 
   /** Rebuilds state from the datastore; the next sequence stays above every loaded one. */
   loadRestingOrder(order: RestingOrder): void {
-    if (this.orders.has(order.id)) loadFailure(order, "duplicate id");
+    const known = this.orders.get(order.id);
+    if (known !== undefined && known !== FINISHED) loadFailure(order, "duplicate id");
     const price = parseScaledValue(order.price, order.priceDecimals);
     const remaining = parseScaledValue(order.volume, order.amountDecimals);
     const volumeTotal = parseScaledValue(order.volumeTotal, order.amountDecimals);
@@ -647,7 +650,7 @@ export class MatchingEngine {
       next: null,
     };
     book.insertBySequence(node);
-    this.orders.set(node.id, node);
+    this.orders.rest(node);
     if (order.sequence >= this.nextSequence) this.nextSequence = order.sequence + 1;
   }
 
@@ -659,13 +662,13 @@ export class MatchingEngine {
   }
 
   restingOrderCount(pairId?: number): number {
-    if (pairId === undefined) return this.orders.size;
+    if (pairId === undefined) return this.orders.resting;
     return this.books.get(pairId)?.orderCount ?? 0;
   }
 
   getOrder(orderId: string): RestingOrder | undefined {
     const node = this.orders.get(orderId);
-    return node === undefined ? undefined : toRestingOrder(node);
+    return node === undefined || node === FINISHED ? undefined : toRestingOrder(node);
   }
 
   /** Aggregated top `levels` price levels per side, best first. */
@@ -692,11 +695,15 @@ export class MatchingEngine {
   check(): void {
     let total = 0;
     for (const book of this.books.values()) total += book.check();
-    invariant(total === this.orders.size, () => `index holds ${this.orders.size}, books ${total}`);
-    for (const [id, node] of this.orders) {
+    const indexed = this.orders.resting;
+    invariant(total === indexed, () => `index holds ${indexed}, books ${total}`);
+    let seen = 0;
+    for (const [id, node] of this.orders.restingNodes()) {
+      seen++;
       invariant(node.id === id && node.level !== null, () => `index entry ${id} not resting`);
       invariant(this.books.get(node.pairId) !== undefined, () => `order ${id} has no book`);
     }
+    invariant(seen === indexed, () => `index counts ${indexed} resting orders, holds ${seen}`);
   }
 
   /** Canonical FNV-1a 64 hex digest of all books, independent of absolute sequence numbers. */
@@ -726,7 +733,6 @@ export class MatchingEngine {
   clear(): void {
     this.books.clear();
     this.orders.clear();
-    this.recent.clear();
     this.nextSequence = 1;
   }
 
