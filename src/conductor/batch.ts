@@ -6,6 +6,7 @@
 
 import type { Config } from "../config/schema";
 import {
+  type BookChange,
   type CommandEnvelope,
   type CommandOutcome,
   type CommandResult,
@@ -100,6 +101,8 @@ export async function commitBatch(
   // Results of commands seen earlier in this same batch: a redelivery inside one batch.
   const batchResults = new Map<string, string>();
   const items: BatchItem[] = [];
+  // The last change of each order in the batch, and whether the batch accepted it.
+  const bookChanges = new Map<string, { change: BookChange; created: boolean }>();
   const committed: [commandId: string, events: number][] = [];
   const tally: OutcomeTally = {
     events: 0,
@@ -151,8 +154,12 @@ export async function commitBatch(
       batch.setWithTtl(keys.acceptedOrder(outcome.acceptedOrderId), "1", ttl);
     }
     for (const change of outcome.changes) {
-      if (change.op === "put") store.stageRestingOrder(batch, change.order);
-      else store.stageRemovedOrder(batch, change.order);
+      const prior = bookChanges.get(change.order.id);
+      bookChanges.set(change.order.id, {
+        change,
+        // Accepted by this very command: it cannot have rested before this batch.
+        created: prior?.created ?? outcome.acceptedOrderId === change.order.id,
+      });
     }
     // Extension of the contract's envelope: `commandEvents`, how many events the command
     // emitted, so a consumer knows when it has all of a command's events.
@@ -165,6 +172,14 @@ export async function commitBatch(
     countOutcome(tally, outcome.result);
     committed.push([commandId, outcome.events.length]);
     items.push({ delivery, commandId, fresh: true, resultJson });
+  }
+  // Only each order's net change is written: the commit is atomic, so the states an
+  // order passed through inside the batch are never visible. An order that rested and
+  // left the book within the batch writes nothing but its pair (as if committed alone).
+  for (const { change, created } of bookChanges.values()) {
+    if (change.op === "put") store.stageRestingOrder(batch, change.order);
+    else if (!created) store.stageRemovedOrder(batch, change.order);
+    else store.stagePair(batch, change.order.pairId);
   }
   const t3 = performance.now();
 

@@ -1,125 +1,248 @@
 /**
  * The Lua script that commits one batch atomically and fenced: it refuses to write
  * unless the partition's owner epoch is still the committing conductor's, then applies
- * the batch's writes in order. Kept as a string constant so it ships inside the binary.
+ * the batch's writes. Kept as a string constant so it ships inside the binary.
+ *
+ * The encoding is shaped by cost: every argument costs client CPU to send and server CPU
+ * to parse, so the two bulk parts of a batch (one result marker per command, every event)
+ * go in sections without op codes or key indexes, and an order hash sends only its values.
  */
 
+/** The fields of an order hash, in the order the `O` op sends their values. */
+export const orderHashFields = [
+  "id",
+  "userId",
+  "pairId",
+  "side",
+  "price",
+  "volume",
+  "volumeTotal",
+  "timestamp",
+  "sequence",
+  "priceDecimals",
+  "amountDecimals",
+  "quoteDecimals",
+  "stp",
+] as const;
+
+const orderHashArgs = orderHashFields
+  .map((field, j) => `'${field}', ARGV[i + ${j + 2}]`)
+  .join(", ");
+
 /*
- * KEYS[1]      owner-epoch key of the partition
- * KEYS[2..n]   every key the batch writes (referenced by index from ARGV)
- * ARGV[1]      the epoch this conductor owns
- * ARGV[2..]    ops, each an op code followed by its arguments:
+ * KEYS[1]        owner-epoch key of the partition
+ * KEYS[2]        the events stream (any key when the batch has no events)
+ * KEYS[3..]      the keys ops reference by index, then the nm marker keys (the last nm KEYS)
+ * ARGV[1]        the epoch this conductor owns
+ * ARGV[2]        the TTL in seconds of every marker
+ * ARGV[3]        nm, the number of markers: SET KEYS[#KEYS-nm+j] ARGV[5+j-1] EX ttl
+ * ARGV[4]        ne, the number of events, which follow the marker values:
+ *                XADD KEYS[2] * event json, in order
+ * ARGV[5+nm+ne..] ops, each an op code followed by its arguments (k: a KEYS index):
  *                S k ttl value        SET KEYS[k] value EX ttl
- *                H k n f1 v1 .. fn vn HSET the n field/value pairs (an order hash always
- *                                     has the same fields, so no stale field survives)
+ *                H k n f1 v1 .. fn vn HSET the n field/value pairs
+ *                O k v1 .. v13        HSET an order hash: every field of orderHashFields
+ *                                     (an order hash always has the same fields, so no
+ *                                     stale field survives)
  *                Z k score member     ZADD KEYS[k] score member
  *                R k member           ZREM KEYS[k] member
  *                D k                  DEL KEYS[k]
  *                X k json             XADD KEYS[k] * event json
  *                A k member           SADD KEYS[k] member
- * returns      the number of ops applied
- * errors       "FENCED <expected> <found>" when the epoch differs (nothing written);
- *              "BADOP ..." on an unknown op code or bad arity (nothing written: checked first)
+ * writes         markers, then events in order, then ops in order
+ * returns        the number of writes; 0 when the batch had already been applied (a
+ *                resend after a lost reply: its first marker exists), writing nothing
+ * errors         "FENCED <expected> <found>" when the epoch differs (nothing written);
+ *                "BADOP ..." on a bad header, an unknown op code, a bad key index or bad
+ *                arity (nothing written: checked first)
  */
 export const commitScript = `
 local current = redis.call('GET', KEYS[1])
 if current ~= ARGV[1] then
   return redis.error_reply('FENCED ' .. ARGV[1] .. ' ' .. tostring(current))
 end
-local width = { S = 4, Z = 4, R = 3, D = 2, X = 3, A = 3 }
 local n = #ARGV
+local ttl = ARGV[2]
+local nm = tonumber(ARGV[3])
+local ne = tonumber(ARGV[4])
+if nm == nil or ne == nil or nm < 0 or ne < 0 or 4 + nm + ne > n or 2 + nm > #KEYS then
+  return redis.error_reply('BADOP header')
+end
+local markerBase = #KEYS - nm
+local width = { S = 4, Z = 4, R = 3, D = 2, X = 3, A = 3, O = ${2 + orderHashFields.length} }
+local first = 5 + nm + ne
 -- Validate every op before the first write: a script error after a write would leave
 -- the batch half applied, because scripts are atomic but not rolled back.
-local i = 2
+local i = first
 while i <= n do
   local op = ARGV[i]
+  local w = width[op]
   if op == 'H' then
-    i = i + 3 + tonumber(ARGV[i + 2]) * 2
-  elseif width[op] then
-    i = i + width[op]
-  else
+    local count = tonumber(ARGV[i + 2])
+    if count == nil or count < 1 or count % 1 ~= 0 then
+      return redis.error_reply('BADOP H count')
+    end
+    w = 3 + count * 2
+  elseif w == nil then
     return redis.error_reply('BADOP ' .. tostring(op))
   end
+  if i + w - 1 > n then
+    return redis.error_reply('BADOP truncated')
+  end
+  local k = tonumber(ARGV[i + 1])
+  if k == nil or k < 3 or k > markerBase then
+    return redis.error_reply('BADOP key ' .. op .. ' ' .. tostring(ARGV[i + 1]))
+  end
+  i = i + w
 end
-if i ~= n + 1 then
-  return redis.error_reply('BADOP truncated')
+-- A batch with events starts with the result marker of a command that had none when the
+-- batch was looked up. If it exists now, this exact commit already ran: the client resent
+-- it after a reconnect lost the first reply. Applying it again would duplicate events.
+if ne > 0 and nm > 0 and redis.call('EXISTS', KEYS[markerBase + 1]) == 1 then
+  return 0
 end
-i = 2
+for j = 1, nm do
+  redis.call('SET', KEYS[markerBase + j], ARGV[4 + j], 'EX', ttl)
+end
+local events = KEYS[2]
+for j = 5 + nm, 4 + nm + ne do
+  redis.call('XADD', events, '*', 'event', ARGV[j])
+end
+i = first
 local ops = 0
 while i <= n do
   local op = ARGV[i]
-  if op == 'S' then
-    redis.call('SET', KEYS[tonumber(ARGV[i + 1])], ARGV[i + 3], 'EX', ARGV[i + 2])
+  local key = KEYS[tonumber(ARGV[i + 1])]
+  if op == 'O' then
+    redis.call('HSET', key, ${orderHashArgs})
+    i = i + ${2 + orderHashFields.length}
+  elseif op == 'Z' then
+    redis.call('ZADD', key, ARGV[i + 2], ARGV[i + 3])
+    i = i + 4
+  elseif op == 'R' then
+    redis.call('ZREM', key, ARGV[i + 2])
+    i = i + 3
+  elseif op == 'D' then
+    redis.call('DEL', key)
+    i = i + 2
+  elseif op == 'S' then
+    redis.call('SET', key, ARGV[i + 3], 'EX', ARGV[i + 2])
     i = i + 4
   elseif op == 'H' then
-    local key = KEYS[tonumber(ARGV[i + 1])]
     local count = tonumber(ARGV[i + 2])
     redis.call('HSET', key, unpack(ARGV, i + 3, i + 2 + count * 2))
     i = i + 3 + count * 2
-  elseif op == 'Z' then
-    redis.call('ZADD', KEYS[tonumber(ARGV[i + 1])], ARGV[i + 2], ARGV[i + 3])
-    i = i + 4
-  elseif op == 'R' then
-    redis.call('ZREM', KEYS[tonumber(ARGV[i + 1])], ARGV[i + 2])
-    i = i + 3
-  elseif op == 'D' then
-    redis.call('DEL', KEYS[tonumber(ARGV[i + 1])])
-    i = i + 2
   elseif op == 'X' then
-    redis.call('XADD', KEYS[tonumber(ARGV[i + 1])], '*', 'event', ARGV[i + 2])
+    redis.call('XADD', key, '*', 'event', ARGV[i + 2])
     i = i + 3
   elseif op == 'A' then
-    redis.call('SADD', KEYS[tonumber(ARGV[i + 1])], ARGV[i + 2])
+    redis.call('SADD', key, ARGV[i + 2])
     i = i + 3
   end
   ops = ops + 1
 end
-return ops
+return nm + ne + ops
 `;
 
-/** Accumulates a batch's keys and ops in the script's encoding. */
+/**
+ * Accumulates a batch's keys and writes in the script's encoding. The first TTL given to
+ * `setWithTtl` becomes the batch's marker TTL and the first key given to `xadd` its
+ * events stream; other TTLs and streams fall back to general ops.
+ */
 export class CommitBuilder {
-  readonly keys: string[];
-  readonly args: string[];
-  private readonly keyIndex = new Map<string, number>();
+  private readonly opKeys: string[] = [];
+  private readonly ops: string[] = [];
+  private readonly keyIndex = new Map<string, string>();
+  private readonly markerKeys: string[] = [];
+  private readonly markerValues: string[] = [];
+  private markerTtl: number | undefined;
+  private readonly events: string[] = [];
+  private eventsKey: string | undefined;
 
-  constructor(epochKey: string, epoch: number) {
-    this.keys = [epochKey];
-    this.args = [String(epoch)];
+  constructor(
+    private readonly epochKey: string,
+    private readonly epoch: number,
+  ) {}
+
+  private sealed: { keys: string[]; args: string[] } | undefined;
+
+  /** The script's KEYS; reading KEYS or ARGV seals the batch. */
+  get keys(): string[] {
+    return this.seal().keys;
+  }
+
+  /** The script's ARGV; reading KEYS or ARGV seals the batch. */
+  get args(): string[] {
+    return this.seal().args;
+  }
+
+  private seal(): { keys: string[]; args: string[] } {
+    this.sealed ??= {
+      keys: [this.epochKey, this.eventsKey ?? this.epochKey, ...this.opKeys, ...this.markerKeys],
+      args: [
+        String(this.epoch),
+        String(this.markerTtl ?? 1),
+        String(this.markerKeys.length),
+        String(this.events.length),
+        ...this.markerValues,
+        ...this.events,
+        ...this.ops,
+      ],
+    };
+    return this.sealed;
   }
 
   private key(name: string): string {
+    if (this.sealed) throw new Error("commit batch already sealed");
     let index = this.keyIndex.get(name);
     if (index === undefined) {
-      this.keys.push(name);
-      index = this.keys.length;
+      this.opKeys.push(name);
+      index = String(this.opKeys.length + 2);
       this.keyIndex.set(name, index);
     }
-    return String(index);
+    return index;
   }
 
+  /** A key must be written once per batch through this (markers are written before ops). */
   setWithTtl(key: string, value: string, ttlSeconds: number): void {
-    this.args.push("S", this.key(key), String(ttlSeconds), value);
+    if (this.sealed) throw new Error("commit batch already sealed");
+    this.markerTtl ??= ttlSeconds;
+    if (ttlSeconds === this.markerTtl) {
+      this.markerKeys.push(key);
+      this.markerValues.push(value);
+    } else {
+      this.ops.push("S", this.key(key), String(ttlSeconds), value);
+    }
   }
   replaceHash(key: string, fields: readonly string[]): void {
-    this.args.push("H", this.key(key), String(fields.length / 2), ...fields);
+    this.ops.push("H", this.key(key), String(fields.length / 2), ...fields);
+  }
+  /** Replaces an order hash; `values` follow `orderHashFields`. */
+  replaceOrderHash(key: string, values: readonly string[]): void {
+    if (values.length !== orderHashFields.length) {
+      throw new Error(`an order hash has ${orderHashFields.length} values, got ${values.length}`);
+    }
+    this.ops.push("O", this.key(key), ...values);
   }
   zadd(key: string, score: string, member: string): void {
-    this.args.push("Z", this.key(key), score, member);
+    this.ops.push("Z", this.key(key), score, member);
   }
   zrem(key: string, member: string): void {
-    this.args.push("R", this.key(key), member);
+    this.ops.push("R", this.key(key), member);
   }
   del(key: string): void {
-    this.args.push("D", this.key(key));
+    this.ops.push("D", this.key(key));
   }
   xadd(key: string, json: string): void {
-    this.args.push("X", this.key(key), json);
+    if (this.sealed) throw new Error("commit batch already sealed");
+    this.eventsKey ??= key;
+    if (key === this.eventsKey) this.events.push(json);
+    else this.ops.push("X", this.key(key), json);
   }
   sadd(key: string, member: string): void {
-    this.args.push("A", this.key(key), member);
+    this.ops.push("A", this.key(key), member);
   }
   get empty(): boolean {
-    return this.args.length === 1;
+    return this.ops.length + this.markerKeys.length + this.events.length === 0;
   }
 }

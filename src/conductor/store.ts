@@ -7,7 +7,8 @@ import type { RestingOrder, Side, StpMode } from "../domain/index";
 import type { Valkey } from "../infra/valkey/client";
 import { waitDurable } from "../infra/valkey/durability";
 import type { PartitionKeys } from "../infra/valkey/keys";
-import { type CommitBuilder, commitScript } from "./commit-script";
+import { type CommitBuilder, commitScript, orderHashFields } from "./commit-script";
+import { EncodedCommand } from "./encoded-command";
 
 export class FencedError extends Error {
   readonly code = "FENCED";
@@ -26,8 +27,6 @@ export interface DedupLookup {
   /** Order ids with an accepted-order marker. */
   accepted: Set<string>;
 }
-
-const orderFieldCount = 13;
 
 export class ConductorStore {
   private scriptSha: string | undefined;
@@ -71,7 +70,14 @@ export class ConductorStore {
   async commit(batch: CommitBuilder): Promise<void> {
     this.scriptSha ??= (await this.writer.script("LOAD", commitScript)) as string;
     try {
-      await this.writer.evalsha(this.scriptSha, batch.keys.length, ...batch.keys, ...batch.args);
+      const keys = batch.keys;
+      const command = new EncodedCommand("evalsha", [
+        this.scriptSha,
+        String(keys.length),
+        ...keys,
+        ...batch.args,
+      ]);
+      await this.writer.sendCommand(command);
     } catch (error) {
       const message = (error as Error).message;
       if (message.startsWith("NOSCRIPT")) {
@@ -119,12 +125,17 @@ export class ConductorStore {
   }
 
   stageRestingOrder(batch: CommitBuilder, order: RestingOrder): void {
-    batch.replaceHash(this.keys.order(order.id), encodeOrder(order));
+    batch.replaceOrderHash(this.keys.order(order.id), encodeOrder(order));
     batch.zadd(this.keys.bookRates(order.pairId, order.side), order.price, bookMember(order));
+    this.stagePair(batch, order.pairId);
+  }
+
+  /** Records a pair that had a resting order (also one that rested and left within a batch). */
+  stagePair(batch: CommitBuilder, pairId: number): void {
     // The pairs set only grows; add a pair once (a failed commit reloads and resets this).
-    if (!this.knownPairs.has(order.pairId)) {
-      batch.sadd(this.keys.pairs, String(order.pairId));
-      this.knownPairs.add(order.pairId);
+    if (!this.knownPairs.has(pairId)) {
+      batch.sadd(this.keys.pairs, String(pairId));
+      this.knownPairs.add(pairId);
     }
   }
 
@@ -143,40 +154,28 @@ function orderIdFromMember(member: string): string {
   return member.slice(member.indexOf(":") + 1);
 }
 
+/** The order's hash values, in the order of `orderHashFields`. */
 function encodeOrder(order: RestingOrder): string[] {
   return [
-    "id",
     order.id,
-    "userId",
     order.userId,
-    "pairId",
     String(order.pairId),
-    "side",
     order.side,
-    "price",
     order.price,
-    "volume",
     order.volume,
-    "volumeTotal",
     order.volumeTotal,
-    "timestamp",
     String(order.timestamp),
-    "sequence",
     String(order.sequence),
-    "priceDecimals",
     String(order.priceDecimals),
-    "amountDecimals",
     String(order.amountDecimals),
-    "quoteDecimals",
     String(order.quoteDecimals),
-    "stp",
     order.stp,
   ];
 }
 
 /** A book member without its order hash means the keyspace changed under us: fail the load loudly. */
 function decodeOrder(hash: Record<string, string>): RestingOrder {
-  if (Object.keys(hash).length < orderFieldCount) {
+  if (Object.keys(hash).length < orderHashFields.length) {
     throw new Error(`order hash incomplete while loading books: ${JSON.stringify(hash)}`);
   }
   return {

@@ -37,7 +37,7 @@ interface InFlight {
   outcome: ConfirmOutcome | null;
 }
 
-type StopReason = "stop" | "lease-lost" | "broker" | "group-missing";
+type StopReason = "stop" | "lease-lost" | "broker" | "group-missing" | "datastore";
 
 /** Thrown inside a session to unwind it; the reason says what happens next. */
 class SessionInterrupted extends Error {
@@ -112,6 +112,16 @@ export class DeliveryLoop {
     this.metrics.leaseHeld.set(held ? 1 : 0);
     if (!held) this.requestInterrupt("lease-lost");
     this.wakeup.wake();
+  }
+
+  /**
+   * A datastore connection came back. A read in flight when it dropped may have moved
+   * entries into this consumer's pending list with its reply lost (ioredis resends the
+   * read, which then returns later entries), so the session restarts: it re-delivers its
+   * own pending entries first, in order, before reading new ones.
+   */
+  datastoreReconnected(): void {
+    this.requestInterrupt("datastore");
   }
 
   /** Stops reading, lets outstanding confirms settle (bounded), acknowledges the confirmed prefix. */
@@ -277,6 +287,10 @@ export class DeliveryLoop {
 
   private async publishBatch(entries: readonly StreamEntry[]): Promise<void> {
     if (entries.length === 0) return;
+    // A read that completed after an interrupt (e.g. a read resent after a reconnect, whose
+    // first attempt's entries are still unpublished in the pending list) must not be
+    // published ahead of them: the next session re-delivers the pending list in order.
+    this.checkInterrupt();
     this.metrics.batchSize.observe(entries.length);
     const publisher = this.publisher!;
     const generation = this.generation;

@@ -28,18 +28,19 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
   // Unique per process: the lease owner and the consumer name, so a restarted outbox
   // re-reads nothing by accident and its predecessor's entries are claimed explicitly.
   const ownerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  let loop: DeliveryLoop | undefined;
   const connections = ["control", "reader", "writer"].map((role) =>
     watchConnection(
       createValkey(config.datastoreUrl, { name: `matchd-outbox-p${partition}-${role}` }),
       role,
       log,
+      () => loop?.datastoreReconnected(),
     ),
   );
   const [control, reader, writer] = connections as [Valkey, Valkey, Valkey];
 
   const registry = new MetricsRegistry({ service: "outbox", partition: String(partition) });
   registry.setInfo("matching_durability_policy", { policy: config.durability });
-  let loop: DeliveryLoop | undefined;
   const metrics = createOutboxMetrics(registry, () => loop?.inFlight ?? 0);
   const stream = new OutboxStream(reader, writer, keys, outboxConsumerGroup, ownerId);
   const lease = new PartitionLease({
@@ -139,7 +140,12 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
 }
 
 /** Logs connection trouble once per episode instead of letting ioredis print every retry. */
-function watchConnection(valkey: Valkey, role: string, log: Logger): Valkey {
+function watchConnection(
+  valkey: Valkey,
+  role: string,
+  log: Logger,
+  onRestored: () => void,
+): Valkey {
   let down = false;
   valkey.on("error", (error: Error) => {
     if (down) return;
@@ -147,7 +153,10 @@ function watchConnection(valkey: Valkey, role: string, log: Logger): Valkey {
     log.warn("datastore connection error", { role, error });
   });
   valkey.on("ready", () => {
-    if (down) log.info("datastore connection restored", { role });
+    if (down) {
+      log.info("datastore connection restored", { role });
+      onRestored();
+    }
     down = false;
   });
   return valkey;

@@ -249,7 +249,10 @@ describe("outbox", () => {
     proxy.outage(1500);
     // /metrics answers while the datastore is away (its datastore gauges keep their last values).
     expect((await fetch(child.metricsUrl)).status).toBe(200);
-    await inbox.waitFor(10_000, 30_000);
+    await inbox.waitFor(10_000, 20_000).catch((error) => {
+      console.error(child.stderr().slice(-6000));
+      throw error;
+    });
     await eventually("stream drained", async () => (await streamLength(partition)) === 0, 20_000);
     expect(inbox.firstDeliveryOrderKept()).toBe(true);
     expect(metricNumber(await child.metrics(), "matching_outbox_dead_letter_total")).toBe(0);

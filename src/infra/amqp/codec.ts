@@ -9,7 +9,11 @@ export type BodyDecode = { ok: true; value: unknown } | { ok: false; reason: str
 export function decodeBody(body: Buffer | Uint8Array): BodyDecode {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(Buffer.from(body).toString("utf8"));
+    // Decode in place: Buffer.from(buffer) would copy every body first.
+    const text = Buffer.isBuffer(body)
+      ? body.toString("utf8")
+      : Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("utf8");
+    parsed = JSON.parse(text);
   } catch (error) {
     return { ok: false, reason: `body is not JSON: ${(error as Error).message}` };
   }

@@ -1,0 +1,222 @@
+/**
+ * The group commit writes only each order's net change per batch (an order that rests
+ * and leaves the book inside one batch writes nothing), and the commit script's compact
+ * encoding. A differential test: the same commands committed one per batch and many per
+ * batch must leave the same keyspace behind, key by key.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { ConsumeMessage } from "amqplib";
+import { createWorkload } from "../../src/bench/workloads";
+import { commitBatch } from "../../src/conductor/batch";
+import { CommitBuilder, commitScript, orderHashFields } from "../../src/conductor/commit-script";
+import type { Delivery } from "../../src/conductor/consumer";
+import { createConductorMetrics } from "../../src/conductor/metrics";
+import { ConductorStore } from "../../src/conductor/store";
+import { resolveConfig } from "../../src/config/resolve";
+import type { Config } from "../../src/config/schema";
+import { type CommandEnvelope, MatchingEngine } from "../../src/domain/index";
+import { type TestStack, testStack, uniquePartition } from "../support/stack";
+import { PartitionStore, partitionCount } from "./helpers";
+
+let stack: TestStack;
+
+beforeAll(async () => {
+  stack = await testStack();
+});
+
+function conductorConfig(partition: number): Config {
+  const resolved = resolveConfig(
+    {
+      MATCHING_PARTITION: String(partition),
+      MATCHING_PARTITION_COUNT: String(partitionCount),
+      MATCHING_DATASTORE_URL: stack.datastoreUrl,
+      MATCHING_BROKER_URL: stack.brokerUrl,
+      MATCHING_DURABILITY: "memory",
+    },
+    new Map(),
+    "conductor",
+  );
+  if (!resolved.ok) throw new Error(resolved.problems.join("; "));
+  return resolved.config;
+}
+
+function delivery(command: CommandEnvelope): Delivery {
+  const message = {
+    content: Buffer.from(JSON.stringify(command)),
+    fields: {},
+    properties: { headers: {}, correlationId: command.correlationId },
+  } as unknown as ConsumeMessage;
+  return { message, generation: 1, receivedAtMs: 0 };
+}
+
+/** Every key of the partition but the epoch, with its content (streams: entry fields only). */
+async function dump(store: PartitionStore): Promise<Record<string, unknown>> {
+  const out: Record<string, unknown> = {};
+  const keys = (await store.valkey.keys(`${store.keys.prefix}*`)).sort();
+  for (const key of keys) {
+    if (key === store.keys.ownerEpoch) continue;
+    const type = await store.valkey.type(key);
+    if (type === "string") {
+      out[key] = { value: await store.valkey.get(key), expires: (await store.valkey.ttl(key)) > 0 };
+    } else if (type === "hash") out[key] = await store.valkey.hgetall(key);
+    else if (type === "zset") out[key] = await store.valkey.zrange(key, 0, -1, "WITHSCORES");
+    else if (type === "set") out[key] = (await store.valkey.smembers(key)).sort();
+    else if (type === "stream") {
+      out[key] = (await store.valkey.xrange(key, "-", "+")).map(([, fields]) => fields);
+    } else out[key] = type;
+  }
+  return out;
+}
+
+describe("group commit", () => {
+  const partition = uniquePartition();
+  let store: PartitionStore;
+
+  beforeAll(() => {
+    store = new PartitionStore(stack.datastoreUrl, partition);
+  });
+  afterAll(async () => {
+    await store.deleteAll();
+    store.close();
+  });
+
+  async function commitAll(
+    commands: readonly CommandEnvelope[],
+    batchSize: number,
+  ): Promise<Record<string, unknown>> {
+    await store.deleteAll();
+    const config = conductorConfig(partition);
+    const engine = new MatchingEngine();
+    const conductorStore = new ConductorStore(store.valkey, store.keys);
+    const epoch = await conductorStore.claimOwnership();
+    const metrics = createConductorMetrics(
+      config,
+      () => 0,
+      () => 0,
+    );
+    const context = {
+      config,
+      engine,
+      store: conductorStore,
+      keys: store.keys,
+      metrics,
+      epoch,
+      unacknowledged: new Map<string, number>(),
+    };
+    for (let start = 0; start < commands.length; start += batchSize) {
+      await commitBatch(context, commands.slice(start, start + batchSize).map(delivery));
+    }
+    return dump(store);
+  }
+
+  test("many commands per batch leave the same keyspace as one command per batch", async () => {
+    for (const name of ["mixed", "sweep"]) {
+      const workload = createWorkload(name, { seed: 7, partition, partitionCount });
+      const commands = [...workload.prefill()];
+      for (let i = 0; i < 400; i++) commands.push(workload.next(i));
+      const single = await commitAll(commands, 1);
+      const grouped = await commitAll(commands, 250);
+      expect(Object.keys(grouped).filter((key) => !(key in single))).toEqual([]);
+      expect(Object.keys(single).filter((key) => !(key in grouped))).toEqual([]);
+      expect(grouped).toEqual(single);
+    }
+  }, 120_000);
+
+  test("an order that rests and fills inside one batch writes no order hash", async () => {
+    const workload = createWorkload("alternating", { seed: 3, partition, partitionCount });
+    const commands = [workload.next(0), workload.next(1)];
+    const state = await commitAll(commands, 2);
+    expect(Object.keys(state).filter((key) => key.includes(":order:"))).toEqual([]);
+    expect((state[store.keys.events] as unknown[]).length).toBe(4);
+  });
+});
+
+describe("the commit script's encoding", () => {
+  test("order hashes, key indexes and hash counts are checked before any write", async () => {
+    const partition = uniquePartition();
+    const store = new PartitionStore(stack.datastoreUrl, partition);
+    const { keys } = store;
+    const run = (batch: CommitBuilder) =>
+      store.valkey.eval(commitScript, batch.keys.length, ...batch.keys, ...batch.args);
+    try {
+      await store.valkey.set(keys.ownerEpoch, "3");
+      const values = orderHashFields.map((field) => `${field}-value`);
+      const stage = () => {
+        const batch = new CommitBuilder(keys.ownerEpoch, 3);
+        batch.setWithTtl(keys.processedCommand("c1"), "{}", 60);
+        batch.setWithTtl(keys.processedCommand("c2"), "{}", 90);
+        batch.xadd(keys.events, '{"n":1}');
+        batch.replaceOrderHash(keys.order("o1"), values);
+        return batch;
+      };
+      const nothingWritten = async () => {
+        expect(
+          await store.valkey.exists(
+            keys.processedCommand("c1"),
+            keys.processedCommand("c2"),
+            keys.order("o1"),
+            keys.events,
+          ),
+        ).toBe(0);
+      };
+
+      const badKey = stage();
+      badKey.args.push("D", "1");
+      await expect(run(badKey)).rejects.toThrow("BADOP key D 1");
+      await nothingWritten();
+
+      const beyondKeys = stage();
+      beyondKeys.args.push("D", String(beyondKeys.keys.length + 1));
+      await expect(run(beyondKeys)).rejects.toThrow("BADOP key D");
+      await nothingWritten();
+
+      const negativeCount = stage();
+      negativeCount.args.push("H", "3", "-2", "a", "b");
+      await expect(run(negativeCount)).rejects.toThrow("BADOP H count");
+      await nothingWritten();
+
+      const badHeader = stage();
+      badHeader.args[2] = String(badHeader.keys.length);
+      await expect(run(badHeader)).rejects.toThrow("BADOP header");
+      await nothingWritten();
+
+      // Two markers (the second with its own TTL), one event, one order hash.
+      expect(await run(stage())).toBe(4);
+      expect(await store.valkey.hgetall(keys.order("o1"))).toEqual(
+        Object.fromEntries(orderHashFields.map((field) => [field, `${field}-value`])),
+      );
+      expect(await store.valkey.ttl(keys.processedCommand("c1"))).toBeLessThanOrEqual(60);
+      expect(await store.valkey.ttl(keys.processedCommand("c2"))).toBeGreaterThan(60);
+
+      // The same commit again, as ioredis resends it when a reconnect lost the first
+      // reply: a no-op, so no event is duplicated.
+      expect(await run(stage())).toBe(0);
+      expect(await store.valkey.xlen(keys.events)).toBe(1);
+    } finally {
+      await store.deleteAll();
+      store.close();
+    }
+  });
+
+  test("a flushed script cache is reloaded and the commit retried once", async () => {
+    const partition = uniquePartition();
+    const store = new PartitionStore(stack.datastoreUrl, partition);
+    const conductorStore = new ConductorStore(store.valkey, store.keys);
+    try {
+      const epoch = await conductorStore.claimOwnership();
+      const first = new CommitBuilder(store.keys.ownerEpoch, epoch);
+      first.setWithTtl(store.keys.processedCommand("a"), "1", 60);
+      await conductorStore.commit(first);
+      await store.valkey.script("FLUSH");
+      const second = new CommitBuilder(store.keys.ownerEpoch, epoch);
+      second.setWithTtl(store.keys.processedCommand("b"), "2", 60);
+      await conductorStore.commit(second);
+      expect(
+        await store.valkey.mget(store.keys.processedCommand("a"), store.keys.processedCommand("b")),
+      ).toEqual(["1", "2"]);
+    } finally {
+      await store.deleteAll();
+      store.close();
+    }
+  });
+});
