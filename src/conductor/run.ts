@@ -28,7 +28,11 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
   });
   writer.on("error", () => undefined); // reported through failed commits and /readyz
   const engine = new MatchingEngine();
-  const store = new ConductorStore(writer, keys);
+  const reader = createValkey(config.datastoreUrl, {
+    name: `matchd-conductor-p${config.partition}-reader`,
+  });
+  reader.on("error", () => undefined); // reported through failed lookups and /readyz
+  const store = new ConductorStore(writer, keys, reader);
   let conductor: Conductor | undefined;
   const consumer = new CommandConsumer(config, log, () => conductor?.notify());
   const metrics = createConductorMetrics(
@@ -44,6 +48,7 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
     readiness: () => {
       const reasons: string[] = [];
       if (writer.status !== "ready") reasons.push(`datastore ${writer.status}`);
+      if (reader.status !== "ready") reasons.push(`datastore reader ${reader.status}`);
       if (!consumer.connected) reasons.push("broker not connected");
       if (!owner.loaded) reasons.push("books not loaded");
       if (owner.fenced) reasons.push("fenced: another conductor owns the partition");
@@ -88,6 +93,7 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
   await consumer.close();
   await http.stop();
   writer.disconnect();
+  reader.disconnect();
   log.info("conductor stopped", { reason, digest: engine.digest() });
   // A fenced conductor exits non-zero so a supervisor notices the takeover.
   return reason === "fenced" ? 4 : 0;

@@ -37,6 +37,11 @@ export class ConductorStore {
     /** The one connection that commits: WAITAOF waits for this connection's writes. */
     private readonly writer: Valkey,
     private readonly keys: PartitionKeys,
+    /**
+     * Reads go on their own connection: the writer spends much of its time blocked in
+     * WAITAOF for the previous batch, and a lookup queued behind it would wait too.
+     */
+    private readonly reader: Valkey = writer,
   ) {}
 
   /** Takes ownership of the partition: every earlier owner's commits are fenced from now on. */
@@ -52,7 +57,7 @@ export class ConductorStore {
       ...commandIds.map((id) => this.keys.processedCommand(id)),
       ...orderIds.map((id) => this.keys.acceptedOrder(id)),
     ];
-    const values = await this.writer.mget(keys);
+    const values = await this.reader.mget(keys);
     commandIds.forEach((id, i) => {
       const value = values[i];
       if (value != null) stored.set(id, value);
@@ -64,7 +69,7 @@ export class ConductorStore {
   }
 
   async storedResult(commandId: string): Promise<string | null> {
-    return this.writer.get(this.keys.processedCommand(commandId));
+    return this.reader.get(this.keys.processedCommand(commandId));
   }
 
   async commit(batch: CommitBuilder): Promise<void> {

@@ -4,6 +4,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync 
 import { resolve } from "node:path";
 import {
   findBinary,
+  freePorts,
   isRunning,
   type RecordedProcess,
   SETUP_HINT,
@@ -126,16 +127,32 @@ export async function stackUp({
     writeAtomically(`${root}/stack.json`, `${JSON.stringify(record, null, 2)}\n`);
   };
   try {
+    // Every port reserved at once: reserved separately, two servers starting side by side
+    // could be handed the same port (seen: the replica took RabbitMQ's).
+    const [primaryPort, replicaPort, nodePort, distPort, epmdPort] = (await freePorts(5)) as [
+      number,
+      number,
+      number,
+      number,
+      number,
+    ];
     // RabbitMQ's ~4 s boot dominates, so the datastore starts alongside it.
-    const broker = startRabbitmq({ dir: `${root}/rabbitmq`, log, onSpawn: recordSpawn });
+    const broker = startRabbitmq({
+      dir: `${root}/rabbitmq`,
+      log,
+      onSpawn: recordSpawn,
+      ports: [nodePort, distPort, epmdPort],
+    });
     const datastore = (async () => {
       const primary = await startValkey({
         dir: `${root}/valkey-primary`,
+        port: primaryPort,
         appendonly: true,
         onSpawn: (p) => recordSpawn({ name: "valkey-primary", ...p, group: true }),
       });
       const replica = await startValkey({
         dir: `${root}/valkey-replica`,
+        port: replicaPort,
         appendonly: true,
         replicaOf: `127.0.0.1:${primary.port}`,
         onSpawn: (p) => recordSpawn({ name: "valkey-replica", ...p, group: true }),

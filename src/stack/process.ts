@@ -218,7 +218,18 @@ export async function waitUntil<T>({
       );
     }
     try {
-      const value = await probe();
+      // A probe that never answers (e.g. a handshake with the wrong server on a port)
+      // must not outlive the deadline.
+      const remainingMs = Math.max(1, deadline - Date.now());
+      const value = await Promise.race([
+        probe(),
+        new Promise<never>((_, reject) =>
+          setTimeout(
+            () => reject(new Error(`probe gave no answer in ${remainingMs} ms`)),
+            remainingMs,
+          ).unref(),
+        ),
+      ]);
       if (value !== undefined) return value;
     } catch (error) {
       lastError = error instanceof Error ? error.message : String(error);

@@ -88,12 +88,15 @@ export async function startRabbitmq({
   readyTimeoutMs = 60_000,
   log = () => {},
   onSpawn = () => {},
+  ports,
 }: {
   dir: string;
   readyTimeoutMs?: number;
   log?: (line: string) => void;
   /** Called as soon as each process exists, so a caller can record it before readiness. */
   onSpawn?: (spawned: RecordedProcess) => void;
+  /** AMQP, distribution and epmd ports, reserved by the caller with all the stack's others. */
+  ports?: [number, number, number];
 }): Promise<RunningRabbitmq> {
   const epmd = findBinary("epmd");
   if (findBinary(RABBITMQ_SERVER) === undefined || epmd === undefined) {
@@ -112,7 +115,11 @@ export async function startRabbitmq({
   writeFileSync(`${home}/.erlang.cookie`, randomBytes(15).toString("hex").toUpperCase(), {
     mode: 0o600,
   });
-  const [nodePort, distPort, epmdPort] = (await freePorts(3)) as [number, number, number];
+  const [nodePort, distPort, epmdPort] = (ports ?? (await freePorts(3))) as [
+    number,
+    number,
+    number,
+  ];
   const nodename = `matchd-${randomBytes(4).toString("hex")}@localhost`;
   writeFileSync(`${dir}/definitions.json`, definitions());
   // No loopback_users line: guest keeps its default restriction to loopback connections,

@@ -137,7 +137,7 @@ async function waitAof(valkey: Valkey, timeoutMs: number): Promise<[number, numb
 
 // A short WAITAOF slice: a replica's fsync acknowledgement can otherwise wait for its
 // once-a-second report; re-asking in short slices lets the next REPLCONF ACK through.
-const waitSliceMs = 5;
+const waitSliceMs = 2;
 
 /**
  * Waits until the primary and at least one replica have fsynced everything this
