@@ -239,6 +239,9 @@ async function runWithStack(
         environment: envFacts,
         extra: {
           latencyMeasures: latencyName,
+          commandMix: String(result.facts.commandMix),
+          fillCounts: String(result.facts.fillCounts),
+          bookAtEnd: String(result.facts.bookAtEnd),
           offered:
             rate === undefined
               ? "closed loop (publish as fast as the broker accepts)"
