@@ -11,6 +11,7 @@ import { allEventExchanges, commandExchange, commandQueue } from "../infra/amqp/
 import { createValkey, parseInfo, type Valkey } from "../infra/valkey/client";
 import { partitionKeys } from "../infra/valkey/keys";
 import { LatencyHistogram } from "./histogram";
+import type { TimelinePoint as ChartPoint } from "./html-report";
 import { fetchMetrics, metricNumber } from "./services";
 import { createWorkload } from "./workloads";
 
@@ -32,12 +33,8 @@ export interface PipelineOptions {
   progress: (line: string) => void;
 }
 
-export interface TimelinePoint {
-  tSeconds: number;
-  commandsPerSecond: number;
-  p50Ms: number;
-  p99Ms: number;
-  maxMs: number;
+/** The chart's per-second point, plus the queue growth sampled in that second. */
+export interface TimelinePoint extends ChartPoint {
   queueDepth: number;
   streamLength: number;
 }
