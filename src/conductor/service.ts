@@ -89,7 +89,6 @@ export class Conductor {
     this.log.info("books loaded from valkey", {
       restingOrders: orders.length,
       seconds,
-      digest: this.engine.digest(),
     });
   }
 

@@ -116,13 +116,14 @@ export class ConductorStore {
     const chunk = 5000;
     for (let start = 0; start < members.length; start += chunk) {
       const pipeline = this.writer.pipeline();
+      // HMGET in the hash's fixed field order: plain arrays, cheaper than HGETALL objects.
       for (const member of members.slice(start, start + chunk)) {
-        pipeline.hgetall(this.keys.order(orderIdFromMember(member)));
+        pipeline.hmget(this.keys.order(orderIdFromMember(member)), ...orderHashFields);
       }
       const replies = (await pipeline.exec()) ?? [];
-      for (const [error, hash] of replies) {
+      for (const [error, values] of replies) {
         if (error) throw error;
-        orders.push(decodeOrder(hash as Record<string, string>));
+        orders.push(decodeOrder(values as (string | null)[]));
       }
     }
     orders.sort((a, b) => a.sequence - b.sequence);
@@ -179,23 +180,38 @@ function encodeOrder(order: RestingOrder): string[] {
 }
 
 /** A book member without its order hash means the keyspace changed under us: fail the load loudly. */
-function decodeOrder(hash: Record<string, string>): RestingOrder {
-  if (Object.keys(hash).length < orderHashFields.length) {
-    throw new Error(`order hash incomplete while loading books: ${JSON.stringify(hash)}`);
+function decodeOrder(values: (string | null)[]): RestingOrder {
+  if (values.some((value) => value === null)) {
+    throw new Error(`order hash incomplete while loading books: ${JSON.stringify(values)}`);
   }
+  const [
+    id,
+    userId,
+    pairId,
+    side,
+    price,
+    volume,
+    volumeTotal,
+    timestamp,
+    sequence,
+    pd,
+    ad,
+    qd,
+    stp,
+  ] = values as string[];
   return {
-    id: hash.id!,
-    userId: hash.userId!,
-    pairId: Number(hash.pairId),
-    side: hash.side as Side,
-    price: hash.price!,
-    volume: hash.volume!,
-    volumeTotal: hash.volumeTotal!,
-    timestamp: Number(hash.timestamp),
-    sequence: Number(hash.sequence),
-    priceDecimals: Number(hash.priceDecimals),
-    amountDecimals: Number(hash.amountDecimals),
-    quoteDecimals: Number(hash.quoteDecimals),
-    stp: hash.stp as StpMode,
+    id: id!,
+    userId: userId!,
+    pairId: Number(pairId),
+    side: side as Side,
+    price: price!,
+    volume: volume!,
+    volumeTotal: volumeTotal!,
+    timestamp: Number(timestamp),
+    sequence: Number(sequence),
+    priceDecimals: Number(pd),
+    amountDecimals: Number(ad),
+    quoteDecimals: Number(qd),
+    stp: stp as StpMode,
   };
 }
