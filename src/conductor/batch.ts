@@ -185,8 +185,7 @@ export async function commitBatch(
 
   // A batch of pure redeliveries still writes one marker, so that WAITAOF covers the
   // offset of whatever an earlier owner wrote before it died.
-  if (batch.empty)
-    batch.setWithTtl(`${keys.prefix}conductor-heartbeat`, String(context.epoch), 3600);
+  if (batch.empty) batch.setWithTtl(keys.conductorHeartbeat, String(context.epoch), 3600);
   await store.commit(batch);
   const t4 = performance.now();
 

@@ -18,6 +18,8 @@ export interface PartitionKeys {
   pairs: string;
   /** Extension: the outbox's per-event publish attempt counters. */
   outboxAttempts: string;
+  /** Extension: written by a batch of pure redeliveries so its durability wait has a write to cover. */
+  conductorHeartbeat: string;
 }
 
 export const outboxConsumerGroup = "matching-outbox-v1";
@@ -36,5 +38,6 @@ export function partitionKeys(partition: number): PartitionKeys {
     ownerEpoch: `${prefix}owner-epoch`,
     pairs: `${prefix}pairs`,
     outboxAttempts: `${prefix}outbox-attempts`,
+    conductorHeartbeat: `${prefix}conductor-heartbeat`,
   };
 }
