@@ -4,11 +4,11 @@
  * readiness waits and a teardown that also runs on Ctrl-C.
  */
 import { mkdtempSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Config } from "../config/schema";
 import { stackDown, stackUp } from "../stack/index";
+import { freePorts } from "../stack/process";
 
 export interface ServiceProcess {
   name: string;
@@ -21,18 +21,6 @@ export interface ServiceProcess {
 /** The command that runs this same matchd: the compiled binary, or bun + main.ts from source. */
 export function selfCommand(): string[] {
   return Bun.main.endsWith(".ts") ? [process.execPath, Bun.main] : [process.execPath];
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 export interface BenchStack {
@@ -87,7 +75,7 @@ export async function startService(
   flags: Record<string, string | number>,
   progress: (line: string) => void,
 ): Promise<ServiceProcess> {
-  const port = await freePort();
+  const port = (await freePorts(1))[0]!;
   const args = Object.entries({ ...flags, "--http-port": port }).flatMap(([flag, value]) => [
     flag,
     String(value),

@@ -3,7 +3,6 @@
  * own HTTP port, a confirming command publisher, a raw Valkey client for a partition's
  * keys, and polling helpers. Every server is real; nothing here fakes one.
  */
-import { createServer } from "node:net";
 import amqp, { type ChannelModel, type ConfirmChannel, type Options } from "amqplib";
 import Redis from "ioredis";
 import type { CommandEnvelope } from "../../src/domain/index";
@@ -13,21 +12,10 @@ import {
   commandQueueArguments,
 } from "../../src/infra/amqp/topology";
 import { type PartitionKeys, partitionKeys } from "../../src/infra/valkey/keys";
-import { matchdCommand, type TestStack } from "../support/stack";
+import { freePorts } from "../../src/stack/process";
+import { metricsJson, spawnMatchd, type TestStack } from "../support/stack";
 
 export const partitionCount = 1024;
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** Polls until `check` holds, failing with `what` (and `detail()`) after `timeoutMs`. */
 export async function eventually(
@@ -83,10 +71,9 @@ export async function startConductor(
     waitReady = true,
   }: ConductorOptions = {},
 ): Promise<ConductorProcess> {
-  const port = await freePort();
-  const child = Bun.spawn(
+  const port = (await freePorts(1))[0]!;
+  const { child, log: readLog } = spawnMatchd(
     [
-      ...matchdCommand,
       "conductor",
       "--partition",
       String(partition),
@@ -100,29 +87,15 @@ export async function startConductor(
       stack.brokerUrl,
       ...extraArgs,
     ],
-    {
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", MATCHING_LOG_LEVEL: "info", ...env },
-      stdin: "ignore",
-      stdout: "ignore",
-      stderr: "pipe",
-    },
+    env,
   );
-  let log = "";
-  void (async () => {
-    const decoder = new TextDecoder();
-    for await (const chunk of child.stderr) log += decoder.decode(chunk);
-  })();
   const url = `http://127.0.0.1:${port}`;
   const handle: ConductorProcess = {
     process: child,
     port,
     url,
-    log: () => log,
-    async metrics() {
-      const response = await fetch(`${url}/metrics`);
-      if (response.status !== 200) throw new Error(`/metrics answered ${response.status}`);
-      return (await response.json()) as Record<string, unknown>;
-    },
+    log: readLog,
+    metrics: () => metricsJson(`${url}/metrics`),
     async metric(name) {
       return Number((await handle.metrics())[name] ?? Number.NaN);
     },
@@ -155,11 +128,11 @@ export async function startConductor(
     }
     if (child.exitCode !== null) {
       running.delete(handle);
-      throw new Error(`conductor exited with ${child.exitCode}:\n${log}`);
+      throw new Error(`conductor exited with ${child.exitCode}:\n${readLog()}`);
     }
     if (Date.now() > deadline) {
       await handle.dispose();
-      throw new Error(`conductor did not become ready:\n${log}`);
+      throw new Error(`conductor did not become ready:\n${readLog()}`);
     }
     await Bun.sleep(50);
   }

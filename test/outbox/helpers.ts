@@ -4,12 +4,12 @@
  * dedups by messageId (Jepsen's total-queue check), and an outbox child process with
  * its own HTTP port for /metrics polling.
  */
-import { createServer } from "node:net";
 import amqp, { type Channel, type ChannelModel, type ConsumeMessage } from "amqplib";
 import type Redis from "ioredis";
 import { allEventExchanges } from "../../src/infra/amqp/topology";
 import { partitionKeys } from "../../src/infra/valkey/keys";
-import { matchdCommand, type TestStack } from "../support/stack";
+import { freePorts } from "../../src/stack/process";
+import { metricsJson, spawnMatchd, type TestStack } from "../support/stack";
 
 export const eventTypes = [
   "order.rested.v1",
@@ -190,20 +190,8 @@ export async function isRoutable(brokerUrl: string, exchange: string): Promise<b
   }
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 export interface OutboxProcess {
-  process: Bun.Subprocess<"ignore", "pipe", "pipe">;
+  process: Bun.Subprocess<"ignore", "ignore", "pipe">;
   port: number;
   metricsUrl: string;
   stderr: () => string;
@@ -219,47 +207,23 @@ export async function startOutbox(
   extraArgs: string[] = [],
   env: Record<string, string> = {},
 ): Promise<OutboxProcess> {
-  const port = await freePort();
-  const child = Bun.spawn(
-    [
-      ...matchdCommand,
-      "outbox",
-      "--partition",
-      String(partition),
-      "--http-port",
-      String(port),
-      ...extraArgs,
-    ],
+  const port = (await freePorts(1))[0]!;
+  const { child, log } = spawnMatchd(
+    ["outbox", "--partition", String(partition), "--http-port", String(port), ...extraArgs],
     {
-      env: {
-        PATH: process.env.PATH ?? "/usr/bin:/bin",
-        MATCHING_DATASTORE_URL: stack.datastoreUrl,
-        MATCHING_BROKER_URL: stack.brokerUrl,
-        MATCHING_PARTITION_COUNT: "1024",
-        MATCHING_LOG_LEVEL: "info",
-        ...env,
-      },
-      stdin: "ignore",
-      stdout: "pipe",
-      stderr: "pipe",
+      MATCHING_DATASTORE_URL: stack.datastoreUrl,
+      MATCHING_BROKER_URL: stack.brokerUrl,
+      MATCHING_PARTITION_COUNT: "1024",
+      ...env,
     },
   );
-  let log = "";
-  void (async () => {
-    const decoder = new TextDecoder();
-    for await (const chunk of child.stderr) log += decoder.decode(chunk);
-  })();
   const metricsUrl = `http://127.0.0.1:${port}/metrics`;
   const handle: OutboxProcess = {
     process: child,
     port,
     metricsUrl,
-    stderr: () => log,
-    async metrics() {
-      const response = await fetch(metricsUrl);
-      if (response.status !== 200) throw new Error(`/metrics answered ${response.status}`);
-      return (await response.json()) as Record<string, unknown>;
-    },
+    stderr: log,
+    metrics: () => metricsJson(metricsUrl),
     async stop() {
       child.kill("SIGTERM");
       return child.exited;
@@ -277,8 +241,8 @@ export async function startOutbox(
     } catch {
       // Not listening yet.
     }
-    if (child.exitCode !== null) throw new Error(`outbox exited with ${child.exitCode}:\n${log}`);
-    if (Date.now() > deadline) throw new Error(`outbox did not start:\n${log}`);
+    if (child.exitCode !== null) throw new Error(`outbox exited with ${child.exitCode}:\n${log()}`);
+    if (Date.now() > deadline) throw new Error(`outbox did not start:\n${log()}`);
     await Bun.sleep(50);
   }
   return handle;

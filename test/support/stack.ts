@@ -54,3 +54,30 @@ export const matchdCommand = [
   join(import.meta.dir, "../../node_modules/.bin/bun"),
   join(import.meta.dir, "../../src/main.ts"),
 ];
+
+/** Starts `matchd <args>` from source with a minimal environment, collecting its stderr. */
+export function spawnMatchd(
+  args: string[],
+  env: Record<string, string>,
+): { child: Bun.Subprocess<"ignore", "ignore", "pipe">; log: () => string } {
+  const child = Bun.spawn([...matchdCommand, ...args], {
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", MATCHING_LOG_LEVEL: "info", ...env },
+    stdin: "ignore",
+    // Logs go to stderr; nothing reads stdout, so it must not fill a pipe.
+    stdout: "ignore",
+    stderr: "pipe",
+  });
+  let log = "";
+  void (async () => {
+    const decoder = new TextDecoder();
+    for await (const chunk of child.stderr) log += decoder.decode(chunk);
+  })();
+  return { child, log: () => log };
+}
+
+/** GET /metrics as JSON; throws unless it answers 200. */
+export async function metricsJson(metricsUrl: string): Promise<Record<string, unknown>> {
+  const response = await fetch(metricsUrl);
+  if (response.status !== 200) throw new Error(`/metrics answered ${response.status}`);
+  return (await response.json()) as Record<string, unknown>;
+}
