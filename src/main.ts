@@ -53,8 +53,10 @@ async function main(argv: string[]): Promise<number> {
 
   const valued = new Set(subcommand === "stack" ? stackValued : configFlags);
   if (subcommand === "bench") for (const flag of benchValued) valued.add(flag);
-  const args = parseArgs(rest, valued, new Set(["--help", "-h", "--json", "--keep-stack"]));
-  if (args.switches.has("--help")) {
+  const switches = new Set(["--help"]);
+  if (subcommand === "bench") for (const flag of ["--json", "--keep-stack"]) switches.add(flag);
+  const args = parseArgs(rest, valued, switches);
+  if (args.switches.has("--help") || args.positionals.includes("-h")) {
     process.stdout.write(usage);
     return 0;
   }
@@ -102,7 +104,6 @@ async function main(argv: string[]): Promise<number> {
         flags: args.flags,
         json: args.switches.has("--json"),
         keepStack: args.switches.has("--keep-stack"),
-        log,
       });
     }
   }
@@ -110,11 +111,10 @@ async function main(argv: string[]): Promise<number> {
 }
 
 /** Whether the user pointed the bench at running services (it reads no env itself). */
-function benchEnvironment(): { datastoreGiven: boolean; brokerGiven: boolean; executable: string } {
+function benchEnvironment(): { datastoreGiven: boolean; brokerGiven: boolean } {
   return {
     datastoreGiven: Boolean(process.env.MATCHING_DATASTORE_URL),
     brokerGiven: Boolean(process.env.MATCHING_BROKER_URL),
-    executable: process.execPath,
   };
 }
 

@@ -5,6 +5,7 @@
 import { readFileSync, realpathSync } from "node:fs";
 import { cpus, release, totalmem } from "node:os";
 import amqp from "amqplib";
+import { redactUrl } from "../config/resolve";
 import { createValkey, parseInfo } from "../infra/valkey/client";
 
 /** One observed fact: its value, or "unknown" plus why it could not be read. */
@@ -104,17 +105,6 @@ export function environmentFacts(environment: Environment): [string, string][] {
     rows.push(["broker", `${show(b.product)} ${show(b.version)} at ${b.url}`]);
   }
   return rows;
-}
-
-/** Removes the password from a URL so reports can be shared. */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password !== "") parsed.password = "***";
-    return parsed.toString();
-  } catch {
-    return "(unparseable URL)";
-  }
 }
 
 /**

@@ -42,10 +42,6 @@ export function collectEnvironment(): BenchEnvironment & Record<string, string |
   };
 }
 
-export function reportJson(report: BenchReport): string {
-  return JSON.stringify(report, null, 2);
-}
-
 const fmt = (value: number, digits = 0) =>
   value.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
 

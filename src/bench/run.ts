@@ -5,7 +5,6 @@
  */
 import { writeFileSync } from "node:fs";
 import type { Config } from "../config/schema";
-import type { Logger } from "../infra/log";
 import { createValkey } from "../infra/valkey/client";
 import { runDatastoreBench } from "./datastore-bench";
 import { runDomainBench, runRestingMemoryBench } from "./domain-bench";
@@ -29,11 +28,10 @@ export const benchBoundaries: readonly string[] = [
 
 export interface BenchRunOptions {
   config: Config;
-  env: { datastoreGiven: boolean; brokerGiven: boolean; executable: string };
+  env: { datastoreGiven: boolean; brokerGiven: boolean };
   flags: ReadonlyMap<string, string>;
   json: boolean;
   keepStack: boolean;
-  log: Logger;
 }
 
 const boundaryStatements: Record<string, string> = {
@@ -249,9 +247,6 @@ async function runWithStack(
           batchMax: config.batchMax,
           prefetch: config.prefetch,
           ...(pipelineBoundary === "full-pipeline" ? { outboxWindow: config.outboxWindow } : {}),
-          ...(pipelineBoundary === "full-pipeline"
-            ? {}
-            : { replyLatencyMs: JSON.stringify(result.replyLatency.percentilesMs()) }),
           publishCallMs: JSON.stringify(result.publishLatency.percentilesMs()),
           maxCommandQueueDepth: result.facts.maxQueueDepth as number,
           maxEventStreamLength: result.facts.maxStreamLength as number,

@@ -66,7 +66,7 @@ export function createConductorMetrics(
     ),
     queueWait: registry.histogram(
       "matching_stage_queue_wait_seconds",
-      "From submittedAt to the conductor receiving the command",
+      "From the AMQP publish timestamp to the conductor receiving the command",
     ),
     decode: registry.histogram("matching_stage_decode_seconds", "Decode and validate, per batch"),
     lookup: registry.histogram(

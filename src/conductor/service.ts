@@ -57,10 +57,6 @@ export class Conductor {
     private readonly log: Logger,
   ) {}
 
-  get ownerEpoch(): number {
-    return this.epoch;
-  }
-
   notify(): void {
     const wake = this.wake;
     this.wake = undefined;

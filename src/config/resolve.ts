@@ -58,6 +58,7 @@ export function redactUrl(value: string): string {
     if (url.password) url.password = "***";
     return url.toString();
   } catch {
-    return value;
+    // Never echo an unparseable URL: it may still hold a password.
+    return "(unparseable URL)";
   }
 }

@@ -11,7 +11,6 @@ export interface Logger {
   info(message: string, fields?: Record<string, unknown>): void;
   warn(message: string, fields?: Record<string, unknown>): void;
   error(message: string, fields?: Record<string, unknown>): void;
-  child(fields: Record<string, unknown>): Logger;
 }
 
 export function createLogger(
@@ -34,7 +33,6 @@ export function createLogger(
     info: (message, fields) => emit("info", message, fields),
     warn: (message, fields) => emit("warn", message, fields),
     error: (message, fields) => emit("error", message, fields),
-    child: (fields) => createLogger(level, { ...context, ...fields }, write),
   };
 }
 

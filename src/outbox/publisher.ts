@@ -20,7 +20,6 @@ export class EventPublisher {
   /** Entry ids the broker returned as unroutable; their (following) ack becomes "returned". */
   private readonly returned = new Set<string>();
   /** Exchange of the most recent unroutable event, for readiness and logs. */
-  lastUnroutableExchange: string | null = null;
   private closing = false;
 
   private constructor(
@@ -39,7 +38,6 @@ export class EventPublisher {
     channel.on("return", (message: Message) => {
       const offset = message.properties.headers?.["x-partition-offset"];
       if (typeof offset === "string") this.returned.add(offset);
-      this.lastUnroutableExchange = message.fields.exchange;
       this.onUnroutable(message.fields.exchange);
     });
   }

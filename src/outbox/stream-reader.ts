@@ -6,7 +6,7 @@
  */
 import { replyCode, type Valkey } from "../infra/valkey/client";
 import type { PartitionKeys } from "../infra/valkey/keys";
-import type { StreamEntry } from "./envelope";
+import { entryTimeMs, type StreamEntry } from "./envelope";
 
 /** An operating error of the stream: `code` is the datastore's reply code when there is one. */
 export class StreamError extends Error {
@@ -224,7 +224,7 @@ export class OutboxStream {
         ? []
         : ((oldestReply?.[1] as [string, string[]][] | undefined) ?? []);
       const first = oldest[0]?.[0];
-      return { pending, length, oldestEntryMs: first ? Number(first.split("-", 1)[0]) : null };
+      return { pending, length, oldestEntryMs: first ? entryTimeMs(first) : null };
     } catch {
       return null;
     }

@@ -145,7 +145,7 @@ test(`engine agrees with the reference book (seed ${seed})`, () => {
           expect(engine.restingOrderCount()).toBe(reference.restingCount());
         });
       }),
-      { seed, numRuns: Number(process.env.MATCHD_PROPERTY_RUNS ?? 300) },
+      { seed, numRuns: Math.max(1, Number(process.env.MATCHD_PROPERTY_RUNS) || 300) },
     );
   } catch (error) {
     console.error(`property test failed; replay with MATCHD_PROPERTY_SEED=${seed}`);

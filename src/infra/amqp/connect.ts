@@ -1,5 +1,6 @@
 /**
- * Opens AMQP connections with a bounded connect timeout and a readable error.
+ * Opens AMQP connections with a bounded connect timeout and a connection name that
+ * shows up in the broker's connection list.
  */
 import amqp, { type ChannelModel } from "amqplib";
 

@@ -1,7 +1,8 @@
 /**
- * Creates ioredis connections with the options matchd relies on: no offline queue
- * (a command sent while disconnected fails at once instead of waiting unbounded) and
- * bounded reconnect backoff.
+ * Creates ioredis connections with the options matchd relies on: a command issued while
+ * disconnected waits in the offline queue for one reconnect attempt at most
+ * (maxRetriesPerRequest 1), commands in flight at a disconnect are resent (the conductor's
+ * commit and the outbox's reads are safe against that), and reconnects back off to 2 s.
  */
 import Redis from "ioredis";
 

@@ -38,7 +38,7 @@ export async function checkDatastore(
   let server: Map<string, string>;
   try {
     server = parseInfo(await valkey.info("server"));
-    outcomes.push({ name: "datastore reachable", ok: true, detail: "PING answered" });
+    outcomes.push({ name: "datastore reachable", ok: true, detail: "INFO answered" });
   } catch (error) {
     outcomes.push({
       name: "datastore reachable",
