@@ -2,8 +2,9 @@
 // generated outside the timed region, each apply() timed, state checked at the end.
 
 import { type CommandEnvelope, MatchingEngine } from "../domain/index";
+import { environmentFacts, machineEnvironment } from "./environment";
 import { LatencyHistogram } from "./histogram";
-import { type BenchReport, collectEnvironment, renderReport } from "./report";
+import { type BenchReport, renderReport } from "./report";
 import { createWorkload } from "./workloads";
 
 export interface DomainBenchOptions {
@@ -85,7 +86,7 @@ export function runDomainBench(options: DomainBenchOptions): BenchReport {
     commandsPerSecond: commands / seconds,
     latencyMs: histogram.percentilesMs(),
     invariants,
-    environment: collectEnvironment(),
+    environment: Object.fromEntries(environmentFacts(machineEnvironment())),
     extra: {
       seed,
       events: counts.events,
@@ -141,7 +142,7 @@ export function runRestingMemoryBench(orders = 1_000_000): BenchReport {
     commandsPerSecond: orders / seconds,
     latencyMs: { p50: 0, p95: 0, p99: 0, p999: 0, max: 0 },
     invariants: { ok: rssMiB < 1024, rssBelow1GiB: rssMiB < 1024, checkPassed: true },
-    environment: collectEnvironment(),
+    environment: Object.fromEntries(environmentFacts(machineEnvironment())),
     extra: {
       restingOrders: engine.restingOrderCount(),
       rssMiB,

@@ -60,6 +60,15 @@ export async function collectEnvironment(options: {
     options.datastoreUrl === undefined ? undefined : probeDatastore(options.datastoreUrl),
     options.brokerUrl === undefined ? undefined : probeBroker(options.brokerUrl),
   ]);
+  return {
+    ...machineEnvironment(),
+    ...(datastore === undefined ? {} : { datastore }),
+    ...(broker === undefined ? {} : { broker }),
+  };
+}
+
+/** The machine alone (no servers probed), synchronously, for in-process benchmarks. */
+export function machineEnvironment(): Environment {
   const list = cpus();
   return {
     cpuModel: cpuModel(list[0]?.model),
@@ -68,8 +77,6 @@ export async function collectEnvironment(options: {
     kernel: release(),
     distribution: osPrettyName(),
     bun: typeof Bun === "undefined" ? "not bun" : Bun.version,
-    ...(datastore === undefined ? {} : { datastore }),
-    ...(broker === undefined ? {} : { broker }),
   };
 }
 

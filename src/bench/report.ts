@@ -1,16 +1,7 @@
 // The benchmark report shape shared by every boundary (domain, conductor, pipeline), with a
-// readable table rendering and a JSON rendering; environment facts are passed in or collected here.
+// readable table rendering; environment facts are passed in (see environment.ts).
 
-import { cpus, platform, release, totalmem } from "node:os";
 import type { Percentiles } from "./histogram";
-
-export interface BenchEnvironment {
-  cpuModel: string;
-  cores: number;
-  os: string;
-  runtime: string;
-  totalMemoryBytes: number;
-}
 
 export interface BenchReport {
   boundary: string;
@@ -27,19 +18,6 @@ export interface BenchReport {
   /** Flat label/value facts: the machine always, server versions and settings when a stack was used. */
   environment: Record<string, string | number>;
   extra: Record<string, number | string | boolean>;
-}
-
-/** Collects the machine description; kept here so src/domain never imports node:os. */
-export function collectEnvironment(): BenchEnvironment & Record<string, string | number> {
-  const list = cpus();
-  const bun = (globalThis as { Bun?: { version: string } }).Bun;
-  return {
-    cpuModel: list[0]?.model ?? "unknown",
-    cores: list.length,
-    os: `${platform()} ${release()}`,
-    runtime: bun ? `bun ${bun.version}` : `node ${process.version}`,
-    totalMemoryBytes: totalmem(),
-  };
 }
 
 const fmt = (value: number, digits = 0) =>

@@ -85,7 +85,10 @@ export class CommandConsumer {
 
   /** Takes up to `max` of the oldest deliveries that are still valid on the current channel. */
   take(max: number): Delivery[] {
-    this.pending = this.pending.filter((d) => d.generation === this.generation);
+    // Stale deliveries only exist right after a reconnect; don't copy the list every batch.
+    if (this.pending[0] !== undefined && this.pending[0].generation !== this.generation) {
+      this.pending = this.pending.filter((d) => d.generation === this.generation);
+    }
     return this.pending.splice(0, max);
   }
 

@@ -200,13 +200,11 @@ export class Conductor {
         commands: batch.length,
       });
     }
-    // Counted below, once: a later redelivery of these is a duplicate.
-    for (const item of items) {
-      if (item.commandId !== undefined) this.unacknowledged.delete(item.commandId);
-    }
     const now = Date.now();
     let fresh = 0;
     for (const item of items) {
+      // Counted here, once: a later redelivery of these is a duplicate.
+      if (item.commandId !== undefined) this.unacknowledged.delete(item.commandId);
       if (item.resultJson !== undefined)
         this.consumer.reply(item.delivery.message, item.resultJson);
       if (item.fresh) fresh++;

@@ -287,14 +287,13 @@ export class DeliveryLoop {
 
   private async publishBatch(entries: readonly StreamEntry[]): Promise<void> {
     if (entries.length === 0) return;
-    // A read that completed after an interrupt (e.g. a read resent after a reconnect, whose
-    // first attempt's entries are still unpublished in the pending list) must not be
-    // published ahead of them: the next session re-delivers the pending list in order.
-    this.checkInterrupt();
     this.metrics.batchSize.observe(entries.length);
     const publisher = this.publisher!;
     const generation = this.generation;
     for (const entry of entries) {
+      // Also stops a read that completed after an interrupt (e.g. one resent after a
+      // reconnect, whose first attempt's entries are still unpublished in the pending
+      // list): the next session re-delivers the pending list in order.
       this.checkInterrupt();
       const decoded = decodeEntry(entry);
       if (!decoded.ok) {
