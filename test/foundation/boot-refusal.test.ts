@@ -8,7 +8,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type RunningValkey, startValkey } from "../../src/stack/index";
-import { matchdCommand, testStack } from "../support/stack";
+import { matchdCommand, spawnMatchd, testStack } from "../support/stack";
 
 async function matchd(args: string[], env: Record<string, string>) {
   const child = Bun.spawn([...matchdCommand, ...args], {
@@ -77,38 +77,20 @@ describe("durability policy at boot", () => {
 
   test("memory policy boots with a loud warning against a lone primary", async () => {
     const stack = await testStack();
-    const child = Bun.spawn(
-      [
-        ...matchdCommand,
-        "outbox",
-        "--http-port",
-        "0",
-        "--partition",
-        "7",
-        "--partition-count",
-        "8",
-      ],
+    const { child, log } = spawnMatchd(
+      ["outbox", "--http-port", "0", "--partition", "7", "--partition-count", "8"],
       {
-        env: {
-          ...process.env,
-          MATCHING_DATASTORE_URL: lonePrimary.url,
-          MATCHING_BROKER_URL: stack.brokerUrl,
-          MATCHING_DURABILITY: "memory",
-        },
-        stdout: "ignore",
-        stderr: "pipe",
+        MATCHING_DATASTORE_URL: lonePrimary.url,
+        MATCHING_BROKER_URL: stack.brokerUrl,
+        MATCHING_DURABILITY: "memory",
       },
     );
-    const reader = child.stderr.getReader();
-    let seen = "";
+    // Polls the collected stderr, so a silent child cannot outlast the 20 s deadline.
     const deadline = Date.now() + 20_000;
-    while (!seen.includes("CAN BE LOST") && Date.now() < deadline) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      seen += new TextDecoder().decode(value);
-    }
+    while (!log().includes("CAN BE LOST") && Date.now() < deadline) await Bun.sleep(50);
     child.kill("SIGTERM");
     await child.exited;
+    const seen = log();
     expect(seen).toContain("DURABILITY POLICY memory");
   });
 
