@@ -2,6 +2,7 @@
 // checked later by the engine, so every reject reason comes from one place.
 
 import { z } from "zod";
+import { decodeValidCommand } from "./decode-command-fast";
 import { type ResultCode, ResultCodes } from "./result-codes";
 import type { CommandEnvelope } from "./types";
 
@@ -64,6 +65,13 @@ export type DecodeResult =
 
 /** Decodes an already-unwrapped JSON value; returns a reject value, never throws. */
 export function decodeCommand(value: unknown): DecodeResult {
+  const valid = decodeValidCommand(value);
+  if (valid !== undefined) return { ok: true, command: valid };
+  return decodeWithSchema(value);
+}
+
+/** The zod path alone: the reference the fast check is tested against. */
+export function decodeWithSchema(value: unknown): DecodeResult {
   const parsed = envelopeSchema.safeParse(value);
   if (parsed.success) return { ok: true, command: parsed.data as CommandEnvelope };
   const hints = salvageHints(value);

@@ -1,0 +1,109 @@
+// A hand-written check for the common, fully valid command: the same rules as the zod
+// schema in decode-command.ts, never looser, so anything it accepts zod accepts too. It
+// exists for cost: zod was about a sixth of the conductor's CPU per command. Anything it
+// does not accept (including valid rarities such as a numeric userId) goes to zod, which
+// decides and words the reasons.
+
+import type { CommandEnvelope } from "./types";
+
+type Fields = Record<string, unknown>;
+
+const sides = new Set(["bid", "ask"]);
+const kinds = new Set(["limit", "market"]);
+const timesInForce = new Set(["gtc", "ioc", "fok"]);
+const stpModes = new Set(["none", "cancel-taker", "cancel-maker", "cancel-both"]);
+
+function isFields(value: unknown): value is Fields {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** zod's idText: a string of 1 to 200 UTF-16 units. */
+function isIdText(value: unknown): value is string {
+  return typeof value === "string" && value.length >= 1 && value.length <= 200;
+}
+
+function isPositiveInt(value: unknown): value is number {
+  return Number.isSafeInteger(value) && (value as number) > 0;
+}
+
+function isNonNegativeInt(value: unknown): value is number {
+  return Number.isSafeInteger(value) && (value as number) >= 0;
+}
+
+function isDecimals(value: unknown): boolean {
+  return Number.isSafeInteger(value) && (value as number) >= 0 && (value as number) <= 18;
+}
+
+function isOptional(value: unknown, allowed: Set<string>): boolean {
+  return value === undefined || (typeof value === "string" && allowed.has(value));
+}
+
+function isPlacePayload(p: Fields): boolean {
+  return (
+    isIdText(p.id) &&
+    isIdText(p.userId) &&
+    typeof p.side === "string" &&
+    sides.has(p.side) &&
+    typeof p.type === "string" &&
+    kinds.has(p.type) &&
+    isPositiveInt(p.pairId) &&
+    isNonNegativeInt(p.timestamp) &&
+    typeof p.price === "string" &&
+    typeof p.volume === "string" &&
+    typeof p.volumeTotal === "string" &&
+    typeof p.quoteVolume === "string" &&
+    isDecimals(p.priceDecimals) &&
+    isDecimals(p.amountDecimals) &&
+    isDecimals(p.quoteDecimals) &&
+    (p.role === undefined || typeof p.role === "string") &&
+    isOptional(p.timeInForce, timesInForce) &&
+    (p.postOnly === undefined || typeof p.postOnly === "boolean") &&
+    isOptional(p.stp, stpModes)
+  );
+}
+
+function isCancelPayload(p: Fields): boolean {
+  return isIdText(p.id) && isIdText(p.userId) && isPositiveInt(p.pairId);
+}
+
+/**
+ * The decoded command when `value` is plainly valid, else undefined (ask zod). Like zod's
+ * output, the envelope keeps only its known fields and the payload keeps every field.
+ */
+export function decodeValidCommand(value: unknown): CommandEnvelope | undefined {
+  if (!isFields(value)) return undefined;
+  const v = value;
+  if (
+    v.schemaVersion !== 1 ||
+    !isIdText(v.commandId) ||
+    typeof v.correlationId !== "string" ||
+    v.correlationId.length > 200 ||
+    typeof v.submittedAt !== "string" ||
+    v.submittedAt.length < 1 ||
+    v.submittedAt.length > 64 ||
+    !isPositiveInt(v.pairId) ||
+    !isNonNegativeInt(v.partition) ||
+    !isFields(v.payload)
+  ) {
+    return undefined;
+  }
+  const payload = v.payload;
+  if (v.type === "order.place") {
+    if (!isPlacePayload(payload)) return undefined;
+  } else if (v.type === "order.cancel") {
+    if (!isCancelPayload(payload)) return undefined;
+  } else {
+    return undefined;
+  }
+  // The payload was checked field by field against its type just above.
+  return {
+    schemaVersion: 1,
+    commandId: v.commandId,
+    correlationId: v.correlationId,
+    submittedAt: v.submittedAt,
+    pairId: v.pairId,
+    partition: v.partition,
+    type: v.type,
+    payload,
+  } as unknown as CommandEnvelope;
+}

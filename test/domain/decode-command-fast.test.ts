@@ -1,0 +1,138 @@
+// The fast command check against the zod schema it shortcuts: on mutated commands of every
+// kind, decodeCommand (fast path first) must give exactly what the schema alone gives.
+// A failure prints the seed; MATCHD_PROPERTY_SEED=<seed> replays it.
+
+import { expect, test } from "bun:test";
+import fc from "fast-check";
+import { decodeWithSchema } from "../../src/domain/decode-command";
+import { decodeValidCommand } from "../../src/domain/decode-command-fast";
+import { decodeCommand } from "../../src/domain/index";
+import { cancel, place } from "./helpers";
+
+const replaySeed = process.env.MATCHD_PROPERTY_SEED;
+const seed = replaySeed === undefined ? Date.now() % 2 ** 31 : Number(replaySeed);
+
+/** Values that sit on or across the schema's edges. */
+const oddValue = fc.oneof(
+  {
+    weight: 8,
+    arbitrary: fc.constantFrom(
+      undefined,
+      null,
+      0,
+      -1,
+      1,
+      18,
+      19,
+      1.5,
+      Number.NaN,
+      Number.POSITIVE_INFINITY,
+      2 ** 53,
+      "",
+      "x".repeat(200),
+      "x".repeat(201),
+      "x".repeat(64),
+      "x".repeat(65),
+      "bid",
+      "ask",
+      "buy",
+      "limit",
+      "market",
+      "gtc",
+      "ioc",
+      "fok",
+      "none",
+      "cancel-both",
+      "order.place",
+      "order.cancel",
+      true,
+      false,
+      [],
+      {},
+    ),
+  },
+  { weight: 1, arbitrary: fc.string() },
+  { weight: 1, arbitrary: fc.integer() },
+);
+
+const envelopeKeys = [
+  "schemaVersion",
+  "commandId",
+  "correlationId",
+  "submittedAt",
+  "pairId",
+  "partition",
+  "type",
+  "payload",
+  "extra",
+];
+const payloadKeys = [
+  "id",
+  "userId",
+  "side",
+  "type",
+  "pairId",
+  "timestamp",
+  "price",
+  "volume",
+  "volumeTotal",
+  "quoteVolume",
+  "priceDecimals",
+  "amountDecimals",
+  "quoteDecimals",
+  "role",
+  "timeInForce",
+  "postOnly",
+  "stp",
+  "extra",
+];
+
+const mutation = fc.record({
+  base: fc.constantFrom("place", "cancel"),
+  envelope: fc.array(fc.tuple(fc.constantFrom(...envelopeKeys), oddValue, fc.boolean()), {
+    maxLength: 1,
+  }),
+  payload: fc.array(fc.tuple(fc.constantFrom(...payloadKeys), oddValue, fc.boolean()), {
+    maxLength: 2,
+  }),
+});
+
+test(`the fast check agrees with the zod schema (seed ${seed})`, () => {
+  try {
+    fc.assert(
+      fc.property(mutation, ({ base, envelope, payload }) => {
+        const command: Record<string, unknown> =
+          base === "place" ? { ...place({ id: "o1" }) } : { ...cancel("o1") };
+        const body = { ...(command.payload as Record<string, unknown>) };
+        for (const [key, value, remove] of payload) {
+          if (remove) delete body[key];
+          else body[key] = value;
+        }
+        command.payload = body;
+        for (const [key, value, remove] of envelope) {
+          if (remove) delete command[key];
+          else command[key] = value;
+        }
+        const reference = decodeWithSchema(command);
+        const fast = decodeValidCommand(command);
+        if (fast !== undefined) {
+          expect(reference.ok).toBe(true);
+          if (reference.ok) expect(fast).toEqual(reference.command);
+        }
+        expect(decodeCommand(command)).toEqual(reference);
+      }),
+      { seed, numRuns: Math.max(1, Number(process.env.MATCHD_PROPERTY_RUNS) || 5000) },
+    );
+  } catch (error) {
+    console.error(`decode property test failed; replay with MATCHD_PROPERTY_SEED=${seed}`);
+    throw error;
+  }
+});
+
+test("the fast check takes the producers' plain commands", () => {
+  expect(decodeValidCommand(place({ id: "o1" }))).toBeDefined();
+  expect(decodeValidCommand(cancel("o1"))).toBeDefined();
+  expect(
+    decodeValidCommand(place({ id: "o1", timeInForce: "ioc", postOnly: false })),
+  ).toBeDefined();
+});
