@@ -8,7 +8,7 @@ import type { Valkey } from "../infra/valkey/client";
 import { waitDurable } from "../infra/valkey/durability";
 import type { PartitionKeys } from "../infra/valkey/keys";
 import { type CommitBuilder, commitScript, orderHashFields } from "./commit-script";
-import { EncodedCommand } from "./encoded-command";
+import { EncodedCommand } from "../infra/valkey/encoded-command";
 
 export class FencedError extends Error {
   readonly code = "FENCED";

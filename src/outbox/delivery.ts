@@ -46,7 +46,7 @@ class SessionInterrupted extends Error {
   }
 }
 
-/** At most this many entries per acknowledgement transaction, to bound one MULTI's size. */
+/** Entries per acknowledgement: bounds one script call, whose Lua unpack takes at most ~8,000 values. */
 const ackBatchMax = 5000;
 
 export class DeliveryLoop {

@@ -1,10 +1,11 @@
 /**
  * The outbox's view of the partition's events stream and its consumer group: create
  * the group, read this consumer's own pending entries, claim a dead consumer's, read
- * new ones, and advance the stream (XACK + XDEL + HDEL in one MULTI). Reads and writes
- * use separate connections so a blocking read never delays an acknowledgement.
+ * new ones, and advance the stream (XACK + XDEL + HDEL in one atomic script). Reads and
+ * writes use separate connections so a blocking read never delays an acknowledgement.
  */
 import { replyCode, type Valkey } from "../infra/valkey/client";
+import { EncodedCommand } from "../infra/valkey/encoded-command";
 import type { PartitionKeys } from "../infra/valkey/keys";
 import { entryTimeMs, type StreamEntry } from "./envelope";
 
@@ -36,7 +37,36 @@ export interface AckItem {
   eventId: string;
 }
 
+/*
+ * KEYS[1] the events stream, KEYS[2] the attempt counters hash
+ * ARGV[1] the group, ARGV[2] n, ARGV[3..2+n] entry ids, ARGV[3+n..] event ids whose
+ *         attempt counters to clear (none when no counter can exist)
+ * returns the counters left in the hash after clearing, or -1 when none were cleared
+ * A script rather than MULTI: one command to encode and parse instead of five, and just
+ * as atomic. Lua's unpack takes at most ~8,000 values, hence the outbox's ack batch bound.
+ */
+const acknowledgeScript = `
+local n = tonumber(ARGV[2])
+redis.call('XACK', KEYS[1], ARGV[1], unpack(ARGV, 3, 2 + n))
+redis.call('XDEL', KEYS[1], unpack(ARGV, 3, 2 + n))
+if #ARGV > 2 + n then
+  redis.call('HDEL', KEYS[2], unpack(ARGV, 3 + n, #ARGV))
+  return redis.call('HLEN', KEYS[2])
+end
+return -1
+`;
+
 export class OutboxStream {
+  private acknowledgeSha: string | undefined;
+  /**
+   * Whether attempt counters may exist: true until an acknowledgement finds the hash
+   * empty, and again after every retry records attempts. While false, acknowledging
+   * skips the HDEL of every event id, the larger part of its arguments.
+   */
+  private attemptsMayExist = true;
+  /** Bumped by every recordAttempts, so an acknowledgement racing one cannot clear the flag. */
+  private attemptsRecorded = 0;
+
   constructor(
     private readonly reader: Valkey,
     private readonly writer: Valkey,
@@ -171,14 +201,37 @@ export class OutboxStream {
   /** Advances the stream past delivered entries: XACK, XDEL and HDEL of attempt counters, atomically. */
   async acknowledge(items: readonly AckItem[]): Promise<void> {
     if (items.length === 0) return;
-    const ids = items.map((item) => item.entryId);
-    const eventIds = items.map((item) => item.eventId).filter((eventId) => eventId.length > 0);
-    const tx = this.writer
-      .multi()
-      .xack(this.keys.events, this.group, ...ids)
-      .xdel(this.keys.events, ...ids);
-    if (eventIds.length > 0) tx.hdel(this.keys.outboxAttempts, ...eventIds);
-    checkExec(await tx.exec(), "acknowledge");
+    const clear = this.attemptsMayExist;
+    const recordedBefore = this.attemptsRecorded;
+    const args = [
+      "2",
+      this.keys.events,
+      this.keys.outboxAttempts,
+      this.group,
+      String(items.length),
+    ];
+    for (const item of items) args.push(item.entryId);
+    if (clear) {
+      for (const item of items) if (item.eventId.length > 0) args.push(item.eventId);
+    }
+    this.acknowledgeSha ??= (await this.writer.script("LOAD", acknowledgeScript)) as string;
+    let left: unknown;
+    try {
+      left = await this.writer.sendCommand(
+        new EncodedCommand("evalsha", [this.acknowledgeSha, ...args]),
+      );
+    } catch (error) {
+      if (!(error as Error).message.startsWith("NOSCRIPT")) throw error;
+      // The server restarted or flushed its scripts: send the script itself once.
+      this.acknowledgeSha = undefined;
+      left = await this.writer.sendCommand(
+        new EncodedCommand("eval", [acknowledgeScript, ...args]),
+      );
+    }
+    // Only an empty hash, with no attempts recorded meanwhile, clears the flag.
+    if (clear && left === 0 && this.attemptsRecorded === recordedBefore) {
+      this.attemptsMayExist = false;
+    }
   }
 
   /** Moves an undecodable entry to the dead-letter stream with its XACK and XDEL, atomically. */
@@ -195,6 +248,8 @@ export class OutboxStream {
   /** Counts one more publish attempt for each event (visible to operators in outbox-attempts). */
   async recordAttempts(eventIds: readonly string[]): Promise<void> {
     if (eventIds.length === 0) return;
+    this.attemptsMayExist = true;
+    this.attemptsRecorded++;
     const tx = this.writer.multi();
     for (const eventId of eventIds) tx.hincrby(this.keys.outboxAttempts, eventId, 1);
     checkExec(await tx.exec(), "record attempts");

@@ -282,9 +282,13 @@ describe("outbox", () => {
     };
     expect(degraded.status).toBe("degraded");
     expect(await streamLength(partition)).toBe(50);
+    const attempts = partitionKeys(partition).outboxAttempts;
+    await eventually("attempts recorded", async () => (await valkey.hlen(attempts)) > 0);
     await inbox.bind(exchange);
     await inbox.waitFor(50, 20_000);
     await eventually("stream drained", async () => (await streamLength(partition)) === 0);
+    // Delivered events leave no attempt counters behind.
+    await eventually("attempt counters cleared", async () => (await valkey.hlen(attempts)) === 0);
     expect(inbox.firstDeliveryOrderKept()).toBe(true);
     const metrics = await child.metrics();
     expect(metricNumber(metrics, "matching_outbox_publish_retries_total")).toBeGreaterThan(0);
