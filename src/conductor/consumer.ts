@@ -6,6 +6,7 @@
 import type { Channel, ChannelModel, ConfirmChannel, ConsumeMessage } from "amqplib";
 import type { Config } from "../config/schema";
 import { connectBroker } from "../infra/amqp/connect";
+import { FramePublisher } from "../infra/amqp/fast-publish";
 import {
   commandDeadLetterQueue,
   commandQueue,
@@ -24,6 +25,8 @@ export class CommandConsumer {
   private connection: ChannelModel | undefined;
   private channel: Channel | undefined;
   private output: ConfirmChannel | undefined;
+  /** Publishes RPC replies on `output` as pre-encoded frames. */
+  private replies: FramePublisher | undefined;
   private consumerTag: string | undefined;
   private generation = 0;
   private pending: Delivery[] = [];
@@ -65,6 +68,7 @@ export class CommandConsumer {
     output.on("error", (error: Error) => this.log.warn("output channel error", { error }));
     this.channel = channel;
     this.output = output;
+    this.replies = new FramePublisher(output);
     const { consumerTag } = await channel.consume(
       this.queue,
       (message) => {
@@ -119,8 +123,8 @@ export class CommandConsumer {
 
   reply(message: ConsumeMessage, body: string): void {
     const { replyTo, correlationId } = message.properties;
-    if (!replyTo || !this.output) return;
-    this.output.sendToQueue(replyTo, Buffer.from(body), {
+    if (!replyTo || !this.replies) return;
+    this.replies?.publish("", replyTo, body, false, {
       correlationId,
       contentType: "application/json",
     });

@@ -18,7 +18,8 @@ export interface OutboxEvent {
   eventId: string;
   type: EventType;
   exchange: string;
-  body: Buffer;
+  /** The envelope exactly as stored, written into the frame as UTF-8. */
+  body: string;
 }
 
 export type Decoded = { ok: true; event: OutboxEvent } | { ok: false; reason: string };
@@ -59,7 +60,7 @@ export function decodeEntry(entry: StreamEntry): Decoded {
       eventId,
       type,
       exchange: eventExchanges[type],
-      body: Buffer.from(raw),
+      body: raw,
     },
   };
 }

@@ -7,7 +7,7 @@
  */
 import type { ChannelModel, ConfirmChannel, Message } from "amqplib";
 import { connectBroker } from "../infra/amqp/connect";
-import { encodePublishFrames } from "../infra/amqp/publish-frames";
+import { FramePublisher } from "../infra/amqp/fast-publish";
 import { declareEventExchanges } from "../infra/amqp/topology";
 import type { Logger } from "../infra/log";
 import type { OutboxEvent } from "./envelope";
@@ -22,8 +22,7 @@ export class EventPublisher {
   private readonly returned = new Set<string>();
   /** Exchange of the most recent unroutable event, for readiness and logs. */
   private closing = false;
-  /** amqplib's channel internals for pre-encoded publishes; null when they are not as expected. */
-  private readonly raw: RawChannel | null;
+  private readonly frames: FramePublisher;
 
   private constructor(
     private readonly connection: ChannelModel,
@@ -35,8 +34,8 @@ export class EventPublisher {
     connection.on("close", () => this.fail(new Error("broker connection closed")));
     connection.on("blocked", (reason: string) => log.warn("broker blocked publishing", { reason }));
     connection.on("unblocked", () => log.info("broker unblocked publishing"));
-    this.raw = rawChannel(channel);
-    if (this.raw === null)
+    this.frames = new FramePublisher(channel);
+    if (!this.frames.encoding)
       log.debug("amqplib internals not as expected; publishing through amqplib");
     channel.on("error", (error: Error) => this.fail(error));
     channel.on("close", () => this.fail(new Error("confirm channel closed")));
@@ -89,40 +88,17 @@ export class EventPublisher {
       else if (error instanceof Error && error.message === "message nacked") onConfirm("nack");
       else onConfirm("closed");
     };
-    const raw = this.raw;
-    if (raw !== null) {
-      const frames = encodePublishFrames(raw.ch, raw.connection.frameMax, {
-        exchange: event.exchange,
-        routingKey: event.exchange,
-        mandatory: true,
-        contentType: "application/json",
-        headerName: "x-partition-offset",
-        headerValue: event.entryId,
-        messageId: event.eventId,
-        type: event.type,
-        body: event.body,
-      });
-      if (frames !== undefined) {
-        // What ConfirmChannel.publish does, with the frames encoded above: register the
-        // confirm callback, then queue the frames on the channel's ordered outgoing buffer.
-        const out = raw.connection.channels[raw.ch];
-        if (out === undefined) throw new Error("channel closed");
-        raw.pushConfirmCallback(confirmed);
-        raw.connection.sentSinceLastCheck = true;
-        return out.buffer.write(frames);
-      }
-    }
-    return this.channel.publish(
+    return this.frames.publish(
       event.exchange,
       event.exchange,
       event.body,
+      true,
       {
+        contentType: "application/json",
+        header: { name: "x-partition-offset", value: event.entryId },
         persistent: true,
-        mandatory: true,
         messageId: event.eventId,
         type: event.type,
-        contentType: "application/json",
-        headers: { "x-partition-offset": event.entryId },
       },
       confirmed,
     );
@@ -152,31 +128,6 @@ export class EventPublisher {
   private wakeDrainWaiters(): void {
     for (const wake of this.drainWaiters.splice(0)) wake();
   }
-}
-
-/** The part of amqplib 0.10's channel internals that a pre-encoded publish relies on. */
-interface RawChannel {
-  ch: number;
-  pushConfirmCallback(callback: (error: unknown) => void): void;
-  connection: {
-    frameMax: number;
-    sentSinceLastCheck: boolean;
-    channels: ({ buffer: { write(chunk: Buffer): boolean } } | undefined)[];
-  };
-}
-
-function rawChannel(channel: ConfirmChannel): RawChannel | null {
-  const raw = channel as unknown as Partial<RawChannel>;
-  const connection = raw.connection;
-  if (
-    typeof raw.ch !== "number" ||
-    typeof raw.pushConfirmCallback !== "function" ||
-    typeof connection?.frameMax !== "number" ||
-    typeof connection.channels?.[raw.ch]?.buffer?.write !== "function"
-  ) {
-    return null;
-  }
-  return raw as RawChannel;
 }
 
 /** The part of amqplib 0.10's internals that coalesceSocketWrites relies on. */

@@ -1,0 +1,106 @@
+/**
+ * Publishes on an amqplib channel with frames from encodePublishFrames, doing exactly
+ * what amqplib's publish does with them (register the confirm callback on a confirm
+ * channel, queue the bytes on the channel's ordered outgoing buffer). When amqplib's
+ * internals are not as expected, or a publish does not fit the encoder, it calls
+ * amqplib's own publish instead, so behaviour never depends on the shortcut.
+ */
+import type { Channel, ConfirmChannel, Options } from "amqplib";
+import { encodePublishFrames, type PublishProperties } from "./publish-frames";
+
+/** The part of amqplib 0.10's channel internals a pre-encoded publish relies on. */
+interface RawChannel {
+  ch: number;
+  pushConfirmCallback?(callback: ((error: unknown) => void) | undefined): void;
+  connection: {
+    frameMax: number;
+    sentSinceLastCheck: boolean;
+    channels: ({ buffer: { write(chunk: Buffer): boolean } } | undefined)[];
+  };
+}
+
+function rawChannel(channel: Channel, confirms: boolean): RawChannel | null {
+  const raw = channel as unknown as Partial<RawChannel>;
+  const connection = raw.connection;
+  if (
+    typeof raw.ch !== "number" ||
+    (confirms && typeof raw.pushConfirmCallback !== "function") ||
+    typeof connection?.frameMax !== "number" ||
+    typeof connection.channels?.[raw.ch]?.buffer?.write !== "function"
+  ) {
+    return null;
+  }
+  return raw as RawChannel;
+}
+
+export type ConfirmCallback = (error: unknown) => void;
+
+export class FramePublisher {
+  private readonly raw: RawChannel | null;
+  private readonly confirms: boolean;
+
+  /** `channel` may be a plain or a confirm channel; `onConfirm` matters only on the latter. */
+  constructor(private readonly channel: Channel | ConfirmChannel) {
+    this.confirms = "waitForConfirms" in channel;
+    this.raw = rawChannel(channel, this.confirms);
+  }
+
+  /** Whether publishes go out as pre-encoded frames (false: through amqplib). */
+  get encoding(): boolean {
+    return this.raw !== null;
+  }
+
+  /** Like amqplib's publish: false means wait for the channel's 'drain'. */
+  publish(
+    exchange: string,
+    routingKey: string,
+    body: Buffer | string,
+    mandatory: boolean,
+    properties: PublishProperties,
+    onConfirm?: ConfirmCallback,
+  ): boolean {
+    const raw = this.raw;
+    if (raw !== null) {
+      const frames = encodePublishFrames(raw.ch, raw.connection.frameMax, {
+        exchange,
+        routingKey,
+        mandatory,
+        properties,
+        body,
+      });
+      if (frames !== undefined) {
+        const out = raw.connection.channels[raw.ch];
+        // amqplib throws here too once the channel is closed.
+        if (out === undefined) throw new Error("channel closed");
+        if (this.confirms) raw.pushConfirmCallback?.(onConfirm);
+        raw.connection.sentSinceLastCheck = true;
+        return out.buffer.write(frames);
+      }
+    }
+    const content = typeof body === "string" ? Buffer.from(body) : body;
+    const options = amqplibOptions(mandatory, properties);
+    if (this.confirms) {
+      return (this.channel as ConfirmChannel).publish(
+        exchange,
+        routingKey,
+        content,
+        options,
+        onConfirm,
+      );
+    }
+    return this.channel.publish(exchange, routingKey, content, options);
+  }
+}
+
+function amqplibOptions(mandatory: boolean, p: PublishProperties): Options.Publish {
+  const options: Options.Publish = { mandatory };
+  if (p.contentType !== undefined) options.contentType = p.contentType;
+  if (p.header !== undefined) options.headers = { [p.header.name]: p.header.value };
+  if (p.persistent) options.persistent = true;
+  if (p.correlationId !== undefined) options.correlationId = p.correlationId;
+  if (p.replyTo !== undefined) options.replyTo = p.replyTo;
+  if (p.messageId !== undefined) options.messageId = p.messageId;
+  if (p.timestamp !== undefined) options.timestamp = p.timestamp;
+  if (p.type !== undefined) options.type = p.type;
+  return options;
+}
