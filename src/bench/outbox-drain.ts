@@ -109,7 +109,9 @@ async function deleteKeys(valkey: Redis, prefix: string): Promise<number> {
 interface HistogramJson {
   count?: number;
   p50?: number;
+  p95?: number;
   p99?: number;
+  p999?: number;
   max?: number;
 }
 
@@ -209,7 +211,9 @@ export async function runOutboxDrainBench(
       foreignMessages: foreign,
       confirmLatencySeconds: {
         p50: latency.p50,
+        p95: latency.p95,
         p99: latency.p99,
+        p999: latency.p999,
         max: latency.max,
         count: latency.count,
       },

@@ -418,9 +418,9 @@ function outboxDrainToReport(
     commandsPerSecond: num("eventsPerSecond"),
     latencyMs: {
       p50: ms(confirm.p50),
-      p95: -1,
+      p95: ms(confirm.p95),
       p99: ms(confirm.p99),
-      p999: -1,
+      p999: ms(confirm.p999),
       max: ms(confirm.max),
     },
     invariants: {

@@ -119,7 +119,9 @@ export class MetricsRegistry {
           count: metric.count,
           sum: round(metric.sum),
           p50: metric.quantile(0.5),
+          p95: metric.quantile(0.95),
           p99: metric.quantile(0.99),
+          p999: metric.quantile(0.999),
           max: round(metric.max),
         };
       } else {
