@@ -6,6 +6,7 @@
 import { writeFileSync } from "node:fs";
 import type { Config } from "../config/schema";
 import { createValkey } from "../infra/valkey/client";
+import { runBrokerFloor } from "./broker-floor";
 import { runDatastoreBench } from "./datastore-bench";
 import { runDomainBench, runRestingMemoryBench } from "./domain-bench";
 import { collectEnvironment, environmentFacts } from "./environment";
@@ -20,6 +21,7 @@ import { workloadNames } from "./workloads";
 export const benchBoundaries: readonly string[] = [
   "domain",
   "datastore",
+  "broker",
   "conductor",
   "outbox-drain",
   "full-pipeline",
@@ -150,6 +152,8 @@ async function runWithStack(
     let series: Parameters<typeof renderHtmlReport>[1] | undefined;
     if (boundary === "datastore") {
       ({ report, series } = await datastoreReport(effective, flags, envFacts, progress));
+    } else if (boundary === "broker") {
+      report = await brokerReport(effective, flags, seed, envFacts, progress);
     } else if (boundary === "outbox-drain") {
       report = await outboxDrainReport(effective, flags, base, envFacts, services, progress);
     } else {
@@ -297,6 +301,51 @@ function histogramSeries(
     previous = below;
   }
   return out;
+}
+
+async function brokerReport(
+  config: Config,
+  flags: ReadonlyMap<string, string>,
+  seed: number,
+  environment: Record<string, string>,
+  progress: (line: string) => void,
+): Promise<BenchReport> {
+  const commands = intFlag(flags, "--commands", 40_000, 1);
+  const warmup = intFlag(flags, "--warmup", 2000);
+  const result = await runBrokerFloor({
+    brokerUrl: config.brokerUrl,
+    commands,
+    warmup,
+    seed,
+    prefetch: config.prefetch,
+    ackEvery: config.batchMax,
+    progress,
+  });
+  return {
+    boundary: "broker",
+    boundaryStatement: `the broker alone: publish with confirms -> ${result.queueType} queue with single active consumer (as matching:commands.p<N>) -> consumer that only acknowledges (one multiple-ack per batch of up to ${config.batchMax}, prefetch ${config.prefetch}); no datastore, no matching. The ceiling of the conductor boundary on this broker and machine`,
+    durability: "broker only: persistent messages in a quorum queue; no datastore involved",
+    workload: `alternating command bodies (${result.bodyBytes} bytes on average)`,
+    commands,
+    warmup,
+    seconds: round(result.seconds, 3),
+    commandsPerSecond: Math.round(result.commandsPerSecond),
+    latencyMs: result.latencyMs,
+    invariants: {
+      ok:
+        result.received === commands + warmup &&
+        result.duplicates === 0 &&
+        result.outOfOrder === 0 &&
+        result.queueEmptyAfter,
+      received: result.received,
+      expected: commands + warmup,
+      duplicates: result.duplicates,
+      outOfOrder: result.outOfOrder,
+      queueEmptyAfter: result.queueEmptyAfter,
+    },
+    environment,
+    extra: { latencyMeasures: "publish to delivery at the consumer" },
+  };
 }
 
 async function datastoreReport(

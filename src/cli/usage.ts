@@ -59,6 +59,7 @@ status  print the recorded stack and whether each process is alive
 boundaries:
   domain          the pure matching domain in-process
   datastore       the commit shape (MULTI..EXEC) alone, memory vs aof-replicated, plus WAITAOF latency
+  broker          the broker alone: commands through a quorum queue to a consumer that only acks
   conductor       commands published to the queue until processed (conductor only)
   outbox-drain    a backlog of events drained from the stream to sink queues
   full-pipeline   conductor and outbox together until every event is received by sinks

@@ -1,0 +1,146 @@
+// The "broker" boundary: what RabbitMQ alone costs per command on this machine. The same
+// command bodies go through a queue declared like the contract's command queue (quorum,
+// single active consumer, persistent messages, publisher confirms) to a consumer that does
+// nothing but acknowledge, in batches, as the conductor does. No datastore, no matching:
+// its throughput is the ceiling the conductor boundary can reach with this broker here.
+
+import amqp, { type ConsumeMessage } from "amqplib";
+import { FramePublisher } from "../infra/amqp/fast-publish";
+import { commandQueueArguments } from "../infra/amqp/topology";
+import { LatencyHistogram, type Percentiles } from "./histogram";
+import { createWorkload } from "./workloads";
+
+export interface BrokerFloorOptions {
+  brokerUrl: string;
+  commands: number;
+  warmup: number;
+  seed: number;
+  /** Unacknowledged deliveries in flight, as the conductor's prefetch. */
+  prefetch: number;
+  /** Deliveries per acknowledgement at most, as the conductor's batch. */
+  ackEvery: number;
+  progress: (line: string) => void;
+}
+
+export interface BrokerFloorResult {
+  seconds: number;
+  commandsPerSecond: number;
+  /** Publish to delivery at the consumer. */
+  latencyMs: Percentiles;
+  received: number;
+  outOfOrder: number;
+  duplicates: number;
+  queueEmptyAfter: boolean;
+  bodyBytes: number;
+  queueType: string;
+}
+
+export const brokerFloorQueue = "matchd-bench-broker-floor";
+
+export async function runBrokerFloor(options: BrokerFloorOptions): Promise<BrokerFloorResult> {
+  const workload = createWorkload("alternating", { seed: options.seed });
+  const total = options.warmup + options.commands;
+  const bodies: Buffer[] = [];
+  for (let i = 0; i < total; i++) bodies.push(Buffer.from(JSON.stringify(workload.next(i))));
+
+  // Two connections, as producer and conductor are two processes in the real pipeline.
+  const producer = await amqp.connect(options.brokerUrl);
+  const consumer = await amqp.connect(options.brokerUrl);
+  try {
+    const setup = await producer.createChannel();
+    await setup.deleteQueue(brokerFloorQueue);
+    await setup.assertQueue(brokerFloorQueue, { durable: true, arguments: commandQueueArguments });
+    await setup.close();
+    const publisher = await producer.createConfirmChannel();
+    const frames = new FramePublisher(publisher);
+    const channel = await consumer.createChannel();
+    await channel.prefetch(options.prefetch);
+
+    const sentAt = new Float64Array(total);
+    const seen = new Uint8Array(total);
+    const latency = new LatencyHistogram();
+    let received = 0;
+    let outOfOrder = 0;
+    let duplicates = 0;
+    let expectedNext = 0;
+    let unacked: ConsumeMessage | null = null;
+    let unackedCount = 0;
+    let flushScheduled = false;
+    let timedStart = 0;
+    let timedEnd = 0;
+    let onDone: () => void = () => undefined;
+    const done = new Promise<void>((resolve) => {
+      onDone = resolve;
+    });
+    const flushAck = () => {
+      flushScheduled = false;
+      if (unacked === null) return;
+      channel.ack(unacked, true);
+      unacked = null;
+      unackedCount = 0;
+    };
+    await channel.consume(brokerFloorQueue, (message) => {
+      if (message === null) return;
+      const i = Number(message.properties.messageId);
+      if (seen[i] === 1) duplicates++;
+      else {
+        seen[i] = 1;
+        received++;
+        if (i !== expectedNext) outOfOrder++;
+        expectedNext = i + 1;
+        if (i >= options.warmup) latency.record((performance.now() - sentAt[i]!) * 1e6);
+      }
+      unacked = message;
+      // Acknowledge like the conductor: one multiple-ack per batch, a lone delivery at once.
+      if (++unackedCount >= options.ackEvery) flushAck();
+      else if (!flushScheduled) {
+        flushScheduled = true;
+        setImmediate(flushAck);
+      }
+      if (received === total) {
+        timedEnd = performance.now();
+        onDone();
+      }
+    });
+
+    const publish = async (i: number) => {
+      sentAt[i] = performance.now();
+      const writable = frames.publish("", brokerFloorQueue, bodies[i]!, false, {
+        persistent: true,
+        contentType: "application/json",
+        messageId: String(i),
+        correlationId: String(i),
+        timestamp: Date.now(),
+      });
+      if (!writable) await new Promise((resolve) => publisher.once("drain", resolve));
+    };
+    options.progress(`broker: ${options.warmup} warm-up, then ${options.commands} timed commands`);
+    for (let i = 0; i < options.warmup; i++) await publish(i);
+    while (received < options.warmup) await Bun.sleep(5);
+    timedStart = performance.now();
+    for (let i = options.warmup; i < total; i++) await publish(i);
+    await publisher.waitForConfirms();
+    await done;
+    flushAck();
+    await Bun.sleep(50);
+    const check = await producer.createChannel();
+    const left = await check.checkQueue(brokerFloorQueue);
+    await check.deleteQueue(brokerFloorQueue);
+    await check.close();
+    const seconds = (timedEnd - timedStart) / 1000;
+    return {
+      seconds,
+      commandsPerSecond: options.commands / seconds,
+      latencyMs: latency.percentilesMs(),
+      received,
+      outOfOrder,
+      duplicates,
+      queueEmptyAfter: left.messageCount === 0,
+      bodyBytes: Math.round(bodies.reduce((sum, body) => sum + body.length, 0) / total),
+      queueType: String(commandQueueArguments["x-queue-type"]),
+    };
+  } finally {
+    await consumer.close().catch(() => undefined);
+    await producer.close().catch(() => undefined);
+  }
+}

@@ -1,0 +1,33 @@
+// Runs the broker-alone bench small against the test stack's RabbitMQ: every command
+// arrives once, in order, and the queue it declared is gone afterwards.
+
+import { expect, test } from "bun:test";
+import amqp from "amqplib";
+import { brokerFloorQueue, runBrokerFloor } from "../../src/bench/broker-floor";
+import { testStack } from "../support/stack";
+
+test("broker bench delivers every command once, in order, and removes its queue", async () => {
+  const { brokerUrl } = await testStack();
+  const result = await runBrokerFloor({
+    brokerUrl,
+    commands: 1000,
+    warmup: 100,
+    seed: 7,
+    prefetch: 200,
+    ackEvery: 50,
+    progress: () => undefined,
+  });
+  expect(result.received).toBe(1100);
+  expect(result.duplicates).toBe(0);
+  expect(result.outOfOrder).toBe(0);
+  expect(result.queueEmptyAfter).toBe(true);
+  expect(result.queueType).toBe("quorum");
+  expect(result.commandsPerSecond).toBeGreaterThan(0);
+  expect(result.latencyMs.max).toBeGreaterThanOrEqual(result.latencyMs.p50);
+
+  const connection = await amqp.connect(brokerUrl);
+  const channel = await connection.createChannel();
+  channel.on("error", () => undefined);
+  await expect(channel.checkQueue(brokerFloorQueue)).rejects.toThrow(/NOT_FOUND/);
+  await connection.close().catch(() => undefined);
+}, 30_000);
