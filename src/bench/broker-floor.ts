@@ -19,6 +19,8 @@ export interface BrokerFloorOptions {
   prefetch: number;
   /** Deliveries per acknowledgement at most, as the conductor's batch. */
   ackEvery: number;
+  /** Offered commands per second (open loop); closed loop when undefined. */
+  rate?: number;
   progress: (line: string) => void;
 }
 
@@ -103,8 +105,9 @@ export async function runBrokerFloor(options: BrokerFloorOptions): Promise<Broke
       }
     });
 
-    const publish = async (i: number) => {
-      sentAt[i] = performance.now();
+    /** `at`: when the command counts as sent (its scheduled time in open loop). */
+    const publish = async (i: number, at?: number) => {
+      sentAt[i] = at ?? performance.now();
       const writable = frames.publish("", brokerFloorQueue, bodies[i]!, false, {
         persistent: true,
         contentType: "application/json",
@@ -118,7 +121,24 @@ export async function runBrokerFloor(options: BrokerFloorOptions): Promise<Broke
     for (let i = 0; i < options.warmup; i++) await publish(i);
     while (received < options.warmup) await Bun.sleep(5);
     timedStart = performance.now();
-    for (let i = options.warmup; i < total; i++) await publish(i);
+    if (options.rate === undefined) {
+      for (let i = options.warmup; i < total; i++) await publish(i);
+    } else {
+      // Latency counts from each scheduled time, not the actual send: no coordinated omission.
+      const intervalMs = 1000 / options.rate;
+      const due = (i: number) => timedStart + (i - options.warmup) * intervalMs;
+      for (let i = options.warmup; i < total; ) {
+        const wait = due(i) - performance.now();
+        if (wait > 0) {
+          await Bun.sleep(wait);
+          continue;
+        }
+        while (i < total && due(i) <= performance.now()) {
+          await publish(i, due(i));
+          i++;
+        }
+      }
+    }
     await publisher.waitForConfirms();
     await done;
     flushAck();

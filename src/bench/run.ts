@@ -310,9 +310,16 @@ async function brokerReport(
   environment: Record<string, string>,
   progress: (line: string) => void,
 ): Promise<BenchReport> {
-  const commands = intFlag(flags, "--commands", 40_000, 1);
+  let commands = intFlag(flags, "--commands", 40_000, 1);
   const warmup = intFlag(flags, "--warmup", 2000);
+  const rate = flags.has("--rate") ? intFlag(flags, "--rate", 0, 1) : undefined;
+  if (flags.has("--duration")) {
+    if (rate === undefined)
+      throw new BenchUsageError("--duration needs --rate (closed loop runs a command count)");
+    commands = Math.round(rate * intFlag(flags, "--duration", 0, 1));
+  }
   const result = await runBrokerFloor({
+    rate,
     brokerUrl: config.brokerUrl,
     commands,
     warmup,
@@ -344,7 +351,10 @@ async function brokerReport(
       queueEmptyAfter: result.queueEmptyAfter,
     },
     environment,
-    extra: { latencyMeasures: "publish to delivery at the consumer" },
+    extra: {
+      latencyMeasures: "publish (scheduled send under --rate) to delivery at the consumer",
+      offered: rate === undefined ? "closed loop" : `${rate}/s`,
+    },
   };
 }
 
