@@ -6,9 +6,9 @@
 import type { RestingOrder, Side, StpMode } from "../domain/index";
 import type { Valkey } from "../infra/valkey/client";
 import { waitDurable } from "../infra/valkey/durability";
+import { EncodedCommand } from "../infra/valkey/encoded-command";
 import type { PartitionKeys } from "../infra/valkey/keys";
 import { type CommitBuilder, commitScript, orderHashFields } from "./commit-script";
-import { EncodedCommand } from "../infra/valkey/encoded-command";
 
 export class FencedError extends Error {
   readonly code = "FENCED";
