@@ -6,6 +6,7 @@ import { describe, expect, test } from "bun:test";
 import Args from "amqplib/lib/api_args.js";
 // @ts-expect-error amqplib ships no types for its internal modules
 import defs from "amqplib/lib/defs.js";
+import { amqplibOptions } from "../../src/infra/amqp/fast-publish";
 import {
   encodePublishFrames,
   type PublishFrameFields,
@@ -16,17 +17,7 @@ type Encoder = (...args: unknown[]) => Buffer;
 
 /** What amqplib's publish writes for the same call (connection.sendMessage). */
 function amqplibFrames(channel: number, f: PublishFrameFields): Buffer {
-  const p = f.properties;
-  const options: Record<string, unknown> = { mandatory: f.mandatory };
-  if (p.contentType !== undefined) options.contentType = p.contentType;
-  if (p.header !== undefined) options.headers = { [p.header.name]: p.header.value };
-  if (p.persistent) options.persistent = true;
-  if (p.correlationId !== undefined) options.correlationId = p.correlationId;
-  if (p.replyTo !== undefined) options.replyTo = p.replyTo;
-  if (p.messageId !== undefined) options.messageId = p.messageId;
-  if (p.timestamp !== undefined) options.timestamp = p.timestamp;
-  if (p.type !== undefined) options.type = p.type;
-  const fields = Args.publish(f.exchange, f.routingKey, options);
+  const fields = Args.publish(f.exchange, f.routingKey, amqplibOptions(f.mandatory, f.properties));
   const body = typeof f.body === "string" ? Buffer.from(f.body) : f.body;
   const method = (defs.encodeMethod as Encoder)(defs.BasicPublish, channel, fields);
   const header = (defs.encodeProperties as Encoder)(

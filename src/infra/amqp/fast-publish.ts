@@ -92,7 +92,8 @@ export class FramePublisher {
   }
 }
 
-function amqplibOptions(mandatory: boolean, p: PublishProperties): Options.Publish {
+/** The amqplib publish options that mean the same as `properties`. */
+export function amqplibOptions(mandatory: boolean, p: PublishProperties): Options.Publish {
   const options: Options.Publish = { mandatory };
   if (p.contentType !== undefined) options.contentType = p.contentType;
   if (p.header !== undefined) options.headers = { [p.header.name]: p.header.value };
