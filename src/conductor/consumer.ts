@@ -12,6 +12,7 @@ import {
   commandQueue,
   declareCommandTopology,
 } from "../infra/amqp/topology";
+import { backoffDelayMs } from "../infra/backoff";
 import type { Logger } from "../infra/log";
 
 export interface Delivery {
@@ -20,6 +21,9 @@ export interface Delivery {
   generation: number;
   receivedAtMs: number;
 }
+
+/** Broker reconnect pacing: 100 ms doubling, jittered, at most 5 s apart. */
+const reconnectBackoff = { baseMs: 100, capMs: 5000 };
 
 export class CommandConsumer {
   private connection: ChannelModel | undefined;
@@ -31,7 +35,8 @@ export class CommandConsumer {
   private generation = 0;
   private pending: Delivery[] = [];
   private stopping = false;
-  private reconnectDelayMs = 100;
+  /** Failed connection attempts in a row; the reconnect backoff grows with it. */
+  private reconnectAttempts = 0;
   connected = false;
 
   constructor(
@@ -83,7 +88,7 @@ export class CommandConsumer {
     );
     this.consumerTag = consumerTag;
     this.connected = true;
-    this.reconnectDelayMs = 100;
+    this.reconnectAttempts = 0;
     this.log.info("consuming commands", { queue: this.queue, prefetch: this.config.prefetch });
   }
 
@@ -175,8 +180,7 @@ export class CommandConsumer {
   }
 
   private scheduleReconnect(): void {
-    const delay = this.reconnectDelayMs * (0.5 + Math.random());
-    this.reconnectDelayMs = Math.min(this.reconnectDelayMs * 2, 5000);
+    const delay = backoffDelayMs(this.reconnectAttempts++, reconnectBackoff);
     setTimeout(() => {
       if (this.stopping) return;
       this.start().catch((error: Error) => {
@@ -197,8 +201,7 @@ export class CommandConsumer {
         await this.connection?.close().catch(() => undefined);
         if (this.stopping) return;
         this.log.warn("broker not reachable; retrying", { error: (error as Error).message });
-        await Bun.sleep(this.reconnectDelayMs);
-        this.reconnectDelayMs = Math.min(this.reconnectDelayMs * 2, 5000);
+        await Bun.sleep(backoffDelayMs(this.reconnectAttempts++, reconnectBackoff));
       }
     }
   }

@@ -6,6 +6,7 @@
  */
 import type { Config } from "../config/schema";
 import type { MatchingEngine } from "../domain/index";
+import { backoffDelayMs } from "../infra/backoff";
 import type { Logger } from "../infra/log";
 import { DurabilityTimeoutError } from "../infra/valkey/durability";
 import type { PartitionKeys } from "../infra/valkey/keys";
@@ -13,6 +14,9 @@ import { type CommittedBatch, commitBatch, countTally } from "./batch";
 import type { CommandConsumer, Delivery } from "./consumer";
 import type { ConductorMetrics } from "./metrics";
 import { type ConductorStore, FencedError } from "./store";
+
+/** Reload pacing after a failed batch: quick first retries (a lost reply, a failover), at most 5 s apart. */
+const conductorBackoff = { baseMs: 50, capMs: 5000 };
 
 const unacknowledgedMax = 100_000;
 
@@ -39,7 +43,8 @@ export class Conductor {
   private wake: (() => void) | undefined;
   private running = false;
   private stopped: Promise<void> | undefined;
-  private failureBackoffMs = 0;
+  /** Consecutive failed batches (or reloads): the backoff before the next reload grows with it. */
+  private failureAttempts = 0;
   /** See BatchContext.unacknowledged; bounded because a purged queue never redelivers. */
   private readonly unacknowledged = new Map<string, number>();
   /** Set when another conductor took the partition over: this one must exit. */
@@ -209,7 +214,7 @@ export class Conductor {
     this.metrics.batches.inc();
     this.metrics.batchSize.observe(batch.length);
     this.metrics.acknowledge.observe((performance.now() - t0) / 1000);
-    this.failureBackoffMs = 0;
+    this.failureAttempts = 0;
     this.lastFailure = undefined;
     return true;
   }
@@ -228,7 +233,6 @@ export class Conductor {
     this.metrics.failures.inc(batch.length);
     if (error instanceof DurabilityTimeoutError) this.metrics.durabilityTimeouts.inc();
     this.lastFailure = (error as Error).message;
-    this.failureBackoffMs = Math.min(Math.max(this.failureBackoffMs * 2, 50), 5000);
     if (error instanceof FencedError && !error.keyspaceReset) {
       this.log.error("ownership lost to another conductor; stopping without committing", {
         epoch: this.epoch,
@@ -241,17 +245,16 @@ export class Conductor {
     this.log.warn("batch failed; requeued, reloading books from valkey", {
       commands: batch.length,
       error,
-      backoffMs: this.failureBackoffMs,
+      attempt: this.failureAttempts,
     });
     // The books in memory may hold this batch's uncommitted effects: always reload.
     for (;;) {
-      await Bun.sleep(this.failureBackoffMs);
+      await Bun.sleep(backoffDelayMs(this.failureAttempts++, conductorBackoff));
       try {
         if (error instanceof FencedError) await this.takeOwnership();
         else await this.reload();
         return;
       } catch (reloadError) {
-        this.failureBackoffMs = Math.min(this.failureBackoffMs * 2, 5000);
         this.log.warn("reload failed; retrying", { error: reloadError });
         if (!this.running) return;
       }

@@ -6,8 +6,9 @@
  * contiguous prefix. Any broker failure stops the session, lets outstanding publishes
  * settle, and retries from the first unconfirmed entry with backoff, forever.
  */
+
+import { backoffDelayMs } from "../infra/backoff";
 import type { Logger } from "../infra/log";
-import { backoffDelayMs } from "./backoff";
 import { decodeEntry, type OutboxEvent, type StreamEntry } from "./envelope";
 import type { PartitionLease } from "./lease";
 import type { OutboxMetrics } from "./metrics";

@@ -3,7 +3,7 @@
  * retry backoff's bounds.
  */
 import { describe, expect, test } from "bun:test";
-import { backoffCapMs, backoffDelayMs } from "../../src/outbox/backoff";
+import { backoffCapMs, backoffDelayMs } from "../../src/infra/backoff";
 import { decodeEntry, entryTimeMs } from "../../src/outbox/envelope";
 
 const good = JSON.stringify({
@@ -61,14 +61,20 @@ describe("decodeEntry", () => {
 
 describe("backoffDelayMs", () => {
   test("doubles from 100 ms with jitter between half and all of the ceiling", () => {
-    expect(backoffDelayMs(0, () => 0)).toBe(50);
-    expect(backoffDelayMs(0, () => 1)).toBe(100);
-    expect(backoffDelayMs(3, () => 1)).toBe(800);
+    expect(backoffDelayMs(0, {}, () => 0)).toBe(50);
+    expect(backoffDelayMs(0, {}, () => 1)).toBe(100);
+    expect(backoffDelayMs(3, {}, () => 1)).toBe(800);
+  });
+  test("takes its own base and cap (the conductor's reload pacing)", () => {
+    const shape = { baseMs: 50, capMs: 5000 };
+    expect(backoffDelayMs(0, shape, () => 1)).toBe(50);
+    expect(backoffDelayMs(10, shape, () => 1)).toBe(5000);
+    expect(backoffDelayMs(10, shape, () => 0)).toBe(2500);
   });
   test("is capped at 30 s however many attempts failed", () => {
     for (const attempt of [9, 10, 50, 10_000]) {
-      expect(backoffDelayMs(attempt, () => 1)).toBe(backoffCapMs);
-      expect(backoffDelayMs(attempt, () => 0)).toBe(backoffCapMs / 2);
+      expect(backoffDelayMs(attempt, {}, () => 1)).toBe(backoffCapMs);
+      expect(backoffDelayMs(attempt, {}, () => 0)).toBe(backoffCapMs / 2);
     }
   });
 });
