@@ -40,7 +40,6 @@ const orderHashArgs = orderHashFields
  *                XADD KEYS[2] * event json, in order
  * ARGV[5+nm+ne..] ops, each an op code followed by its arguments (k: a KEYS index):
  *                S k ttl value        SET KEYS[k] value EX ttl
- *                H k n f1 v1 .. fn vn HSET the n field/value pairs
  *                O k v1 .. v13        HSET an order hash: every field of orderHashFields
  *                                     (an order hash always has the same fields, so no
  *                                     stale field survives)
@@ -77,13 +76,7 @@ local i = first
 while i <= n do
   local op = ARGV[i]
   local w = width[op]
-  if op == 'H' then
-    local count = tonumber(ARGV[i + 2])
-    if count == nil or count < 1 or count % 1 ~= 0 then
-      return redis.error_reply('BADOP H count')
-    end
-    w = 3 + count * 2
-  elseif w == nil then
+  if w == nil then
     return redis.error_reply('BADOP ' .. tostring(op))
   end
   if i + w - 1 > n then
@@ -128,10 +121,6 @@ while i <= n do
   elseif op == 'S' then
     redis.call('SET', key, ARGV[i + 3], 'EX', ARGV[i + 2])
     i = i + 4
-  elseif op == 'H' then
-    local count = tonumber(ARGV[i + 2])
-    redis.call('HSET', key, unpack(ARGV, i + 3, i + 2 + count * 2))
-    i = i + 3 + count * 2
   elseif op == 'X' then
     redis.call('XADD', key, '*', 'event', ARGV[i + 2])
     i = i + 3
@@ -213,9 +202,6 @@ export class CommitBuilder {
     } else {
       this.ops.push("S", this.key(key), String(ttlSeconds), value);
     }
-  }
-  replaceHash(key: string, fields: readonly string[]): void {
-    this.ops.push("H", this.key(key), String(fields.length / 2), ...fields);
   }
   /** Replaces an order hash; `values` follow `orderHashFields`. */
   replaceOrderHash(key: string, values: readonly string[]): void {
