@@ -17,20 +17,7 @@ import { metricsJson, spawnMatchd, type TestStack } from "../support/stack";
 
 export const partitionCount = 1024;
 
-/** Polls until `check` holds, failing with `what` (and `detail()`) after `timeoutMs`. */
-export async function eventually(
-  what: string,
-  check: () => Promise<boolean> | boolean,
-  timeoutMs = 15_000,
-  detail: () => string | Promise<string> = () => "",
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what} ${await detail()}`);
-    await Bun.sleep(25);
-  }
-}
+export { eventually } from "../support/eventually";
 
 export interface ConductorProcess {
   process: Bun.Subprocess<"ignore", "ignore", "pipe">;

@@ -253,19 +253,7 @@ export async function startOutbox(
   return handle;
 }
 
-/** Polls until `check` holds, failing with `what` after `timeoutMs`. */
-export async function eventually(
-  what: string,
-  check: () => Promise<boolean> | boolean,
-  timeoutMs = 15_000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`);
-    await Bun.sleep(50);
-  }
-}
+export { eventually } from "../support/eventually";
 
 export function metricNumber(metrics: Record<string, unknown>, name: string): number {
   return Number(metrics[name] ?? Number.NaN);
