@@ -20,8 +20,9 @@ export class EventPublisher {
   private drainWaiters: (() => void)[] = [];
   /** Entry ids the broker returned as unroutable; their (following) ack becomes "returned". */
   private readonly returned = new Set<string>();
-  /** Exchange of the most recent unroutable event, for readiness and logs. */
+  /** Set by close(): a deliberate close is not logged as a broker failure. */
   private closing = false;
+  /** Publishes pre-encoded frames on `channel` (amqplib's publish when it cannot). */
   private readonly frames: FramePublisher;
 
   private constructor(
