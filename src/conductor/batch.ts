@@ -68,13 +68,11 @@ export interface CommittedBatch {
   tally: OutcomeTally;
   /** Fresh commands this batch committed, with their event counts (see `unacknowledged`). */
   committed: [commandId: string, events: number][];
-  /** The durability wait started right behind the commit (0 at once under `memory`). */
-  durable: Promise<number>;
 }
 
 /**
  * Applies and atomically commits one batch; throws on any commit failure. The caller
- * awaits `durable` before acknowledging (possibly while the next batch is matched).
+ * waits for durability before acknowledging (possibly while the next batch is matched).
  */
 export async function commitBatch(
   context: BatchContext,
@@ -188,17 +186,14 @@ export async function commitBatch(
   // A batch of pure redeliveries still writes one marker, so that WAITAOF covers the
   // offset of whatever an earlier owner wrote before it died.
   if (batch.empty) batch.setWithTtl(keys.conductorHeartbeat, String(context.epoch), 3600);
-  const { durable } = await store.commit(
-    batch,
-    config.durability === "aof-replicated" ? config.durabilityTimeoutMs : undefined,
-  );
+  await store.commit(batch);
   const t4 = performance.now();
 
   metrics.decode.observe((t1 - t0) / 1000);
   metrics.lookup.observe((t2 - t1) / 1000);
   metrics.match.observe((t3 - t2) / 1000);
   metrics.commit.observe((t4 - t3) / 1000);
-  return { items, tally, committed, durable };
+  return { items, tally, committed };
 }
 
 export function countTally(metrics: ConductorMetrics, tally: OutcomeTally): void {

@@ -152,7 +152,13 @@ export class Conductor {
           batch,
         );
         const committedAt = performance.now();
-        inFlight.push({ batch, committed, durable: committed.durable, committedAt });
+        const durable =
+          this.config.durability === "aof-replicated"
+            ? this.store.waitDurable(this.config.durabilityTimeoutMs)
+            : Promise.resolve(0);
+        // Observed by finish(); this only keeps an early rejection from being "unhandled".
+        durable.catch(() => undefined);
+        inFlight.push({ batch, committed, durable, committedAt });
       } catch (error) {
         await this.fail([...inFlight.flatMap((f) => f.batch), ...batch], error, inFlight);
         inFlight.length = 0;

@@ -72,48 +72,33 @@ export class ConductorStore {
     return this.reader.get(this.keys.processedCommand(commandId));
   }
 
-  /**
-   * Commits the batch. With `durabilityTimeoutMs`, the durability wait's first WAITAOF is
-   * queued right behind the commit on the same connection, so it covers the commit and
-   * costs no extra round trip; the returned promise is that wait (0 at once without it).
-   * Resolves once the commit is applied (the wait is wrapped so that awaiting the commit
-   * does not also await the wait); a failed commit abandons its wait.
-   */
-  async commit(
-    batch: CommitBuilder,
-    durabilityTimeoutMs?: number,
-  ): Promise<{ durable: Promise<number> }> {
+  async commit(batch: CommitBuilder): Promise<void> {
     this.scriptSha ??= (await this.writer.script("LOAD", commitScript)) as string;
-    const keys = batch.keys;
-    const command = new EncodedCommand("evalsha", [
-      this.scriptSha,
-      String(keys.length),
-      ...keys,
-      ...batch.args,
-    ]);
-    // Both are written in this order before anything is awaited: a WAITAOF sent ahead of
-    // the commit would confirm an older offset.
-    const applied = this.writer.sendCommand(command);
-    const durable =
-      durabilityTimeoutMs === undefined
-        ? Promise.resolve(0)
-        : waitDurable(this.writer, durabilityTimeoutMs);
-    durable.catch(() => undefined);
     try {
-      await applied;
+      const keys = batch.keys;
+      const command = new EncodedCommand("evalsha", [
+        this.scriptSha,
+        String(keys.length),
+        ...keys,
+        ...batch.args,
+      ]);
+      await this.writer.sendCommand(command);
     } catch (error) {
       const message = (error as Error).message;
       if (message.startsWith("NOSCRIPT")) {
         // The server restarted or flushed its script cache; load again and retry once.
         this.scriptSha = undefined;
-        return this.commit(batch, durabilityTimeoutMs);
+        return this.commit(batch);
       }
       if (message.startsWith("FENCED")) {
         throw new FencedError(message, message.endsWith(" false") || message.endsWith(" nil"));
       }
       throw error;
     }
-    return { durable };
+  }
+
+  waitDurable(timeoutMs: number): Promise<number> {
+    return waitDurable(this.writer, timeoutMs);
   }
 
   /** Reads every resting order of the partition, in FIFO order per book side. */
