@@ -27,8 +27,10 @@ export interface BrokerFloorOptions {
 export interface BrokerFloorResult {
   seconds: number;
   commandsPerSecond: number;
-  /** Publish to delivery at the consumer. */
+  /** Publish (its scheduled time under a rate) to delivery at the consumer. */
   latencyMs: Percentiles;
+  /** Under a rate: how late the bench itself sent each command after its scheduled time. */
+  sendLagMs: Percentiles;
   received: number;
   outOfOrder: number;
   duplicates: number;
@@ -61,6 +63,7 @@ export async function runBrokerFloor(options: BrokerFloorOptions): Promise<Broke
     const sentAt = new Float64Array(total);
     const seen = new Uint8Array(total);
     const latency = new LatencyHistogram();
+    const sendLag = new LatencyHistogram();
     let received = 0;
     let outOfOrder = 0;
     let duplicates = 0;
@@ -107,7 +110,9 @@ export async function runBrokerFloor(options: BrokerFloorOptions): Promise<Broke
 
     /** `at`: when the command counts as sent (its scheduled time in open loop). */
     const publish = async (i: number, at?: number) => {
-      sentAt[i] = at ?? performance.now();
+      const now = performance.now();
+      sentAt[i] = at ?? now;
+      if (at !== undefined) sendLag.record(Math.max(0, now - at) * 1e6);
       const writable = frames.publish("", brokerFloorQueue, bodies[i]!, false, {
         persistent: true,
         contentType: "application/json",
@@ -152,6 +157,7 @@ export async function runBrokerFloor(options: BrokerFloorOptions): Promise<Broke
       seconds,
       commandsPerSecond: options.commands / seconds,
       latencyMs: latency.percentilesMs(),
+      sendLagMs: sendLag.percentilesMs(),
       received,
       outOfOrder,
       duplicates,

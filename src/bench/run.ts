@@ -354,6 +354,7 @@ async function brokerReport(
     extra: {
       latencyMeasures: "publish (scheduled send under --rate) to delivery at the consumer",
       offered: rate === undefined ? "closed loop" : `${rate}/s`,
+      ...(rate === undefined ? {} : { sendLagMs: JSON.stringify(result.sendLagMs) }),
     },
   };
 }
