@@ -2,6 +2,8 @@
 // canonical form. A scaled value is a number while it is a safe integer and a bigint beyond that,
 // so the common case runs on plain integer arithmetic and large values stay exact.
 
+import { formatSafeScaled } from "./format-safe";
+
 /** Largest number of decimals a pair may declare; 10^18 keeps every scale inside one bigint table. */
 export const MAX_DECIMALS = 18;
 /**
@@ -107,9 +109,6 @@ function classifyBadCharacter(text: string, c: number): DecimalError {
   return { problem: "bad-decimal", reason: "not a plain decimal number" };
 }
 
-/** Per-scale caches keyed by the value as a number, which hashes faster than a bigint. */
-const formatCaches: Map<number, string>[] = [];
-
 /**
  * Canonical decimal text of a scaled integer: no exponent, no trailing fraction zeros, no point
  * when the value is whole.
@@ -118,25 +117,14 @@ export function formatScaled(value: bigint, decimals: number): string {
   return formatValue(narrow(value), decimals);
 }
 
-/**
- * formatScaled for a canonical `Scaled`. Safe values are cached per scale because the hot path
- * formats the same volumes and prices over and over.
- */
+/** formatScaled for a canonical `Scaled`; safe values take the cached integer path. */
 export function formatValue(value: Scaled, decimals: number): string {
-  if (typeof value !== "number" || value < 0) return formatDigits(value.toString(), decimals);
-  let cache = formatCaches[decimals];
-  if (cache === undefined) {
-    cache = new Map();
-    formatCaches[decimals] = cache;
+  if (typeof value !== "number" || value < 0 || !(decimals >= 0 && decimals <= 22)) {
+    return formatDigits(value.toString(), decimals);
   }
-  const hit = cache.get(value);
-  if (hit !== undefined) return hit;
-  // A safe integer prints as plain digits (no exponent below 10^21).
-  const text = formatDigits(String(value), decimals);
-  // A bounded cache: clearing it wholesale keeps memory flat without LRU bookkeeping.
-  if (cache.size >= 4096) cache.clear();
-  cache.set(value, text);
-  return text;
+  // Zero is the most common value (nothing executed, nothing left) and needs no lookup.
+  if (value === 0) return "0";
+  return formatSafeScaled(value, decimals);
 }
 
 /**
@@ -146,8 +134,11 @@ export function formatValue(value: Scaled, decimals: number): string {
 export function isCanonicalDecimal(text: string): boolean {
   const length = text.length;
   if (length > 1 && text.charCodeAt(0) === 48 && text.charCodeAt(1) !== 46) return false;
-  if (text.indexOf(".") < 0) return true;
-  return text.charCodeAt(length - 1) !== 48;
+  // A loop over char codes: String.prototype.indexOf leaves the JIT and cost more than the parse.
+  for (let i = 0; i < length; i++) {
+    if (text.charCodeAt(i) === 46) return text.charCodeAt(length - 1) !== 48;
+  }
+  return true;
 }
 
 /** Formats the decimal digits of a scaled integer (with an optional leading minus sign). */

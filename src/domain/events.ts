@@ -3,25 +3,29 @@
 
 import type { EventEnvelope, EventType, Side, StpMode } from "./types";
 
-/** `:ordinal:type` suffixes by type, then ordinal, so an id costs one concatenation. */
-const eventIdSuffixes = new Map<string, string[]>();
+const eventTypes: readonly EventType[] = [
+  "order.rested.v1",
+  "order.filled.v1",
+  "order.updated.v1",
+  "order.cancelled.v1",
+  "deal.executed.v1",
+  "order.rejected.v1",
+];
+
+/**
+ * `:ordinal:type` suffixes by type, then ordinal (0..63), built once so an id costs one
+ * concatenation. A null-prototype object: a property read is cheaper than a Map lookup.
+ */
+const eventIdSuffixes: Record<string, string[] | undefined> = Object.create(null);
+for (const type of eventTypes) {
+  eventIdSuffixes[type] = Array.from({ length: 64 }, (_, ordinal) => `:${ordinal}:${type}`);
+}
 
 /** Deterministic event id, e.g. `3f2a…:0:order.rested.v1`. */
 export function eventIdOf(commandId: string, ordinal: number, type: EventType): string {
-  if (ordinal > 63 || !Number.isInteger(ordinal) || ordinal < 0) {
-    return commandId + ":" + ordinal + ":" + type;
-  }
-  let byOrdinal = eventIdSuffixes.get(type);
-  if (byOrdinal === undefined) {
-    byOrdinal = [];
-    eventIdSuffixes.set(type, byOrdinal);
-  }
-  let suffix = byOrdinal[ordinal];
-  if (suffix === undefined) {
-    suffix = ":" + ordinal + ":" + type;
-    byOrdinal[ordinal] = suffix;
-  }
-  return commandId + suffix;
+  // An ordinal outside 0..63 (or not an integer) reads undefined and takes the general path.
+  const suffix = eventIdSuffixes[type]?.[ordinal];
+  return suffix === undefined ? commandId + ":" + ordinal + ":" + type : commandId + suffix;
 }
 
 export interface OrderRestedPayload {
@@ -119,14 +123,24 @@ export interface EventSource {
 
 /** Collects one command's events, numbering them 0..n-1 in emission order. */
 export class EventLog {
-  readonly events: EventEnvelope[] = [];
+  events: EventEnvelope[] = [];
 
-  constructor(private readonly source: EventSource) {}
+  constructor(private source: EventSource) {}
+
+  /**
+   * Starts collecting another command's events in a fresh array, so a single-threaded caller can
+   * keep one log instead of allocating one per command.
+   */
+  reset(source: EventSource): void {
+    this.source = source;
+    this.events = [];
+  }
 
   push(type: EventType, payload: EventPayload): void {
     const source = this.source;
-    const ordinal = this.events.length;
-    this.events.push({
+    const events = this.events;
+    const ordinal = events.length;
+    events.push({
       schemaVersion: 1,
       eventId: eventIdOf(source.commandId, ordinal, type),
       type,

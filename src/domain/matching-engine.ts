@@ -5,7 +5,6 @@ import {
   addScaled,
   divScaled,
   formatValue,
-  isCanonicalDecimal,
   mulScaled,
   parseScaledValue,
   pow10Value,
@@ -16,7 +15,7 @@ import { digestOrders } from "./digest";
 import { type CancelReason, EventLog, type EventSource } from "./events";
 import { invariant, MatchingInvariantError } from "./invariant-error";
 import { type OrderNode, PairBook, type PriceLevel, toRestingOrder } from "./order-book";
-import { FINISHED, OrderIndex } from "./order-index";
+import { FINISHED, hashId, OrderIndex } from "./order-index";
 import { type ResultCode, ResultCodes, resultCodeName } from "./result-codes";
 import type {
   BookChange,
@@ -31,7 +30,7 @@ import type {
   RestingOrder,
   Side,
 } from "./types";
-import { type ParsedPlace, validatePlace } from "./validate-place";
+import { type ParsedPlace, PlaceValidator } from "./validate-place";
 
 export interface MatchingEngineOptions {
   /** Bound on remembered accepted / finished order ids (duplicate and cancel detection). */
@@ -60,6 +59,8 @@ const EPOCH_ISO = "1970-01-01T00:00:00.000Z";
  */
 class Taker {
   id = "";
+  /** hashId(id), computed once for the index lookup and reused to rest or finish the order. */
+  idHash = 0;
   userId = "";
   side: Side = "bid";
   limit = false;
@@ -82,6 +83,17 @@ export class MatchingEngine {
   private readonly orders: OrderIndex;
   private nextSequence = 1;
   private readonly taker = new Taker();
+  private readonly validator = new PlaceValidator();
+  /** One log reused by every accepted command; each command still gets its own events array. */
+  private readonly log = new EventLog({
+    commandId: "",
+    correlationId: "",
+    partition: 0,
+    pairId: 0,
+    submittedAt: EPOCH_ISO,
+  });
+  /** The book of the last command: consecutive commands usually trade the same pair. */
+  private lastBook: PairBook | undefined;
 
   constructor({ recentMemory = 100_000 }: MatchingEngineOptions = {}) {
     this.orders = new OrderIndex(recentMemory);
@@ -133,7 +145,8 @@ export class MatchingEngine {
 
   private place(command: PlaceOrderCommand, alreadyAccepted: boolean): CommandOutcome {
     const payload = command.payload;
-    if (alreadyAccepted || this.orders.get(payload.id) !== undefined) {
+    const idHash = hashId(payload.id);
+    if (alreadyAccepted || this.orders.get(payload.id, idHash) !== undefined) {
       return {
         result: {
           commandId: command.commandId,
@@ -147,9 +160,9 @@ export class MatchingEngine {
         changes: [],
       };
     }
-    const parsed = validatePlace(payload, command.pairId);
+    const parsed = this.validator.validate(payload, command.pairId);
     if ("code" in parsed) return this.reject(command, parsed.code, parsed.reason);
-    const book = this.books.get(command.pairId);
+    const book = this.bookOf(command.pairId);
     if (
       book?.precisionDiffers(payload.priceDecimals, payload.amountDecimals, payload.quoteDecimals)
     ) {
@@ -166,29 +179,27 @@ export class MatchingEngine {
         return this.reject(command, ResultCodes.postOnlyWouldTake, "post-only order would take");
       }
     }
-    return this.match(command, parsed, book);
+    return this.match(command, parsed, book, idHash);
   }
 
   private match(
     command: PlaceOrderCommand,
     parsed: ParsedPlace,
     existing: PairBook | undefined,
+    idHash: number,
   ): CommandOutcome {
     const payload = command.payload;
     const limit = payload.type === "limit";
     const decimals = payload.amountDecimals;
-    const volumeText = parsed.quoteSized
-      ? "0"
-      : canonicalText(payload.volume, parsed.volume, decimals);
+    const volumeText = parsed.quoteSized ? "0" : parsed.volumeText;
     const taker = this.taker;
     taker.id = payload.id;
+    taker.idHash = idHash;
     taker.userId = payload.userId;
     taker.side = payload.side;
     taker.limit = limit;
     taker.price = parsed.price;
-    taker.priceText = limit
-      ? canonicalText(payload.price, parsed.price, payload.priceDecimals)
-      : "0";
+    taker.priceText = parsed.priceText;
     taker.remaining = parsed.quoteSized ? 0 : parsed.volume;
     taker.remainingText = volumeText;
     taker.budget = parsed.quoteVolume;
@@ -201,7 +212,8 @@ export class MatchingEngine {
         : formatValue(parsed.volumeTotal, decimals);
     taker.accepted = parsed.volume;
     taker.timestamp = payload.timestamp;
-    const log = new EventLog(command);
+    const log = this.log;
+    log.reset(command);
     const changes: BookChange[] = [];
     const book = existing ?? this.createBook(command.pairId);
 
@@ -342,7 +354,7 @@ export class MatchingEngine {
     const makerState = toRestingOrder(maker);
     if (makerDone) {
       book.remove(maker);
-      this.orders.finishResting(maker.id);
+      this.orders.finishResting(maker);
       changes.push({ op: "remove", order: makerState });
     } else {
       changes.push({ op: "put", order: makerState });
@@ -401,7 +413,7 @@ export class MatchingEngine {
   ): void {
     const state = toRestingOrder(maker);
     book.remove(maker);
-    this.orders.finishResting(maker.id);
+    this.orders.finishResting(maker);
     changes.push({ op: "remove", order: state });
     log.push("order.cancelled.v1", {
       orderId: maker.id,
@@ -470,11 +482,12 @@ export class MatchingEngine {
       quoteDecimals: payload.quoteDecimals,
       stp: parsed.stp,
       level: null,
+      handle: -1,
       prev: null,
       next: null,
     };
     book.insert(node);
-    this.orders.rest(node);
+    this.orders.rest(node, taker.idHash);
     const state = toRestingOrder(node);
     changes.push({ op: "put", order: state });
     log.push("order.rested.v1", {
@@ -531,7 +544,8 @@ export class MatchingEngine {
     orderStatus: OrderStatus,
     code: ResultCode,
   ): CommandOutcome {
-    if (orderStatus === "filled" || orderStatus === "cancelled") this.orders.finish(taker.id);
+    if (orderStatus === "filled" || orderStatus === "cancelled")
+      this.orders.finish(taker.id, taker.idHash);
     const decimals = command.payload.amountDecimals;
     return {
       result: {
@@ -570,11 +584,12 @@ export class MatchingEngine {
     if (node.userId !== payload.userId) {
       return this.reject(command, ResultCodes.notOwner, "order belongs to another user");
     }
-    const book = this.books.get(node.pairId)!;
+    const book = this.bookOf(node.pairId)!;
     const state = toRestingOrder(node);
     book.remove(node);
-    this.orders.finishResting(node.id);
-    const log = new EventLog(command);
+    this.orders.finishResting(node);
+    const log = this.log;
+    log.reset(command);
     const executed = formatValue(subScaled(node.volumeTotal, node.remaining), node.amountDecimals);
     log.push("order.cancelled.v1", {
       orderId: node.id,
@@ -605,9 +620,18 @@ export class MatchingEngine {
     };
   }
 
+  private bookOf(pairId: number): PairBook | undefined {
+    const last = this.lastBook;
+    if (last !== undefined && last.pairId === pairId) return last;
+    const book = this.books.get(pairId);
+    if (book !== undefined) this.lastBook = book;
+    return book;
+  }
+
   private createBook(pairId: number): PairBook {
     const book = new PairBook(pairId);
     this.books.set(pairId, book);
+    this.lastBook = book;
     return book;
   }
 
@@ -646,6 +670,7 @@ export class MatchingEngine {
       quoteDecimals: order.quoteDecimals,
       stp: order.stp,
       level: null,
+      handle: -1,
       prev: null,
       next: null,
     };
@@ -732,6 +757,7 @@ export class MatchingEngine {
 
   clear(): void {
     this.books.clear();
+    this.lastBook = undefined;
     this.orders.clear();
     this.nextSequence = 1;
   }
@@ -750,11 +776,6 @@ function loadFailure(order: RestingOrder, why: string): never {
 /** True when a taker on `side` at `price` would trade against a level at `levelPrice`. */
 function crosses(side: Side, price: Scaled, levelPrice: Scaled): boolean {
   return side === "bid" ? levelPrice <= price : levelPrice >= price;
-}
-
-/** The caller's text when it is already canonical, else the formatted value. */
-function canonicalText(text: string, value: Scaled, decimals: number): string {
-  return isCanonicalDecimal(text) ? text : formatValue(value, decimals);
 }
 
 function executedOf(taker: Taker): Scaled {

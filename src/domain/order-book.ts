@@ -27,6 +27,8 @@ export interface OrderNode {
   quoteDecimals: number;
   stp: StpMode;
   level: PriceLevel | null;
+  /** The order's place in the engine's id index while it rests (-1 otherwise). */
+  handle: number;
   prev: OrderNode | null;
   next: OrderNode | null;
 }
@@ -67,6 +69,11 @@ export class PairBook {
   priceDecimals = -1;
   amountDecimals = -1;
   quoteDecimals = -1;
+  /**
+   * The last level dropped, emptied, for the next new level: a book whose touch empties and
+   * refills (a taker clearing it, then a new order there) then allocates no level.
+   */
+  private spareLevel: PriceLevel | null = null;
 
   constructor(readonly pairId: number) {}
 
@@ -155,11 +162,15 @@ export class PairBook {
     // Most removals are at the touch, so check the end before searching.
     if (levels[last] === level) {
       levels.pop();
-      return;
+    } else {
+      const index = this.search(levels, side, level.price);
+      invariant(levels[index] === level, () => `level ${level.priceText} missing from ${side}s`);
+      levels.splice(index, 1);
     }
-    const index = this.search(levels, side, level.price);
-    invariant(levels[index] === level, () => `level ${level.priceText} missing from ${side}s`);
-    levels.splice(index, 1);
+    // Empty already (count 0, total 0, no orders), so it can stand in for the next new level.
+    level.head = null;
+    level.tail = null;
+    this.spareLevel = level;
   }
 
   private findOrCreateLevel(
@@ -173,7 +184,14 @@ export class PairBook {
     const index = this.search(levels, side, price);
     const found = levels[index];
     if (found !== undefined && found.price === price) return found;
-    const level: PriceLevel = { price, priceText, total: 0, count: 0, head: null, tail: null };
+    let level = this.spareLevel;
+    if (level === null) {
+      level = { price, priceText, total: 0, count: 0, head: null, tail: null };
+    } else {
+      this.spareLevel = null;
+      level.price = price;
+      level.priceText = priceText;
+    }
     if (index === levels.length) levels.push(level);
     else levels.splice(index, 0, level);
     return level;

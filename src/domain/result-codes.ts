@@ -69,9 +69,15 @@ const namesByCode = new Map<number, string>(
   (Object.keys(ResultCodes) as ResultCodeName[]).map((key) => [ResultCodes[key], wireNames[key]]),
 );
 
+/** The same names in an array indexed by code: every accepted command looks one up. */
+const namesByIndex: (string | undefined)[] = new Array<string | undefined>(
+  Math.max(...namesByCode.keys()) + 1,
+).fill(undefined);
+for (const [code, name] of namesByCode) namesByIndex[code] = name;
+
 /** The wire name of a code, or "unknown" for a number outside the table. */
 export function resultCodeName(code: number): string {
-  return namesByCode.get(code) ?? "unknown";
+  return (Number.isInteger(code) && code >= 0 ? namesByIndex[code] : undefined) ?? "unknown";
 }
 
 /** Every code with its wire name, for docs, metrics labels and tests. */

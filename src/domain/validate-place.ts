@@ -1,22 +1,16 @@
 // Turns an order.place payload into scaled integers, or a reject with its stable code. The checks
 // run in a fixed, documented order so the same bad input always gets the same answer.
 
-import { type DecimalError, MAX_DECIMALS, parseScaledValue, type Scaled } from "./decimal-scale";
+import {
+  type DecimalError,
+  formatValue,
+  isCanonicalDecimal,
+  MAX_DECIMALS,
+  parseScaledValue,
+  type Scaled,
+} from "./decimal-scale";
 import { type ResultCode, ResultCodes } from "./result-codes";
 import type { PlaceOrderPayload, StpMode, TimeInForce } from "./types";
-
-export interface ParsedPlace {
-  /** Zero for market orders: their price is never read. */
-  price: Scaled;
-  volume: Scaled;
-  volumeTotal: Scaled;
-  quoteVolume: Scaled;
-  /** A market bid with quoteVolume > 0 spends a quote budget instead of buying a base volume. */
-  quoteSized: boolean;
-  timeInForce: TimeInForce;
-  postOnly: boolean;
-  stp: StpMode;
-}
 
 export interface PlaceReject {
   code: ResultCode;
@@ -40,71 +34,133 @@ function validDecimals(value: unknown): boolean {
 }
 
 /**
- * Check order: envelope/payload pair, precisions, price (limit only), volume, volumeTotal,
- * quoteVolume, positivity of the sizing field, volume <= volumeTotal, option combinations.
+ * The last successful parse of one field. Orders repeat the same few price and volume texts, and
+ * a parse is a pure function of (text, decimals), so a repeat costs one string comparison.
  */
-export function validatePlace(
-  payload: PlaceOrderPayload,
-  envelopePairId: number,
-): ParsedPlace | PlaceReject {
-  if (payload.pairId !== envelopePairId) {
-    return { code: ResultCodes.pairMismatch, reason: "payload pairId differs from envelope" };
+class DecimalMemo {
+  private text = "";
+  private decimals = -1;
+  private value: Scaled = 0;
+  private canonical = "";
+
+  parse(text: unknown, decimals: number): Scaled | DecimalError {
+    if (text === this.text && decimals === this.decimals) return this.value;
+    const value = parseScaledValue(text, decimals);
+    if (typeof value === "object") return value;
+    this.text = text as string;
+    this.decimals = decimals;
+    this.value = value;
+    this.canonical = "";
+    return value;
   }
-  const { priceDecimals, amountDecimals, quoteDecimals } = payload;
-  if (
-    !validDecimals(priceDecimals) ||
-    !validDecimals(amountDecimals) ||
-    !validDecimals(quoteDecimals)
-  ) {
-    return {
-      code: ResultCodes.badPrecision,
-      reason: `decimals must be integers 0..${MAX_DECIMALS}`,
-    };
-  }
-  const isLimit = payload.type === "limit";
-  let price: Scaled = 0;
-  if (isLimit) {
-    const parsed = parseScaledValue(payload.price, priceDecimals);
-    if (typeof parsed === "object") return decimalReject("price", parsed);
-    if (parsed === 0) return { code: ResultCodes.nonPositive, reason: "price: zero" };
-    price = parsed;
-  }
-  const volume = parseScaledValue(payload.volume, amountDecimals);
-  if (typeof volume === "object") return decimalReject("volume", volume);
-  // The usual order repeats its volume as volumeTotal; the same text parses to the same value.
-  const volumeTotal =
-    payload.volumeTotal === payload.volume
-      ? volume
-      : parseScaledValue(payload.volumeTotal, amountDecimals);
-  if (typeof volumeTotal === "object") return decimalReject("volumeTotal", volumeTotal);
-  const quoteVolume = parseScaledValue(payload.quoteVolume, quoteDecimals);
-  if (typeof quoteVolume === "object") return decimalReject("quoteVolume", quoteVolume);
-  const quoteSized = payload.type === "market" && payload.side === "bid" && quoteVolume > 0;
-  if (!quoteSized) {
-    if (volume === 0) return { code: ResultCodes.nonPositive, reason: "volume: zero" };
-    if (volume > volumeTotal) {
-      return { code: ResultCodes.volumeExceedsTotal, reason: "volume exceeds volumeTotal" };
+
+  /** Canonical text of the value the last parse returned (the caller's text when canonical). */
+  canonicalText(): string {
+    if (this.canonical === "") {
+      this.canonical = isCanonicalDecimal(this.text)
+        ? this.text
+        : formatValue(this.value, this.decimals);
     }
+    return this.canonical;
   }
-  const timeInForce = payload.timeInForce ?? "gtc";
-  const postOnly = payload.postOnly === true;
-  if (postOnly && (!isLimit || timeInForce !== "gtc")) {
-    return {
-      code: ResultCodes.unsupportedCombination,
-      reason: "post-only needs a GTC limit order",
-    };
+}
+
+/**
+ * A valid order's fields as scaled integers, plus canonical texts. One instance is refilled per
+ * command: the engine validates one command at a time and keeps no reference past it.
+ */
+export class ParsedPlace {
+  /** Zero for market orders: their price is never read. */
+  price: Scaled = 0;
+  /** Canonical price text; "0" for market orders. */
+  priceText = "0";
+  volume: Scaled = 0;
+  /** Canonical volume text. */
+  volumeText = "0";
+  volumeTotal: Scaled = 0;
+  quoteVolume: Scaled = 0;
+  /** A market bid with quoteVolume > 0 spends a quote budget instead of buying a base volume. */
+  quoteSized = false;
+  timeInForce: TimeInForce = "gtc";
+  postOnly = false;
+  stp: StpMode = "none";
+}
+
+/**
+ * Validates order.place payloads. Check order: envelope/payload pair, precisions, price (limit
+ * only), volume, volumeTotal, quoteVolume, positivity of the sizing field, volume <= volumeTotal,
+ * option combinations. Parses go through per-field memos, and the result is one reused object.
+ */
+export class PlaceValidator {
+  private readonly priceMemo = new DecimalMemo();
+  private readonly volumeMemo = new DecimalMemo();
+  private readonly volumeTotalMemo = new DecimalMemo();
+  private readonly quoteMemo = new DecimalMemo();
+  private readonly result = new ParsedPlace();
+
+  /** The returned ParsedPlace is overwritten by the next call. */
+  validate(payload: PlaceOrderPayload, envelopePairId: number): ParsedPlace | PlaceReject {
+    if (payload.pairId !== envelopePairId) {
+      return { code: ResultCodes.pairMismatch, reason: "payload pairId differs from envelope" };
+    }
+    const { priceDecimals, amountDecimals, quoteDecimals } = payload;
+    if (
+      !validDecimals(priceDecimals) ||
+      !validDecimals(amountDecimals) ||
+      !validDecimals(quoteDecimals)
+    ) {
+      return {
+        code: ResultCodes.badPrecision,
+        reason: `decimals must be integers 0..${MAX_DECIMALS}`,
+      };
+    }
+    const isLimit = payload.type === "limit";
+    let price: Scaled = 0;
+    if (isLimit) {
+      const parsed = this.priceMemo.parse(payload.price, priceDecimals);
+      if (typeof parsed === "object") return decimalReject("price", parsed);
+      if (parsed === 0) return { code: ResultCodes.nonPositive, reason: "price: zero" };
+      price = parsed;
+    }
+    const volume = this.volumeMemo.parse(payload.volume, amountDecimals);
+    if (typeof volume === "object") return decimalReject("volume", volume);
+    // The usual order repeats its volume as volumeTotal; the same text parses to the same value.
+    const volumeTotal =
+      payload.volumeTotal === payload.volume
+        ? volume
+        : this.volumeTotalMemo.parse(payload.volumeTotal, amountDecimals);
+    if (typeof volumeTotal === "object") return decimalReject("volumeTotal", volumeTotal);
+    const quoteVolume = this.quoteMemo.parse(payload.quoteVolume, quoteDecimals);
+    if (typeof quoteVolume === "object") return decimalReject("quoteVolume", quoteVolume);
+    const quoteSized = payload.type === "market" && payload.side === "bid" && quoteVolume > 0;
+    if (!quoteSized) {
+      if (volume === 0) return { code: ResultCodes.nonPositive, reason: "volume: zero" };
+      if (volume > volumeTotal) {
+        return { code: ResultCodes.volumeExceedsTotal, reason: "volume exceeds volumeTotal" };
+      }
+    }
+    const timeInForce = payload.timeInForce ?? "gtc";
+    const postOnly = payload.postOnly === true;
+    if (postOnly && (!isLimit || timeInForce !== "gtc")) {
+      return {
+        code: ResultCodes.unsupportedCombination,
+        reason: "post-only needs a GTC limit order",
+      };
+    }
+    if (quoteSized && timeInForce === "fok") {
+      return { code: ResultCodes.unsupportedCombination, reason: "fok needs a base-volume order" };
+    }
+    const result = this.result;
+    result.price = price;
+    result.priceText = isLimit ? this.priceMemo.canonicalText() : "0";
+    result.volume = volume;
+    result.volumeText = this.volumeMemo.canonicalText();
+    result.volumeTotal = volumeTotal;
+    result.quoteVolume = quoteVolume;
+    result.quoteSized = quoteSized;
+    result.timeInForce = timeInForce;
+    result.postOnly = postOnly;
+    result.stp = payload.stp ?? "none";
+    return result;
   }
-  if (quoteSized && timeInForce === "fok") {
-    return { code: ResultCodes.unsupportedCombination, reason: "fok needs a base-volume order" };
-  }
-  return {
-    price,
-    volume,
-    volumeTotal,
-    quoteVolume,
-    quoteSized,
-    timeInForce,
-    postOnly,
-    stp: payload.stp ?? "none",
-  };
 }

@@ -1,0 +1,105 @@
+// The engine's id index against a plain model (a Map and two generation lists, dropped eagerly):
+// random rests, finishes and lookups must agree at every step, across table growth, sweeps of a
+// generation and the one-by-one path used when the table is much larger than a generation.
+
+import { describe, expect, test } from "bun:test";
+import type { OrderNode } from "../../src/domain/order-book";
+import { FINISHED, OrderIndex } from "../../src/domain/order-index";
+
+/** The documented behaviour, written the obvious way. */
+class ModelIndex {
+  private readonly map = new Map<string, OrderNode | typeof FINISHED>();
+  private current: string[] = [];
+  private previous: string[] = [];
+  resting = 0;
+
+  constructor(private readonly generationSize: number) {}
+
+  get(id: string): OrderNode | typeof FINISHED | undefined {
+    return this.map.get(id);
+  }
+
+  rest(node: OrderNode): void {
+    this.map.set(node.id, node);
+    this.resting++;
+  }
+
+  finishResting(id: string): void {
+    this.resting--;
+    this.finish(id);
+  }
+
+  finish(id: string): void {
+    if (this.current.length >= this.generationSize) {
+      for (const old of this.previous) {
+        if (this.map.get(old) === FINISHED) this.map.delete(old);
+      }
+      this.previous = this.current;
+      this.current = [];
+    }
+    this.map.set(id, FINISHED);
+    this.current.push(id);
+  }
+}
+
+/** mulberry32, so a failure replays from its seed. */
+function random(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+describe("OrderIndex", () => {
+  test.each([
+    // Small capacities with many resting orders take the one-by-one path; large ones sweep.
+    [2, 1, 4000],
+    [8, 2, 20_000],
+    [64, 3, 20_000],
+    [1000, 4, 60_000],
+    [20_000, 5, 60_000],
+  ])("capacity %i (seed %i, %i steps) agrees with the model", (capacity, seed, steps) => {
+    const next = random(seed);
+    const index = new OrderIndex(capacity);
+    const model = new ModelIndex(Math.floor(capacity / 2));
+    const resting: OrderNode[] = [];
+    let fresh = 0;
+    const idOf = (n: number) => `o-${seed}-${n}`;
+    for (let step = 0; step < steps; step++) {
+      const r = next();
+      if (r < 0.35) {
+        // A new id: look it up (usually a miss), then rest it.
+        const id = idOf(fresh++);
+        expect(index.get(id)).toBe(model.get(id));
+        const node = { id } as OrderNode;
+        index.rest(node);
+        model.rest(node);
+        resting.push(node);
+      } else if (r < 0.6 && resting.length > 0) {
+        const at = Math.floor(next() * resting.length);
+        const node = resting[at]!;
+        resting[at] = resting[resting.length - 1]!;
+        resting.pop();
+        index.finishResting(node);
+        model.finishResting(node.id);
+      } else if (r < 0.8) {
+        // A taker that never rests.
+        const id = idOf(fresh++);
+        index.finish(id);
+        model.finish(id);
+      } else {
+        // Any id seen so far, or one never seen.
+        const id = idOf(Math.floor(next() * (fresh + 10)));
+        expect(index.get(id)).toBe(model.get(id));
+      }
+      expect(index.resting).toBe(model.resting);
+    }
+    for (let n = 0; n < fresh + 10; n++) expect(index.get(idOf(n))).toBe(model.get(idOf(n)));
+    const nodes = [...index.restingNodes()].map(([id]) => id).sort();
+    expect(nodes).toEqual(resting.map((node) => node.id).sort());
+  });
+});
