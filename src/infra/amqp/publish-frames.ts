@@ -59,8 +59,8 @@ export function encodePublishFrames(
   f: PublishFrameFields,
 ): Buffer | undefined {
   const p = f.properties;
-  const exchangeLength = Buffer.byteLength(f.exchange);
-  const routingKeyLength = Buffer.byteLength(f.routingKey);
+  const exchangeLength = utf8Length(f.exchange);
+  const routingKeyLength = utf8Length(f.routingKey);
   const bodySize = typeof f.body === "string" ? Buffer.byteLength(f.body) : f.body.length;
   if (
     exchangeLength > SHORTSTR_MAX ||
@@ -75,7 +75,7 @@ export function encodePublishFrames(
   let propertiesSize = 0;
   const shortString = (value: string | undefined, flag: number): number => {
     if (value === undefined) return 0;
-    const length = Buffer.byteLength(value);
+    const length = utf8Length(value);
     flags |= flag;
     propertiesSize += 1 + length;
     return length;
@@ -85,8 +85,8 @@ export function encodePublishFrames(
   let headerValueLength = 0;
   let tableSize = 0;
   if (p.header !== undefined) {
-    headerNameLength = Buffer.byteLength(p.header.name);
-    headerValueLength = Buffer.byteLength(p.header.value);
+    headerNameLength = utf8Length(p.header.name);
+    headerValueLength = utf8Length(p.header.value);
     tableSize = 1 + headerNameLength + 1 + 4 + headerValueLength;
   }
   // amqplib always sends a headers table, empty when there are none; so does this.
@@ -119,7 +119,7 @@ export function encodePublishFrames(
 
   const methodSize = 2 + 2 + 2 + 1 + exchangeLength + 1 + routingKeyLength + 1;
   const headerSize = 2 + 2 + 8 + 2 + propertiesSize;
-  const out = Buffer.allocUnsafe(8 + methodSize + 8 + headerSize + 8 + bodySize);
+  const out = allocate(8 + methodSize + 8 + headerSize + 8 + bodySize);
 
   let o = 0;
   // basic.publish method frame
@@ -149,7 +149,7 @@ export function encodePublishFrames(
     o = writeShortString(out, o, p.header.name, headerNameLength);
     o += out.write("S", o, "latin1"); // long string field value
     o = out.writeUInt32BE(headerValueLength, o);
-    o += out.write(p.header.value, o, "utf8");
+    o = writeText(out, o, p.header.value, headerValueLength);
   }
   if (p.persistent) o = out.writeUInt8(PERSISTENT, o);
   if (p.correlationId !== undefined) {
@@ -174,6 +174,42 @@ export function encodePublishFrames(
 }
 
 function writeShortString(out: Buffer, offset: number, text: string, length: number): number {
-  const o = out.writeUInt8(length, offset);
-  return o + out.write(text, o, "utf8");
+  return writeText(out, out.writeUInt8(length, offset), text, length);
+}
+
+// Short texts (ids, names) are copied by a JS loop when they are ASCII: for a few dozen
+// bytes a native call per field cost more than the copy itself.
+const shortText = 64;
+
+/** UTF-8 length: the text's length when it is short and ASCII, else Buffer.byteLength. */
+function utf8Length(text: string): number {
+  if (text.length > shortText) return Buffer.byteLength(text);
+  for (let i = 0; i < text.length; i++) {
+    if (text.charCodeAt(i) > 0x7f) return Buffer.byteLength(text);
+  }
+  return text.length;
+}
+
+/** Writes `text`, whose UTF-8 length is `length` (equal to text.length only when ASCII). */
+function writeText(out: Buffer, offset: number, text: string, length: number): number {
+  if (length !== text.length || length > shortText) return offset + out.write(text, offset, "utf8");
+  for (let i = 0; i < length; i++) out[offset + i] = text.charCodeAt(i);
+  return offset + length;
+}
+
+// Frames are carved from shared slabs: one allocation per publish was a visible share of
+// the outbox's CPU. A slab lives until every frame cut from it has been written out.
+const slabSize = 64 * 1024;
+let slab = Buffer.allocUnsafe(slabSize);
+let slabUsed = 0;
+
+function allocate(size: number): Buffer {
+  if (size > slabSize / 8) return Buffer.allocUnsafe(size);
+  if (slabUsed + size > slabSize) {
+    slab = Buffer.allocUnsafe(slabSize);
+    slabUsed = 0;
+  }
+  const view = slab.subarray(slabUsed, slabUsed + size);
+  slabUsed += size;
+  return view;
 }
