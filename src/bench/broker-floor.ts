@@ -73,10 +73,6 @@ export async function runBrokerFloor(options: BrokerFloorOptions): Promise<Broke
     let flushScheduled = false;
     let timedStart = 0;
     let timedEnd = 0;
-    let onDone: () => void = () => undefined;
-    const done = new Promise<void>((resolve) => {
-      onDone = resolve;
-    });
     const flushAck = () => {
       flushScheduled = false;
       if (unacked === null) return;
@@ -102,10 +98,7 @@ export async function runBrokerFloor(options: BrokerFloorOptions): Promise<Broke
         flushScheduled = true;
         setImmediate(flushAck);
       }
-      if (received === total) {
-        timedEnd = performance.now();
-        onDone();
-      }
+      if (received === total) timedEnd = performance.now();
     });
 
     /** `at`: when the command counts as sent (its scheduled time in open loop). */
@@ -123,8 +116,13 @@ export async function runBrokerFloor(options: BrokerFloorOptions): Promise<Broke
       if (!writable) await new Promise((resolve) => publisher.once("drain", resolve));
     };
     options.progress(`broker: ${options.warmup} warm-up, then ${options.commands} timed commands`);
+    // A lost message must end the run with a failed invariant, not hang it.
+    const deadline = performance.now() + Math.max(60_000, total * 2);
+    const waitUntil = async (reached: () => boolean) => {
+      while (!reached() && performance.now() < deadline) await Bun.sleep(5);
+    };
     for (let i = 0; i < options.warmup; i++) await publish(i);
-    while (received < options.warmup) await Bun.sleep(5);
+    await waitUntil(() => received >= options.warmup);
     timedStart = performance.now();
     if (options.rate === undefined) {
       for (let i = options.warmup; i < total; i++) await publish(i);
@@ -145,9 +143,12 @@ export async function runBrokerFloor(options: BrokerFloorOptions): Promise<Broke
       }
     }
     await publisher.waitForConfirms();
-    await done;
+    await waitUntil(() => received === total);
+    if (timedEnd === 0) timedEnd = performance.now();
     flushAck();
-    await Bun.sleep(50);
+    // Closing the consumer returns anything unacknowledged to the queue, so an ack that
+    // never arrived shows up as a message left behind.
+    await channel.close();
     const check = await producer.createChannel();
     const left = await check.checkQueue(brokerFloorQueue);
     await check.deleteQueue(brokerFloorQueue);

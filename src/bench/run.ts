@@ -352,7 +352,10 @@ async function brokerReport(
     },
     environment,
     extra: {
-      latencyMeasures: "publish (scheduled send under --rate) to delivery at the consumer",
+      latencyMeasures:
+        rate === undefined
+          ? "publish to delivery at the consumer; closed loop publishes the whole run at once, so this is mostly the backlog"
+          : "scheduled send to delivery at the consumer",
       offered: rate === undefined ? "closed loop" : `${rate}/s`,
       ...(rate === undefined ? {} : { sendLagMs: JSON.stringify(result.sendLagMs) }),
     },

@@ -59,8 +59,8 @@ return -1
 export class OutboxStream {
   private acknowledgeSha: string | undefined;
   /**
-   * Whether attempt counters may exist: true until an acknowledgement finds the hash
-   * empty, and again after every retry records attempts. While false, acknowledging
+   * Whether attempt counters may exist: true at each session start until an
+   * acknowledgement finds the hash empty, and again after every retry records attempts. While false, acknowledging
    * skips the HDEL of every event id, the larger part of its arguments.
    */
   private attemptsMayExist = true;
@@ -80,6 +80,8 @@ export class OutboxStream {
    * delivered) and the stream with it; an existing group is fine.
    */
   async ensureGroup(): Promise<boolean> {
+    // A new session: an earlier lease holder may have left attempt counters behind.
+    this.attemptsMayExist = true;
     try {
       await this.writer.call("XGROUP", "CREATE", this.keys.events, this.group, "0", "MKSTREAM");
       return true;

@@ -80,3 +80,13 @@ test("a body larger than one frame goes through amqplib, with the same result", 
   const large = JSON.stringify({ note: "x".repeat(300_000) });
   expectIntact(await publishAndReceive(publisher, large), large);
 });
+
+test("a closed channel refuses a publish the way amqplib does", async () => {
+  const closing = await connection.createConfirmChannel();
+  const publisher = new FramePublisher(closing);
+  expect(publisher.encoding).toBe(true);
+  await closing.close();
+  expect(() => publisher.publish("", queue, smallBody, false, { persistent: true })).toThrow(
+    /closed/i,
+  );
+});

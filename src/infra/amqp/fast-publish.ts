@@ -15,7 +15,7 @@ interface RawChannel {
   connection: {
     frameMax: number;
     sentSinceLastCheck: boolean;
-    channels: ({ buffer: { write(chunk: Buffer): boolean } } | undefined)[];
+    channels: ({ channel: unknown; buffer: { write(chunk: Buffer): boolean } } | null)[];
   };
 }
 
@@ -31,6 +31,14 @@ function rawChannel(channel: Channel, confirms: boolean): RawChannel | null {
     return null;
   }
   return raw as RawChannel;
+}
+
+/**
+ * amqplib marks a closing or closed channel or connection by giving it its own
+ * `sendMessage` that throws; its prototype's is the working one.
+ */
+function isOpen(raw: RawChannel): boolean {
+  return !Object.hasOwn(raw, "sendMessage") && !Object.hasOwn(raw.connection, "sendMessage");
 }
 
 export type ConfirmCallback = (error: unknown) => void;
@@ -68,14 +76,14 @@ export class FramePublisher {
         properties,
         body,
       });
-      if (frames !== undefined) {
-        const out = raw.connection.channels[raw.ch];
-        // amqplib throws here too once the channel is closed.
-        if (out === undefined) throw new Error("channel closed");
+      const out = raw.connection.channels[raw.ch];
+      if (frames !== undefined && out?.channel === raw && isOpen(raw)) {
         if (this.confirms) raw.pushConfirmCallback?.(onConfirm);
         raw.connection.sentSinceLastCheck = true;
         return out.buffer.write(frames);
       }
+      // Anything else (a closing or closed channel or connection, a reused channel number,
+      // a publish the encoder does not take) goes through amqplib, which throws or copes.
     }
     const content = typeof body === "string" ? Buffer.from(body) : body;
     const options = amqplibOptions(mandatory, properties);
