@@ -4,36 +4,25 @@
  * and an order.rejected.v1 event; superjson-wrapped commands are accepted. Nothing
  * crashes the conductor and every message is acknowledged.
  */
-import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import superjson from "superjson";
 import { createWorkload } from "../../src/bench/workloads";
 import type { PlaceOrderCommand } from "../../src/domain/index";
 import { commandDeadLetterQueue } from "../../src/infra/amqp/topology";
-import { type TestStack, testStack, uniquePartition } from "../support/stack";
+import { uniquePartition } from "../support/stack";
 import {
-  disposeAll,
+  conductorSuite,
   eventually,
   PartitionStore,
-  Publisher,
   partitionCount,
   startConductor,
 } from "./helpers";
 
-let stack: TestStack;
-let publisher: Publisher;
-
-beforeAll(async () => {
-  stack = await testStack();
-  publisher = await Publisher.open(stack.brokerUrl);
-});
-afterEach(disposeAll);
-afterAll(async () => {
-  await publisher.close();
-});
+const suite = conductorSuite();
 
 test("malformed bodies: dead-lettered or rejected, all acknowledged, conductor keeps running", async () => {
   const partition = uniquePartition();
-  const store = new PartitionStore(stack.datastoreUrl, partition);
+  const store = new PartitionStore(suite.stack.datastoreUrl, partition);
   const tag = `bad-${partition}-${Date.now()}`;
   try {
     const workload = createWorkload("alternating", { seed: 71, partition, partitionCount });
@@ -92,15 +81,17 @@ test("malformed bodies: dead-lettered or rejected, all acknowledged, conductor k
       }),
     };
 
-    const conductor = await startConductor(stack, partition);
+    const conductor = await startConductor(suite.stack, partition);
     for (const [name, body] of Object.entries(unreadable)) {
-      await publisher.publish(partition, [body], { messageId: `${tag}-${name}` });
+      await suite.publisher.publish(partition, [body], { messageId: `${tag}-${name}` });
     }
     for (const [name, { body }] of Object.entries(rejected)) {
-      await publisher.publish(partition, [body], { messageId: `${tag}-${name}` });
+      await suite.publisher.publish(partition, [body], { messageId: `${tag}-${name}` });
     }
     for (const [name, body] of Object.entries(accepted)) {
-      await publisher.publish(partition, [JSON.stringify(body)], { messageId: `${tag}-${name}` });
+      await suite.publisher.publish(partition, [JSON.stringify(body)], {
+        messageId: `${tag}-${name}`,
+      });
     }
     const total =
       Object.keys(unreadable).length + Object.keys(rejected).length + Object.keys(accepted).length;
@@ -144,7 +135,7 @@ test("malformed bodies: dead-lettered or rejected, all acknowledged, conductor k
     expect(events.length).toBe(Object.keys(rejected).length + 2);
 
     // Unreadable: on the dead-letter queue with the reason in a header.
-    const channel = await publisher.channelModel().createChannel();
+    const channel = await suite.publisher.channelModel().createChannel();
     try {
       const reasons = new Map<string, string>();
       for (let i = 0; i < 10_000 && reasons.size < Object.keys(unreadable).length; i++) {
@@ -168,10 +159,10 @@ test("malformed bodies: dead-lettered or rejected, all acknowledged, conductor k
     }
 
     expect(await conductor.stop()).toBe(0);
-    expect(await publisher.messageCount(partition)).toBe(0);
+    expect(await suite.publisher.messageCount(partition)).toBe(0);
   } finally {
     await store.deleteAll();
     store.close();
-    await publisher.deleteQueue(partition);
+    await suite.publisher.deleteQueue(partition);
   }
 }, 60_000);

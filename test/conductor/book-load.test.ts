@@ -4,28 +4,18 @@
  * The load time is reported (and exposed as matching_book_load_seconds), never asserted:
  * performance targets live in benchmarks.
  */
-import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { CommitBuilder, commitScript } from "../../src/conductor/commit-script";
 import { ConductorStore } from "../../src/conductor/store";
 import type { RestingOrder } from "../../src/domain/index";
-import { type TestStack, testStack, uniquePartition } from "../support/stack";
-import { disposeAll, PartitionStore, Publisher, startConductor } from "./helpers";
+import { uniquePartition } from "../support/stack";
+import { conductorSuite, PartitionStore, startConductor } from "./helpers";
 
-let stack: TestStack;
-let publisher: Publisher;
-
-beforeAll(async () => {
-  stack = await testStack();
-  publisher = await Publisher.open(stack.brokerUrl);
-});
-afterEach(disposeAll);
-afterAll(async () => {
-  await publisher.close();
-});
+const suite = conductorSuite();
 
 test("100,000 resting orders load at boot (time reported)", async () => {
   const partition = uniquePartition();
-  const store = new PartitionStore(stack.datastoreUrl, partition);
+  const store = new PartitionStore(suite.stack.datastoreUrl, partition);
   const writer = new ConductorStore(store.valkey, store.keys);
   const total = 100_000;
   try {
@@ -41,7 +31,7 @@ test("100,000 resting orders load at boot (time reported)", async () => {
     expect(await store.bookSizes(partition)).toEqual({ bids: total / 2, asks: total / 2 });
 
     const bootStarted = performance.now();
-    const conductor = await startConductor(stack, partition);
+    const conductor = await startConductor(suite.stack, partition);
     const bootSeconds = (performance.now() - bootStarted) / 1000;
     const loadSeconds = await conductor.metric("matching_book_load_seconds");
     expect(loadSeconds).toBeGreaterThan(0);
@@ -64,7 +54,7 @@ test("100,000 resting orders load at boot (time reported)", async () => {
   } finally {
     await store.deleteAll();
     store.close();
-    await publisher.deleteQueue(partition);
+    await suite.publisher.deleteQueue(partition);
   }
 }, 90_000);
 

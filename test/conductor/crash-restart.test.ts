@@ -3,32 +3,21 @@
  * no command's events are written twice, and the books equal those of an uninterrupted
  * run of the same commands (the pure engine applying them once, in order).
  */
-import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { createWorkload } from "../../src/bench/workloads";
 import { type CommandEnvelope, MatchingEngine } from "../../src/domain/index";
-import { type TestStack, testStack, uniquePartition } from "../support/stack";
+import { uniquePartition } from "../support/stack";
 import {
   type ConductorProcess,
-  disposeAll,
+  conductorSuite,
   eventually,
   PartitionStore,
-  Publisher,
   partitionCount,
   startConductor,
   streamProblems,
 } from "./helpers";
 
-let stack: TestStack;
-let publisher: Publisher;
-
-beforeAll(async () => {
-  stack = await testStack();
-  publisher = await Publisher.open(stack.brokerUrl);
-});
-afterEach(disposeAll);
-afterAll(async () => {
-  await publisher.close();
-});
+const suite = conductorSuite();
 
 /** The uninterrupted run: the same commands applied once each, in order, by the pure engine. */
 function reference(commands: readonly CommandEnvelope[]) {
@@ -54,13 +43,13 @@ async function runWithCrashes(
   killAfter: readonly number[],
   store: PartitionStore,
 ): Promise<{ digest: string; restingOrders: number }> {
-  await publisher.declare(partition);
-  await publisher.publish(partition, commands);
+  await suite.publisher.declare(partition);
+  await suite.publisher.publish(partition, commands);
   const ids = commands.map((c) => c.commandId);
   // Small batches keep a conductor that is about to be killed busy long enough for the
   // kill to land mid-run, whatever the machine's speed; the last one runs with defaults.
   const crashing = { extraArgs: ["--batch-max", "20"] };
-  let conductor: ConductorProcess = await startConductor(stack, partition, crashing);
+  let conductor: ConductorProcess = await startConductor(suite.stack, partition, crashing);
   for (const [index, threshold] of killAfter.entries()) {
     await eventually(
       `${threshold} commands processed before the kill`,
@@ -72,7 +61,7 @@ async function runWithCrashes(
     console.log(`kill -9 after ${threshold}+ processed: ${stored} of ${ids.length} stored`);
     expect(stored).toBeLessThan(ids.length);
     const last = index === killAfter.length - 1;
-    conductor = await startConductor(stack, partition, last ? {} : crashing);
+    conductor = await startConductor(suite.stack, partition, last ? {} : crashing);
   }
   await eventually(
     "every command has a stored result",
@@ -91,7 +80,7 @@ async function runWithCrashes(
     "queue drained",
     async () => {
       const now = await settled();
-      const done = now === previous && (await publisher.messageCount(partition)) === 0;
+      const done = now === previous && (await suite.publisher.messageCount(partition)) === 0;
       previous = now;
       if (!done) await Bun.sleep(250);
       return done;
@@ -103,14 +92,14 @@ async function runWithCrashes(
     restingOrders: number;
   };
   expect(await conductor.stop()).toBe(0);
-  expect(await publisher.messageCount(partition)).toBe(0);
+  expect(await suite.publisher.messageCount(partition)).toBe(0);
   return digest;
 }
 
 describe("kill -9 and restart", () => {
   test("alternating, 2,000 commands: each applied once, empty book", async () => {
     const partition = uniquePartition();
-    const store = new PartitionStore(stack.datastoreUrl, partition);
+    const store = new PartitionStore(suite.stack.datastoreUrl, partition);
     try {
       const workload = createWorkload("alternating", { seed: 41, partition, partitionCount });
       const n = 2000;
@@ -130,13 +119,13 @@ describe("kill -9 and restart", () => {
     } finally {
       await store.deleteAll();
       store.close();
-      await publisher.deleteQueue(partition);
+      await suite.publisher.deleteQueue(partition);
     }
   }, 90_000);
 
   test("mixed workload killed twice: same books, events and results as an uninterrupted run", async () => {
     const partition = uniquePartition();
-    const store = new PartitionStore(stack.datastoreUrl, partition);
+    const store = new PartitionStore(suite.stack.datastoreUrl, partition);
     try {
       const workload = createWorkload("mixed", { seed: 42, partition, partitionCount });
       const commands = [...workload.prefill()];
@@ -168,7 +157,7 @@ describe("kill -9 and restart", () => {
     } finally {
       await store.deleteAll();
       store.close();
-      await publisher.deleteQueue(partition);
+      await suite.publisher.deleteQueue(partition);
     }
   }, 120_000);
 });

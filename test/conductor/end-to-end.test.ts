@@ -3,45 +3,34 @@
  * the alternating workload, the keys of a resting order, RPC replies, redelivery of a
  * processed command and an order retried under a new command id.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import amqp, { type ChannelModel } from "amqplib";
 import { createWorkload } from "../../src/bench/workloads";
 import { bookMember } from "../../src/conductor/store";
-import { type TestStack, testStack, uniquePartition } from "../support/stack";
+import { testStack, uniquePartition } from "../support/stack";
 import {
-  disposeAll,
+  conductorSuite,
   eventually,
   PartitionStore,
-  Publisher,
   partitionCount,
   startConductor,
 } from "./helpers";
 
-let stack: TestStack;
-let publisher: Publisher;
-
-beforeAll(async () => {
-  stack = await testStack();
-  publisher = await Publisher.open(stack.brokerUrl);
-});
-afterEach(disposeAll);
-afterAll(async () => {
-  await publisher.close();
-});
+const suite = conductorSuite();
 
 describe("reference counts", () => {
   test("alternating bid/ask at 100 x 1: 2 events per command, empty book, no failures", async () => {
     const partition = uniquePartition();
-    const store = new PartitionStore(stack.datastoreUrl, partition);
+    const store = new PartitionStore(suite.stack.datastoreUrl, partition);
     try {
       const workload = createWorkload("alternating", { seed: 11, partition, partitionCount });
       const pairId = workload.pairIds[0]!;
       expect(pairId).toBe(partition);
-      const conductor = await startConductor(stack, partition);
+      const conductor = await startConductor(suite.stack, partition);
 
       // One bid first: it rests, with its order hash and its sorted-set member.
       const bid = workload.next(0);
-      await publisher.publish(partition, [bid]);
+      await suite.publisher.publish(partition, [bid]);
       await eventually(
         "first bid processed",
         async () => (await conductor.metric("matching_commands_processed_total")) === 1,
@@ -80,7 +69,7 @@ describe("reference counts", () => {
 
       const n = 200;
       const rest = Array.from({ length: n - 1 }, (_, i) => workload.next(i + 1));
-      await publisher.publish(partition, rest);
+      await suite.publisher.publish(partition, rest);
       await eventually(
         `${n} commands processed`,
         async () => (await conductor.metric("matching_commands_processed_total")) === n,
@@ -114,10 +103,10 @@ describe("reference counts", () => {
       expect(prometheus).toContain("matching_commands_processed_total");
 
       expect(await conductor.stop()).toBe(0);
-      expect(await publisher.messageCount(partition)).toBe(0);
+      expect(await suite.publisher.messageCount(partition)).toBe(0);
     } finally {
       store.close();
-      await publisher.deleteQueue(partition);
+      await suite.publisher.deleteQueue(partition);
     }
   }, 60_000);
 });
@@ -133,7 +122,7 @@ describe("RPC and idempotency", () => {
 
   test("replies carry the correlation id; redelivery and retried orders write nothing new", async () => {
     const partition = uniquePartition();
-    const store = new PartitionStore(stack.datastoreUrl, partition);
+    const store = new PartitionStore(suite.stack.datastoreUrl, partition);
     const channel = await rpc.createChannel();
     try {
       const { queue: replyQueue } = await channel.assertQueue("", {
@@ -152,11 +141,14 @@ describe("RPC and idempotency", () => {
         },
         { noAck: true },
       );
-      const conductor = await startConductor(stack, partition);
+      const conductor = await startConductor(suite.stack, partition);
       const workload = createWorkload("alternating", { seed: 12, partition, partitionCount });
       const bid = workload.next(0);
 
-      await publisher.publish(partition, [bid], { replyTo: replyQueue, correlationId: "rpc-1" });
+      await suite.publisher.publish(partition, [bid], {
+        replyTo: replyQueue,
+        correlationId: "rpc-1",
+      });
       await eventually("first reply", () => replies.length === 1);
       expect(replies[0]!.correlationId).toBe("rpc-1");
       expect(replies[0]!.body).toMatchObject({
@@ -167,7 +159,10 @@ describe("RPC and idempotency", () => {
       expect(await store.eventCount()).toBe(1);
 
       // The same command again (a broker redelivery, or a producer resend): the stored result.
-      await publisher.publish(partition, [bid], { replyTo: replyQueue, correlationId: "rpc-2" });
+      await suite.publisher.publish(partition, [bid], {
+        replyTo: replyQueue,
+        correlationId: "rpc-2",
+      });
       await eventually("redelivery reply", () => replies.length === 2);
       expect(replies[1]!.correlationId).toBe("rpc-2");
       expect(replies[1]!.body).toEqual(replies[0]!.body);
@@ -175,7 +170,7 @@ describe("RPC and idempotency", () => {
 
       // The same order under a new command id: a duplicate, no events, book unchanged.
       const retried = { ...bid, commandId: `${bid.commandId}-retry` };
-      await publisher.publish(partition, [retried], {
+      await suite.publisher.publish(partition, [retried], {
         replyTo: replyQueue,
         correlationId: "rpc-3",
       });
@@ -191,7 +186,7 @@ describe("RPC and idempotency", () => {
 
       // Both kinds of duplicate inside one batch, next to fresh commands: still one application each.
       const ask = workload.next(1);
-      await publisher.publish(partition, [
+      await suite.publisher.publish(partition, [
         ask,
         ask,
         { ...ask, commandId: `${ask.commandId}-retry` },
@@ -207,11 +202,11 @@ describe("RPC and idempotency", () => {
       expect(metrics.matching_commands_duplicate_total).toBe(5);
       expect(metrics.matching_command_failures_total).toBe(0);
       expect(await conductor.stop()).toBe(0);
-      expect(await publisher.messageCount(partition)).toBe(0);
+      expect(await suite.publisher.messageCount(partition)).toBe(0);
     } finally {
       await channel.close().catch(() => undefined);
       store.close();
-      await publisher.deleteQueue(partition);
+      await suite.publisher.deleteQueue(partition);
     }
   }, 60_000);
 });

@@ -4,31 +4,20 @@
  * writes nothing, acknowledges nothing and exits 4; two conductors on one partition
  * never both apply commands; a keyspace deleted under a running conductor is reclaimed.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { createWorkload } from "../../src/bench/workloads";
 import { CommitBuilder, commitScript, orderHashFields } from "../../src/conductor/commit-script";
-import { type TestStack, testStack, uniquePartition } from "../support/stack";
+import { uniquePartition } from "../support/stack";
 import {
-  disposeAll,
+  conductorSuite,
   eventually,
   PartitionStore,
-  Publisher,
   partitionCount,
   startConductor,
   streamProblems,
 } from "./helpers";
 
-let stack: TestStack;
-let publisher: Publisher;
-
-beforeAll(async () => {
-  stack = await testStack();
-  publisher = await Publisher.open(stack.brokerUrl);
-});
-afterEach(disposeAll);
-afterAll(async () => {
-  await publisher.close();
-});
+const suite = conductorSuite();
 
 describe("the commit script", () => {
   async function run(store: PartitionStore, batch: CommitBuilder): Promise<unknown> {
@@ -37,7 +26,7 @@ describe("the commit script", () => {
 
   test("applies every op for the owning epoch, and nothing on a stale epoch, bad op or truncation", async () => {
     const partition = uniquePartition();
-    const store = new PartitionStore(stack.datastoreUrl, partition);
+    const store = new PartitionStore(suite.stack.datastoreUrl, partition);
     const { keys } = store;
     try {
       await store.valkey.set(keys.ownerEpoch, "7");
@@ -99,12 +88,12 @@ describe("the commit script", () => {
 describe("fencing", () => {
   test("a zombie with a stale epoch writes nothing, acks nothing and exits 4", async () => {
     const partition = uniquePartition();
-    const store = new PartitionStore(stack.datastoreUrl, partition);
+    const store = new PartitionStore(suite.stack.datastoreUrl, partition);
     try {
       const workload = createWorkload("alternating", { seed: 21, partition, partitionCount });
-      const a = await startConductor(stack, partition);
+      const a = await startConductor(suite.stack, partition);
       const first = workload.next(0);
-      await publisher.publish(partition, [first]);
+      await suite.publisher.publish(partition, [first]);
       await eventually(
         "first command processed",
         async () => (await a.metric("matching_commands_processed_total")) === 1,
@@ -116,7 +105,7 @@ describe("fencing", () => {
       // A second owner claims the partition, as a newly booted conductor would.
       await store.valkey.incr(store.keys.ownerEpoch);
       const second = workload.next(1);
-      await publisher.publish(partition, [second]);
+      await suite.publisher.publish(partition, [second]);
       expect(await a.process.exited).toBe(4);
       expect(a.log()).toContain("ownership lost");
       expect(await store.eventCount()).toBe(1);
@@ -125,10 +114,10 @@ describe("fencing", () => {
       // Not acknowledged: the command is back in the queue for the next owner.
       await eventually(
         "command requeued",
-        async () => (await publisher.messageCount(partition)) === 1,
+        async () => (await suite.publisher.messageCount(partition)) === 1,
       );
 
-      const b = await startConductor(stack, partition);
+      const b = await startConductor(suite.stack, partition);
       await eventually(
         "next owner processed it",
         async () => (await b.metric("matching_commands_processed_total")) === 1,
@@ -139,20 +128,20 @@ describe("fencing", () => {
     } finally {
       await store.deleteAll();
       store.close();
-      await publisher.deleteQueue(partition);
+      await suite.publisher.deleteQueue(partition);
     }
   }, 60_000);
 
   test("two conductors on one partition: one consumer is active, no command applied twice", async () => {
     const partition = uniquePartition();
-    const store = new PartitionStore(stack.datastoreUrl, partition);
+    const store = new PartitionStore(suite.stack.datastoreUrl, partition);
     try {
       const workload = createWorkload("alternating", { seed: 22, partition, partitionCount });
-      const a = await startConductor(stack, partition);
-      const b = await startConductor(stack, partition);
+      const a = await startConductor(suite.stack, partition);
+      const b = await startConductor(suite.stack, partition);
       const n = 200;
       const commands = Array.from({ length: n }, (_, i) => workload.next(i));
-      await publisher.publish(partition, commands);
+      await suite.publisher.publish(partition, commands);
       await eventually(
         "every command has a stored result",
         async () => (await store.storedResults(commands.map((c) => c.commandId))).size === n,
@@ -186,19 +175,19 @@ describe("fencing", () => {
     } finally {
       await store.deleteAll();
       store.close();
-      await publisher.deleteQueue(partition);
+      await suite.publisher.deleteQueue(partition);
     }
   }, 60_000);
 
   test("keyspace deleted while running: the conductor reclaims, reloads and carries on", async () => {
     const partition = uniquePartition();
-    const store = new PartitionStore(stack.datastoreUrl, partition);
+    const store = new PartitionStore(suite.stack.datastoreUrl, partition);
     try {
       const workload = createWorkload("alternating", { seed: 23, partition, partitionCount });
-      const conductor = await startConductor(stack, partition);
+      const conductor = await startConductor(suite.stack, partition);
       // An odd count leaves one bid resting, so the reload has something to forget.
       const before = Array.from({ length: 51 }, (_, i) => workload.next(i));
-      await publisher.publish(partition, before);
+      await suite.publisher.publish(partition, before);
       await eventually(
         "first commands processed",
         async () => (await conductor.metric("matching_commands_processed_total")) === 51,
@@ -211,7 +200,7 @@ describe("fencing", () => {
       // Fresh order ids (a new seed) so that the deleted markers play no part.
       const fresh = createWorkload("alternating", { seed: 24, partition, partitionCount });
       const after = Array.from({ length: 100 }, (_, i) => fresh.next(i));
-      await publisher.publish(partition, after);
+      await suite.publisher.publish(partition, after);
       await eventually(
         "commands after the reset processed",
         async () => (await conductor.metric("matching_commands_processed_total")) === 151,
@@ -231,7 +220,7 @@ describe("fencing", () => {
     } finally {
       await store.deleteAll();
       store.close();
-      await publisher.deleteQueue(partition);
+      await suite.publisher.deleteQueue(partition);
     }
   }, 60_000);
 });

@@ -3,6 +3,7 @@
  * own HTTP port, a confirming command publisher, a raw Valkey client for a partition's
  * keys, and polling helpers. Every server is real; nothing here fakes one.
  */
+import { afterAll, afterEach, beforeAll } from "bun:test";
 import amqp, { type ChannelModel, type ConfirmChannel, type Options } from "amqplib";
 import Redis from "ioredis";
 import type { CommandEnvelope } from "../../src/domain/index";
@@ -13,7 +14,7 @@ import {
 } from "../../src/infra/amqp/topology";
 import { type PartitionKeys, partitionKeys } from "../../src/infra/valkey/keys";
 import { freePorts } from "../../src/stack/process";
-import { metricsJson, spawnMatchd, type TestStack } from "../support/stack";
+import { metricsJson, spawnMatchd, type TestStack, testStack } from "../support/stack";
 
 export const partitionCount = 1024;
 
@@ -299,4 +300,22 @@ export async function streamProblems(
 
 export function commandIds(commands: readonly CommandEnvelope[]): string[] {
   return commands.map((c) => c.commandId);
+}
+
+/**
+ * The hooks most conductor test files share: the test stack and one command publisher
+ * for the file, and every conductor a test started disposed after it. Read the fields
+ * inside tests (they are set in beforeAll).
+ */
+export function conductorSuite(): { readonly stack: TestStack; readonly publisher: Publisher } {
+  const suite = {} as { stack: TestStack; publisher: Publisher };
+  beforeAll(async () => {
+    suite.stack = await testStack();
+    suite.publisher = await Publisher.open(suite.stack.brokerUrl);
+  });
+  afterEach(disposeAll);
+  afterAll(async () => {
+    await suite.publisher.close();
+  });
+  return suite;
 }
