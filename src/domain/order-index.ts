@@ -15,14 +15,16 @@ export const FINISHED = 0;
  * current one becomes previous. This remembers at least the last capacity/2 and at most
  * `capacity` finished ids, like a two-generation set, but with a single table to consult.
  *
- * The table is one Int32Array of (hash, reference) pairs with open addressing and linear
- * probing; hash 0 marks an empty slot. A reference >= 0 is a resting order's handle (its place
- * in `nodes`); a reference < 0 is -(r + 1) for the finished id at position r of the ring that
- * holds the last two generations' ids. Why this shape: a JS Map of this size (100,000+ string
- * keys, most lookups misses) cost about 40% of the alternating bench; an array holding keys and
- * nodes was re-scanned by the garbage collector on every young collection; and with the hash
- * and reference side by side a lookup and the write after it touch one cache line, in a table
- * small enough (8 bytes a slot) to stay mostly in cache.
+ * The table is one Int32Array of references with open addressing and linear probing, beside a
+ * byte array of fingerprints where 0 marks an empty slot. A reference >= 0 is a resting order's
+ * handle (its place in `nodes`); a reference < 0 is -(r + 1) for the finished id at position r
+ * of the ring that holds the last two generations' ids. An entry's full hash is not in the
+ * table but in `handleHashes` or `finishedHashes`, read only on a fingerprint match or when
+ * entries move. Why this shape: a JS Map of this size (100,000+ string keys, most lookups
+ * misses) cost about 40% of the alternating bench; an array holding keys and nodes was
+ * re-scanned by the garbage collector on every young collection; and at 5 bytes a slot the
+ * table and fingerprints stay in a core's L2 cache, where 9 bytes a slot (hash beside
+ * reference) at a lower load did not and cost a cache miss on most inserts.
  */
 export class OrderIndex {
   private table: Int32Array;
@@ -43,8 +45,16 @@ export class OrderIndex {
   /** Finishes so far; finish n belongs to generation floor(n / generationSize). */
   private finishCount = 0;
   private readonly generationSize: number;
-  /** Ids and hashes of the last two generations' finishes, at n mod (2 × generationSize). */
-  private readonly finishedIds = new ChunkedArray<string>();
+  /**
+   * Ids and hashes of the last two generations' finishes, at n mod (2 × generationSize). An id
+   * is kept as its characters in `finishedChars` (ID_STRIDE bytes a position: the length, then
+   * the characters) when it is short and Latin-1, which is nearly always; otherwise, marked
+   * LONG_ID, as the string in `longIds`. Keeping 100,000 id strings alive cost the garbage
+   * collector more than copying a few dozen bytes per finish; a lookup that lands on a finished
+   * entry compares the characters, so the check stays exact.
+   */
+  private finishedChars: Uint8Array;
+  private readonly longIds = new ChunkedArray<string>();
   private finishedHashes: Int32Array;
   /** Entries that are resting orders (the rest are finished ids). */
   resting = 0;
@@ -52,9 +62,11 @@ export class OrderIndex {
   constructor(readonly capacity: number) {
     if (!Number.isInteger(capacity) || capacity < 2) throw new RangeError("capacity must be >= 2");
     this.generationSize = Math.floor(capacity / 2);
-    this.finishedHashes = new Int32Array(Math.min(2 * this.generationSize, 1024));
+    const positions = Math.min(2 * this.generationSize, 1024);
+    this.finishedHashes = new Int32Array(positions);
+    this.finishedChars = new Uint8Array(positions * ID_STRIDE);
     const slots = 1024;
-    this.table = new Int32Array(2 * slots);
+    this.table = new Int32Array(slots);
     this.fingerprints = new Uint8Array(slots);
     this.mask = slots - 1;
   }
@@ -66,7 +78,7 @@ export class OrderIndex {
   get(id: string, hash = hashId(id)): OrderNode | typeof FINISHED | undefined {
     const slot = this.find(id, hash);
     if (slot < 0) return undefined;
-    const ref = this.table[2 * slot + 1]!;
+    const ref = this.table[slot]!;
     return ref < 0 ? FINISHED : this.nodes.get(ref);
   }
 
@@ -91,13 +103,15 @@ export class OrderIndex {
     const hash = this.handleHashes[handle]!;
     const ref = this.recordFinish(node.id, hash);
     const table = this.table;
+    const fingerprints = this.fingerprints;
     const mask = this.mask;
+    // Handles are unique among entries, so the reference alone identifies the slot.
     let slot = hash & mask;
-    while (table[2 * slot] !== hash || table[2 * slot + 1] !== handle) {
-      invariant(table[2 * slot] !== 0, () => `resting order ${node.id} is not indexed`);
+    while (table[slot] !== handle || fingerprints[slot] === 0) {
+      invariant(fingerprints[slot] !== 0, () => `resting order ${node.id} is not indexed`);
       slot = (slot + 1) & mask;
     }
-    table[2 * slot + 1] = ref;
+    table[slot] = ref;
     this.nodes.set(handle, undefined);
     if (this.freeCount === this.freeHandles.length) this.freeHandles = grown(this.freeHandles);
     this.freeHandles[this.freeCount++] = handle;
@@ -114,12 +128,14 @@ export class OrderIndex {
   *restingNodes(): Generator<[string, OrderNode]> {
     const table = this.table;
     for (let slot = 0; slot <= this.mask; slot++) {
-      const ref = table[2 * slot + 1]!;
-      if (table[2 * slot] === 0 || ref < 0) continue;
+      const ref = table[slot]!;
+      if (this.fingerprints[slot] === 0 || ref < 0) continue;
       const node = this.nodes.get(ref)!;
       // Yield the id the slot was filed under, as far as the table can tell: the node's, if the
-      // slot's hash is that id's hash.
-      yield [hashId(node.id) === table[2 * slot] ? node.id : `<misfiled ${slot}>`, node];
+      // handle's recorded hash is that id's hash and the slot's fingerprint agrees with it.
+      const hash = this.handleHashes[ref]!;
+      const filed = hashId(node.id) === hash && this.fingerprints[slot] === fingerprintOf(hash);
+      yield [filed ? node.id : `<misfiled ${slot}>`, node];
     }
   }
 
@@ -131,7 +147,7 @@ export class OrderIndex {
     this.freeCount = 0;
     this.nextHandle = 0;
     this.finishCount = 0;
-    this.finishedIds.clear();
+    this.longIds.clear();
     this.resting = 0;
   }
 
@@ -153,8 +169,11 @@ export class OrderIndex {
       const larger = new Int32Array(size);
       larger.set(this.finishedHashes);
       this.finishedHashes = larger;
+      const chars = new Uint8Array(size * ID_STRIDE);
+      chars.set(this.finishedChars);
+      this.finishedChars = chars;
     }
-    this.finishedIds.set(at, id);
+    this.storeFinishedId(at, id);
     this.finishedHashes[at] = hash;
     return -(at + 1);
   }
@@ -173,12 +192,13 @@ export class OrderIndex {
       return;
     }
     const table = this.table;
+    const fingerprints = this.fingerprints;
     const mask = this.mask;
     for (let at = first; at < first + generationSize; at++) {
       const hash = this.finishedHashes[at]!;
       const ref = -(at + 1);
-      for (let slot = hash & mask; table[2 * slot] !== 0; slot = (slot + 1) & mask) {
-        if (table[2 * slot] === hash && table[2 * slot + 1] === ref) {
+      for (let slot = hash & mask; fingerprints[slot] !== 0; slot = (slot + 1) & mask) {
+        if (table[slot] === ref) {
           this.deleteSlot(slot);
           break;
         }
@@ -197,33 +217,68 @@ export class OrderIndex {
     const fingerprints = this.fingerprints;
     const mask = this.mask;
     let start = 0;
-    while (table[2 * start] !== 0) start++;
+    while (fingerprints[start] !== 0) start++;
     for (let n = 1; n <= mask; n++) {
       const slot = (start + n) & mask;
-      const hash = table[2 * slot]!;
-      if (hash === 0) continue;
-      const ref = table[2 * slot + 1]!;
+      const fingerprint = fingerprints[slot]!;
+      if (fingerprint === 0) continue;
+      const ref = table[slot]!;
       if (ref >= low && ref <= high) {
-        table[2 * slot] = 0;
         fingerprints[slot] = 0;
         this.size--;
         continue;
       }
-      let target = hash & mask;
-      while (target !== slot && table[2 * target] !== 0) target = (target + 1) & mask;
+      let target = this.hashOf(ref) & mask;
+      while (target !== slot && fingerprints[target] !== 0) target = (target + 1) & mask;
       if (target !== slot) {
-        table[2 * target] = hash;
-        table[2 * target + 1] = ref;
-        fingerprints[target] = fingerprints[slot]!;
-        table[2 * slot] = 0;
+        table[target] = ref;
+        fingerprints[target] = fingerprint;
         fingerprints[slot] = 0;
       }
     }
   }
 
-  /** The id an entry was filed under. */
-  private keyOf(ref: number): string | undefined {
-    return ref < 0 ? this.finishedIds.get(-ref - 1) : this.nodes.get(ref)?.id;
+  /** Files `id` at ring position `at`, as characters when it fits (see finishedChars). */
+  private storeFinishedId(at: number, id: string): void {
+    const chars = this.finishedChars;
+    const base = at * ID_STRIDE;
+    if (chars[base] === LONG_ID) this.longIds.set(at, undefined);
+    const length = id.length;
+    if (length < ID_STRIDE) {
+      let i = 0;
+      while (i < length) {
+        const code = id.charCodeAt(i);
+        if (code > 0xff) break;
+        chars[base + 1 + i] = code;
+        i++;
+      }
+      if (i === length) {
+        chars[base] = length;
+        return;
+      }
+    }
+    chars[base] = LONG_ID;
+    this.longIds.set(at, id);
+  }
+
+  /** The id hash of the entry with reference `ref`. */
+  private hashOf(ref: number): number {
+    return ref < 0 ? this.finishedHashes[-ref - 1]! : this.handleHashes[ref]!;
+  }
+
+  /** True when the entry with reference `ref` was filed under exactly `id`. */
+  private isKey(ref: number, id: string): boolean {
+    if (ref >= 0) return this.nodes.get(ref)?.id === id;
+    const at = -ref - 1;
+    const chars = this.finishedChars;
+    const base = at * ID_STRIDE;
+    const length = chars[base]!;
+    if (length === LONG_ID) return this.longIds.get(at) === id;
+    if (length !== id.length) return false;
+    for (let i = 0; i < length; i++) {
+      if (chars[base + 1 + i] !== id.charCodeAt(i)) return false;
+    }
+    return true;
   }
 
   /** The slot holding `id`, or the bitwise complement of the empty slot where it would go. */
@@ -235,12 +290,9 @@ export class OrderIndex {
     for (;;) {
       const stored = fingerprints[slot]!;
       if (stored === 0) return ~slot;
-      if (
-        stored === wanted &&
-        this.table[2 * slot] === hash &&
-        this.keyOf(this.table[2 * slot + 1]!) === id
-      ) {
-        return slot;
+      if (stored === wanted) {
+        const ref = this.table[slot]!;
+        if (this.hashOf(ref) === hash && this.isKey(ref, id)) return slot;
       }
       slot = (slot + 1) & mask;
     }
@@ -250,15 +302,12 @@ export class OrderIndex {
     let slot = this.find(id, hash);
     if (slot < 0) {
       slot = ~slot;
-      this.table[2 * slot] = hash;
-      this.table[2 * slot + 1] = ref;
+      this.table[slot] = ref;
       this.fingerprints[slot] = fingerprintOf(hash);
-      // Keep the load at most three quarters: probe runs stay a few slots long, mostly within
-      // one cache line (8 slots), and the table stays small enough to be mostly in cache.
-      if (++this.size * 4 > 3 * this.mask) this.grow();
+      if (++this.size * LOAD_DENOMINATOR > LOAD_NUMERATOR * this.mask) this.grow();
       return;
     }
-    this.table[2 * slot + 1] = ref;
+    this.table[slot] = ref;
   }
 
   /** Backward-shift deletion: no tombstones, so misses stay short after many removals. */
@@ -270,42 +319,54 @@ export class OrderIndex {
     let slot = start;
     for (;;) {
       slot = (slot + 1) & mask;
-      const hash = table[2 * slot]!;
-      if (hash === 0) break;
-      const home = hash & mask;
+      if (fingerprints[slot] === 0) break;
+      const ref = table[slot]!;
+      const home = this.hashOf(ref) & mask;
       // An entry whose home lies cyclically in (hole, slot] is still reachable; leave it.
       const reachable = hole <= slot ? hole < home && home <= slot : hole < home || home <= slot;
       if (reachable) continue;
-      table[2 * hole] = hash;
-      table[2 * hole + 1] = table[2 * slot + 1]!;
+      table[hole] = ref;
       fingerprints[hole] = fingerprints[slot]!;
       hole = slot;
     }
-    table[2 * hole] = 0;
     fingerprints[hole] = 0;
     this.size--;
   }
 
   private grow(): void {
     const old = this.table;
+    const oldFingerprints = this.fingerprints;
     const slots = 2 * (this.mask + 1);
     const mask = slots - 1;
-    const table = new Int32Array(2 * slots);
+    const table = new Int32Array(slots);
     const fingerprints = new Uint8Array(slots);
-    for (let i = 0; i < old.length; i += 2) {
-      const hash = old[i]!;
-      if (hash === 0) continue;
-      let slot = hash & mask;
-      while (table[2 * slot] !== 0) slot = (slot + 1) & mask;
-      table[2 * slot] = hash;
-      table[2 * slot + 1] = old[i + 1]!;
-      fingerprints[slot] = fingerprintOf(hash);
+    for (let i = 0; i < old.length; i++) {
+      if (oldFingerprints[i] === 0) continue;
+      const ref = old[i]!;
+      let slot = this.hashOf(ref) & mask;
+      while (fingerprints[slot] !== 0) slot = (slot + 1) & mask;
+      table[slot] = ref;
+      fingerprints[slot] = oldFingerprints[i]!;
     }
     this.table = table;
     this.fingerprints = fingerprints;
     this.mask = mask;
   }
 }
+
+/**
+ * The table grows when more than LOAD_NUMERATOR / LOAD_DENOMINATOR of its slots are used. A
+ * probe reads one fingerprint byte a slot, so runs a little longer than at lower loads still
+ * stay within a cache line or two, and the table stays half the size: 100,000 remembered ids
+ * fit 131,072 slots (640 KiB with the fingerprints), which stays in a core's L2 cache.
+ */
+const LOAD_NUMERATOR = 7;
+const LOAD_DENOMINATOR = 8;
+
+/** Bytes per finished id position: a length byte, then up to ID_STRIDE - 1 Latin-1 characters. */
+const ID_STRIDE = 40;
+/** The length byte of a position whose id is kept as a string in longIds. */
+const LONG_ID = 0xff;
 
 /** 1..128 from the hash's top bits (the slot comes from its low bits); 0 means empty. */
 function fingerprintOf(hash: number): number {

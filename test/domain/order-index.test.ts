@@ -68,7 +68,13 @@ describe("OrderIndex", () => {
     const model = new ModelIndex(Math.floor(capacity / 2));
     const resting: OrderNode[] = [];
     let fresh = 0;
-    const idOf = (n: number) => `o-${seed}-${n}`;
+    // Short Latin-1 ids are kept as characters, long or wider ones as strings: mix all three.
+    const idOf = (n: number) =>
+      n % 3 === 0
+        ? `o-${seed}-${n}`
+        : n % 3 === 1
+          ? `long-order-id-${seed}-${n}-${"x".repeat(40)}`
+          : `ö€-${seed}-${n}`;
     for (let step = 0; step < steps; step++) {
       const r = next();
       if (r < 0.35) {
@@ -101,5 +107,33 @@ describe("OrderIndex", () => {
     for (let n = 0; n < fresh + 10; n++) expect(index.get(idOf(n))).toBe(model.get(idOf(n)));
     const nodes = [...index.restingNodes()].map(([id]) => id).sort();
     expect(nodes).toEqual(resting.map((node) => node.id).sort());
+  });
+
+  test("ids whose hashes collide are told apart exactly", () => {
+    const index = new OrderIndex(100);
+    const hash = 12345;
+    const ids = [
+      "a-1",
+      "a-2",
+      "b-1",
+      `long-${"y".repeat(60)}`,
+      `long-${"y".repeat(59)}z`,
+      "é-1",
+      "€-1",
+    ];
+    // All filed under the same hash: every lookup must still compare the ids themselves.
+    const node = { id: "r-1" } as OrderNode;
+    index.rest(node, hash);
+    for (const id of ids.slice(0, 4)) index.finish(id, hash);
+    for (const id of ids.slice(0, 4)) expect(index.get(id, hash)).toBe(FINISHED);
+    for (const id of ids.slice(4)) expect(index.get(id, hash)).toBeUndefined();
+    expect(index.get("r-1", hash)).toBe(node);
+    expect(index.get("r-2", hash)).toBeUndefined();
+    index.finishResting(node);
+    expect(index.get("r-1", hash)).toBe(FINISHED);
+    for (const id of ids.slice(4)) index.finish(id, hash);
+    for (const id of ids) expect(index.get(id, hash)).toBe(FINISHED);
+    expect(index.get("a-3", hash)).toBeUndefined();
+    expect(index.get(`long-${"y".repeat(58)}zz`, hash)).toBeUndefined();
   });
 });
