@@ -3,7 +3,8 @@
 
 import type { EventEnvelope, EventType, Side, StpMode } from "./types";
 
-const eventTypes: readonly EventType[] = [
+/** Every event type of the contract, in a fixed order. */
+export const eventTypes: readonly EventType[] = [
   "order.rested.v1",
   "order.filled.v1",
   "order.updated.v1",

@@ -7,10 +7,8 @@ import fc from "fast-check";
 import { decodeWithSchema } from "../../src/domain/decode-command";
 import { decodeValidCommand } from "../../src/domain/decode-command-fast";
 import { decodeCommand } from "../../src/domain/index";
+import { assertProperty, propertySeed } from "../support/property";
 import { cancel, place } from "./helpers";
-
-const replaySeed = process.env.MATCHD_PROPERTY_SEED;
-const seed = replaySeed === undefined ? Date.now() % 2 ** 31 : Number(replaySeed);
 
 /** Values that sit on or across the schema's edges. */
 const oddValue = fc.oneof(
@@ -97,36 +95,32 @@ const mutation = fc.record({
   }),
 });
 
-test(`the fast check agrees with the zod schema (seed ${seed})`, () => {
-  try {
-    fc.assert(
-      fc.property(mutation, ({ base, envelope, payload }) => {
-        const command: Record<string, unknown> =
-          base === "place" ? { ...place({ id: "o1" }) } : { ...cancel("o1") };
-        const body = { ...(command.payload as Record<string, unknown>) };
-        for (const [key, value, remove] of payload) {
-          if (remove) delete body[key];
-          else body[key] = value;
-        }
-        command.payload = body;
-        for (const [key, value, remove] of envelope) {
-          if (remove) delete command[key];
-          else command[key] = value;
-        }
-        const reference = decodeWithSchema(command);
-        const fast = decodeValidCommand(command);
-        if (fast !== undefined) {
-          expect(reference.ok).toBe(true);
-          if (reference.ok) expect(fast).toEqual(reference.command);
-        }
-        expect(decodeCommand(command)).toEqual(reference);
-      }),
-      { seed, numRuns: Math.max(1, Number(process.env.MATCHD_PROPERTY_RUNS) || 5000) },
-    );
-  } catch (error) {
-    console.error(`decode property test failed; replay with MATCHD_PROPERTY_SEED=${seed}`);
-    throw error;
-  }
+test(`the fast check agrees with the zod schema (seed ${propertySeed})`, () => {
+  assertProperty(
+    "decode property test",
+    fc.property(mutation, ({ base, envelope, payload }) => {
+      const command: Record<string, unknown> =
+        base === "place" ? { ...place({ id: "o1" }) } : { ...cancel("o1") };
+      const body = { ...(command.payload as Record<string, unknown>) };
+      for (const [key, value, remove] of payload) {
+        if (remove) delete body[key];
+        else body[key] = value;
+      }
+      command.payload = body;
+      for (const [key, value, remove] of envelope) {
+        if (remove) delete command[key];
+        else command[key] = value;
+      }
+      const reference = decodeWithSchema(command);
+      const fast = decodeValidCommand(command);
+      if (fast !== undefined) {
+        expect(reference.ok).toBe(true);
+        if (reference.ok) expect(fast).toEqual(reference.command);
+      }
+      expect(decodeCommand(command)).toEqual(reference);
+    }),
+    5000,
+  );
 });
 
 test("the fast check takes the producers' plain commands", () => {

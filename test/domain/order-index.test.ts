@@ -3,6 +3,7 @@
 // generation and the one-by-one path used when the table is much larger than a generation.
 
 import { describe, expect, test } from "bun:test";
+import { mulberry32 } from "../../src/bench/workloads";
 import type { OrderNode } from "../../src/domain/order-book";
 import { FINISHED, OrderIndex } from "../../src/domain/order-index";
 
@@ -42,18 +43,6 @@ class ModelIndex {
   }
 }
 
-/** mulberry32, so a failure replays from its seed. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 describe("OrderIndex", () => {
   test.each([
     // Small capacities with many resting orders take the one-by-one path; large ones sweep.
@@ -63,7 +52,7 @@ describe("OrderIndex", () => {
     [1000, 4, 60_000],
     [20_000, 5, 60_000],
   ])("capacity %i (seed %i, %i steps) agrees with the model", (capacity, seed, steps) => {
-    const next = random(seed);
+    const next = mulberry32(seed);
     const index = new OrderIndex(capacity);
     const model = new ModelIndex(Math.floor(capacity / 2));
     const resting: OrderNode[] = [];

@@ -9,11 +9,8 @@ import {
   MatchingEngine,
   type PlaceOrderPayload,
 } from "../../src/domain/index";
+import { assertProperty, propertySeed } from "../support/property";
 import { ReferenceBook } from "./reference-book";
-
-const replaySeed = process.env.MATCHD_PROPERTY_SEED;
-const seed =
-  replaySeed !== undefined ? Number(replaySeed) : (Date.now() ^ (Math.random() * 2 ** 31)) >>> 0;
 
 const prices = ["9.5", "9.8", "10", "10", "10.1", "10.3", "10.5"];
 const volumes = ["1", "2", "0.33", "0.5", "3", "1.25", "0.01", "5"];
@@ -127,28 +124,24 @@ function toCommand(
   return { command: { ...base, type: "order.place", payload }, alreadyAccepted: false };
 }
 
-test(`engine agrees with the reference book (seed ${seed})`, () => {
-  try {
-    fc.assert(
-      fc.property(fc.array(opArb, { minLength: 1, maxLength: 150, size: "max" }), (ops) => {
-        const engine = new MatchingEngine();
-        const reference = new ReferenceBook();
-        const ids: string[] = [];
-        ops.forEach((op, index) => {
-          const { command, alreadyAccepted } = toCommand(op, index, ids);
-          const actual = engine.apply(command, alreadyAccepted);
-          const expected = reference.apply(command, alreadyAccepted);
-          expect(JSON.stringify(actual.events)).toBe(JSON.stringify(expected.events));
-          expect(actual.result).toEqual(expected.result);
-          engine.check();
-          expect(engine.digest()).toBe(reference.digest());
-          expect(engine.restingOrderCount()).toBe(reference.restingCount());
-        });
-      }),
-      { seed, numRuns: Math.max(1, Number(process.env.MATCHD_PROPERTY_RUNS) || 300) },
-    );
-  } catch (error) {
-    console.error(`property test failed; replay with MATCHD_PROPERTY_SEED=${seed}`);
-    throw error;
-  }
+test(`engine agrees with the reference book (seed ${propertySeed})`, () => {
+  assertProperty(
+    "property test",
+    fc.property(fc.array(opArb, { minLength: 1, maxLength: 150, size: "max" }), (ops) => {
+      const engine = new MatchingEngine();
+      const reference = new ReferenceBook();
+      const ids: string[] = [];
+      ops.forEach((op, index) => {
+        const { command, alreadyAccepted } = toCommand(op, index, ids);
+        const actual = engine.apply(command, alreadyAccepted);
+        const expected = reference.apply(command, alreadyAccepted);
+        expect(JSON.stringify(actual.events)).toBe(JSON.stringify(expected.events));
+        expect(actual.result).toEqual(expected.result);
+        engine.check();
+        expect(engine.digest()).toBe(reference.digest());
+        expect(engine.restingOrderCount()).toBe(reference.restingCount());
+      });
+    }),
+    300,
+  );
 });

@@ -9,11 +9,8 @@ import {
   MatchingEngine,
   type PlaceOrderPayload,
 } from "../../src/domain/index";
+import { assertProperty, propertySeed } from "../support/property";
 import { ReferenceBook } from "./reference-book";
-
-const replaySeed = process.env.MATCHD_PROPERTY_SEED;
-const seed =
-  replaySeed !== undefined ? Number(replaySeed) : (Date.now() ^ (Math.random() * 2 ** 31)) >>> 0;
 
 /** Precision sets: quote decimals below, equal to and above price + amount decimals. */
 const configs = [
@@ -99,34 +96,30 @@ function toCommand(
   return { ...base, type: "order.place", payload };
 }
 
-test(`engine agrees with the reference book on wide values (seed ${seed})`, () => {
-  try {
-    fc.assert(
-      fc.property(
-        fc.integer({ min: 0, max: configs.length - 1 }),
-        fc.array(opArb, { minLength: 1, maxLength: 80 }),
-        (configIndex, ops) => {
-          const engine = new MatchingEngine();
-          const reference = new ReferenceBook();
-          const ids: string[] = [];
-          ops.forEach((op, index) => {
-            const command = toCommand(op, index, ids, configs[configIndex]!);
-            const actual = engine.apply(command);
-            const expected = reference.apply(command);
-            expect(JSON.stringify(actual.events)).toBe(JSON.stringify(expected.events));
-            expect(actual.result).toEqual(expected.result);
-            engine.check();
-            expect(engine.digest()).toBe(reference.digest());
-          });
-          expect(engine.depth(1, 5)).toEqual(depthOf(engine, 5));
-        },
-      ),
-      { seed, numRuns: Math.max(1, Number(process.env.MATCHD_PROPERTY_RUNS) || 200) },
-    );
-  } catch (error) {
-    console.error(`wide-values property test failed; replay with MATCHD_PROPERTY_SEED=${seed}`);
-    throw error;
-  }
+test(`engine agrees with the reference book on wide values (seed ${propertySeed})`, () => {
+  assertProperty(
+    "wide-values property test",
+    fc.property(
+      fc.integer({ min: 0, max: configs.length - 1 }),
+      fc.array(opArb, { minLength: 1, maxLength: 80 }),
+      (configIndex, ops) => {
+        const engine = new MatchingEngine();
+        const reference = new ReferenceBook();
+        const ids: string[] = [];
+        ops.forEach((op, index) => {
+          const command = toCommand(op, index, ids, configs[configIndex]!);
+          const actual = engine.apply(command);
+          const expected = reference.apply(command);
+          expect(JSON.stringify(actual.events)).toBe(JSON.stringify(expected.events));
+          expect(actual.result).toEqual(expected.result);
+          engine.check();
+          expect(engine.digest()).toBe(reference.digest());
+        });
+        expect(engine.depth(1, 5)).toEqual(depthOf(engine, 5));
+      },
+    ),
+    200,
+  );
 });
 
 /** Depth recomputed from the resting orders, so level totals are checked against their orders. */

@@ -6,26 +6,15 @@
  */
 import amqp, { type Channel, type ChannelModel, type ConsumeMessage } from "amqplib";
 import type Redis from "ioredis";
+import { eventTypes } from "../../src/domain/events";
+import type { EventType } from "../../src/domain/index";
 import { allEventExchanges } from "../../src/infra/amqp/topology";
 import { partitionKeys } from "../../src/infra/valkey/keys";
 import { freePorts } from "../../src/stack/process";
 import { metricsJson, spawnMatchd, type TestStack } from "../support/stack";
 
-export const eventTypes = [
-  "order.rested.v1",
-  "order.filled.v1",
-  "order.updated.v1",
-  "order.cancelled.v1",
-  "deal.executed.v1",
-  "order.rejected.v1",
-] as const;
-
 /** A contract envelope for event number `n` of a partition; eventId is deterministic in n. */
-export function envelope(
-  partition: number,
-  n: number,
-  type: (typeof eventTypes)[number] = eventTypes[n % 4]!,
-) {
+export function envelope(partition: number, n: number, type: EventType = eventTypes[n % 4]!) {
   return {
     schemaVersion: 1,
     eventId: `p${partition}-c${Math.floor(n / 2)}-${n % 2}-${type}`,
@@ -53,7 +42,7 @@ export async function writeEvents(
   partition: number,
   from: number,
   to: number,
-  type?: (typeof eventTypes)[number],
+  type?: EventType,
 ): Promise<string[]> {
   const stream = partitionKeys(partition).events;
   const pipeline = valkey.pipeline();
