@@ -71,16 +71,11 @@ export function encodePublishFrames(
   ) {
     return undefined;
   }
-  let flags = 0;
-  let propertiesSize = 0;
-  const shortString = (value: string | undefined, flag: number): number => {
-    if (value === undefined) return 0;
-    const length = utf8Length(value);
-    flags |= flag;
-    propertiesSize += 1 + length;
-    return length;
-  };
-  const contentTypeLength = shortString(p.contentType, FLAG_CONTENT_TYPE);
+  const contentTypeLength = optionalLength(p.contentType);
+  const correlationIdLength = optionalLength(p.correlationId);
+  const replyToLength = optionalLength(p.replyTo);
+  const messageIdLength = optionalLength(p.messageId);
+  const typeLength = optionalLength(p.type);
   let headerNameLength = 0;
   let headerValueLength = 0;
   let tableSize = 0;
@@ -89,21 +84,6 @@ export function encodePublishFrames(
     headerValueLength = utf8Length(p.header.value);
     tableSize = 1 + headerNameLength + 1 + 4 + headerValueLength;
   }
-  // amqplib always sends a headers table, empty when there are none; so does this.
-  flags |= FLAG_HEADERS;
-  propertiesSize += 4 + tableSize;
-  if (p.persistent) {
-    flags |= FLAG_DELIVERY_MODE;
-    propertiesSize += 1;
-  }
-  const correlationIdLength = shortString(p.correlationId, FLAG_CORRELATION_ID);
-  const replyToLength = shortString(p.replyTo, FLAG_REPLY_TO);
-  const messageIdLength = shortString(p.messageId, FLAG_MESSAGE_ID);
-  if (p.timestamp !== undefined) {
-    flags |= FLAG_TIMESTAMP;
-    propertiesSize += 8;
-  }
-  const typeLength = shortString(p.type, FLAG_TYPE);
   if (
     Math.max(
       contentTypeLength,
@@ -116,6 +96,27 @@ export function encodePublishFrames(
   ) {
     return undefined;
   }
+  const hasTimestamp = p.timestamp !== undefined;
+  // amqplib always sends a headers table, empty when there are none; so does this.
+  const flags =
+    FLAG_HEADERS |
+    (contentTypeLength < 0 ? 0 : FLAG_CONTENT_TYPE) |
+    (p.persistent ? FLAG_DELIVERY_MODE : 0) |
+    (correlationIdLength < 0 ? 0 : FLAG_CORRELATION_ID) |
+    (replyToLength < 0 ? 0 : FLAG_REPLY_TO) |
+    (messageIdLength < 0 ? 0 : FLAG_MESSAGE_ID) |
+    (hasTimestamp ? FLAG_TIMESTAMP : 0) |
+    (typeLength < 0 ? 0 : FLAG_TYPE);
+  const propertiesSize =
+    4 +
+    tableSize +
+    (p.persistent ? 1 : 0) +
+    (hasTimestamp ? 8 : 0) +
+    shortStringSize(contentTypeLength) +
+    shortStringSize(correlationIdLength) +
+    shortStringSize(replyToLength) +
+    shortStringSize(messageIdLength) +
+    shortStringSize(typeLength);
 
   const methodSize = 2 + 2 + 2 + 1 + exchangeLength + 1 + routingKeyLength + 1;
   const headerSize = 2 + 2 + 8 + 2 + propertiesSize;
@@ -171,6 +172,16 @@ export function encodePublishFrames(
   o += typeof f.body === "string" ? out.write(f.body, o, "utf8") : f.body.copy(out, o);
   out.writeUInt8(FRAME_END, o);
   return out;
+}
+
+/** UTF-8 length of an optional property, -1 when it is absent. */
+function optionalLength(value: string | undefined): number {
+  return value === undefined ? -1 : utf8Length(value);
+}
+
+/** Bytes an optional short string takes in the property list (length byte + text). */
+function shortStringSize(length: number): number {
+  return length < 0 ? 0 : 1 + length;
 }
 
 function writeShortString(out: Buffer, offset: number, text: string, length: number): number {
