@@ -15,6 +15,7 @@ import {
   eventually,
   PartitionStore,
   partitionCount,
+  removePartition,
   startConductor,
 } from "./helpers";
 
@@ -161,8 +162,6 @@ test("malformed bodies: dead-lettered or rejected, all acknowledged, conductor k
     expect(await conductor.stop()).toBe(0);
     expect(await suite.publisher.messageCount(partition)).toBe(0);
   } finally {
-    await store.deleteAll();
-    store.close();
-    await suite.publisher.deleteQueue(partition);
+    await removePartition(store, suite.publisher, partition);
   }
 }, 60_000);

@@ -9,7 +9,7 @@ import { CommitBuilder, commitScript } from "../../src/conductor/commit-script";
 import { ConductorStore } from "../../src/conductor/store";
 import type { RestingOrder } from "../../src/domain/index";
 import { uniquePartition } from "../support/stack";
-import { conductorSuite, PartitionStore, startConductor } from "./helpers";
+import { conductorSuite, PartitionStore, removePartition, startConductor } from "./helpers";
 
 const suite = conductorSuite();
 
@@ -52,9 +52,7 @@ test("100,000 resting orders load at boot (time reported)", async () => {
     );
     expect(await conductor.stop()).toBe(0);
   } finally {
-    await store.deleteAll();
-    store.close();
-    await suite.publisher.deleteQueue(partition);
+    await removePartition(store, suite.publisher, partition);
   }
 }, 90_000);
 

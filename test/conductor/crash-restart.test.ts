@@ -11,10 +11,11 @@ import {
   type ConductorProcess,
   conductorSuite,
   eventually,
+  expectEventsOnce,
   PartitionStore,
   partitionCount,
+  removePartition,
   startConductor,
-  streamProblems,
 } from "./helpers";
 
 const suite = conductorSuite();
@@ -108,18 +109,11 @@ describe("kill -9 and restart", () => {
       const after = await runWithCrashes(partition, commands, [600], store);
       expect(await store.eventCount()).toBe(2 * n);
       expect(expected.events).toBe(2 * n);
-      expect(
-        await streamProblems(
-          store,
-          commands.map((c) => c.commandId),
-        ),
-      ).toEqual([]);
+      await expectEventsOnce(store, commands);
       expect(await store.bookSizes(partition)).toEqual({ bids: 0, asks: 0 });
       expect(after).toEqual({ digest: expected.digest, restingOrders: 0 });
     } finally {
-      await store.deleteAll();
-      store.close();
-      await suite.publisher.deleteQueue(partition);
+      await removePartition(store, suite.publisher, partition);
     }
   }, 90_000);
 
@@ -135,12 +129,7 @@ describe("kill -9 and restart", () => {
       expect(after.digest).toBe(expected.digest);
       expect(after.restingOrders).toBe(expected.resting);
       expect(await store.eventCount()).toBe(expected.events);
-      expect(
-        await streamProblems(
-          store,
-          commands.map((c) => c.commandId),
-        ),
-      ).toEqual([]);
+      await expectEventsOnce(store, commands);
       const stored = await store.storedResults(commands.map((c) => c.commandId));
       const differing = commands
         .map((c) => c.commandId)
@@ -155,9 +144,7 @@ describe("kill -9 and restart", () => {
         );
       expect(differing.slice(0, 5)).toEqual([]);
     } finally {
-      await store.deleteAll();
-      store.close();
-      await suite.publisher.deleteQueue(partition);
+      await removePartition(store, suite.publisher, partition);
     }
   }, 120_000);
 });

@@ -11,10 +11,11 @@ import { uniquePartition } from "../support/stack";
 import {
   conductorSuite,
   eventually,
+  expectEventsOnce,
   PartitionStore,
   partitionCount,
+  removePartition,
   startConductor,
-  streamProblems,
 } from "./helpers";
 
 const suite = conductorSuite();
@@ -126,9 +127,7 @@ describe("fencing", () => {
       expect(await store.bookSizes(partition)).toEqual({ bids: 0, asks: 0 });
       expect(await b.stop()).toBe(0);
     } finally {
-      await store.deleteAll();
-      store.close();
-      await suite.publisher.deleteQueue(partition);
+      await removePartition(store, suite.publisher, partition);
     }
   }, 60_000);
 
@@ -162,20 +161,13 @@ describe("fencing", () => {
       expect(a.process.exitCode).toBeNull();
       expect(b.process.exitCode).toBeNull();
       expect(await store.eventCount()).toBe(2 * n);
-      expect(
-        await streamProblems(
-          store,
-          commands.map((c) => c.commandId),
-        ),
-      ).toEqual([]);
+      await expectEventsOnce(store, commands);
       expect(await store.bookSizes(partition)).toEqual({ bids: 0, asks: 0 });
       console.log(
         `two conductors: A exit ${a.process.exitCode ?? "running"} processed ${pa}; B exit ${b.process.exitCode ?? "running"} processed ${pb}`,
       );
     } finally {
-      await store.deleteAll();
-      store.close();
-      await suite.publisher.deleteQueue(partition);
+      await removePartition(store, suite.publisher, partition);
     }
   }, 60_000);
 
@@ -218,9 +210,7 @@ describe("fencing", () => {
       expect((await fetch(`${conductor.url}/metrics`)).status).toBe(200);
       expect(await conductor.stop()).toBe(0);
     } finally {
-      await store.deleteAll();
-      store.close();
-      await suite.publisher.deleteQueue(partition);
+      await removePartition(store, suite.publisher, partition);
     }
   }, 60_000);
 });

@@ -3,7 +3,7 @@
  * own HTTP port, a confirming command publisher, a raw Valkey client for a partition's
  * keys, and polling helpers. Every server is real; nothing here fakes one.
  */
-import { afterAll, afterEach, beforeAll } from "bun:test";
+import { afterAll, afterEach, beforeAll, expect } from "bun:test";
 import amqp, { type ChannelModel, type ConfirmChannel, type Options } from "amqplib";
 import Redis from "ioredis";
 import type { CommandEnvelope } from "../../src/domain/index";
@@ -318,4 +318,28 @@ export function conductorSuite(): { readonly stack: TestStack; readonly publishe
     await suite.publisher.close();
   });
   return suite;
+}
+
+/** Every command's events are in the stream exactly once, whole and in order. */
+export async function expectEventsOnce(
+  store: PartitionStore,
+  commands: readonly CommandEnvelope[],
+): Promise<void> {
+  expect(
+    await streamProblems(
+      store,
+      commands.map((c) => c.commandId),
+    ),
+  ).toEqual([]);
+}
+
+/** Deletes a test partition's keys and command queue and closes its store. */
+export async function removePartition(
+  store: PartitionStore,
+  publisher: Publisher,
+  partition: number,
+): Promise<void> {
+  await store.deleteAll();
+  store.close();
+  await publisher.deleteQueue(partition);
 }

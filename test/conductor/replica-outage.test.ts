@@ -16,11 +16,11 @@ import { type TestStack, testStack, uniquePartition } from "../support/stack";
 import {
   disposeAll,
   eventually,
+  expectEventsOnce,
   PartitionStore,
   Publisher,
   partitionCount,
   startConductor,
-  streamProblems,
 } from "./helpers";
 
 let stack: TestStack;
@@ -127,12 +127,7 @@ test("replica down: nothing acknowledged; replica back: everything completes onc
     expect(after.matching_commands_processed_total).toBe(60);
     expect(after.matching_events_created_total).toBe(120);
     expect(await store.eventCount()).toBe(120);
-    expect(
-      await streamProblems(
-        store,
-        commands.map((c) => c.commandId),
-      ),
-    ).toEqual([]);
+    await expectEventsOnce(store, commands);
     expect(await store.bookSizes(partition)).toEqual({ bids: 0, asks: 0 });
     console.log(
       `replica outage: failures ${after.matching_command_failures_total}, durability timeouts ${after.matching_durability_timeouts_total}, reloads ${after.matching_book_reloads_total}`,
