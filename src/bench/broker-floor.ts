@@ -4,7 +4,8 @@
 // nothing but acknowledge, in batches, as the conductor does. No datastore, no matching:
 // its throughput is the ceiling the conductor boundary can reach with this broker here.
 
-import amqp, { type ConsumeMessage } from "amqplib";
+import type { ConsumeMessage } from "amqplib";
+import { connectBroker } from "../infra/amqp/connect";
 import { FramePublisher } from "../infra/amqp/fast-publish";
 import { commandQueueArguments } from "../infra/amqp/topology";
 import { LatencyHistogram, type Percentiles } from "./histogram";
@@ -48,8 +49,8 @@ export async function runBrokerFloor(options: BrokerFloorOptions): Promise<Broke
   for (let i = 0; i < total; i++) bodies.push(Buffer.from(JSON.stringify(workload.next(i))));
 
   // Two connections, as producer and conductor are two processes in the real pipeline.
-  const producer = await amqp.connect(options.brokerUrl);
-  const consumer = await amqp.connect(options.brokerUrl);
+  const producer = await connectBroker(options.brokerUrl, "matchd-bench-producer");
+  const consumer = await connectBroker(options.brokerUrl, "matchd-bench-consumer");
   try {
     const setup = await producer.createChannel();
     await setup.deleteQueue(brokerFloorQueue);

@@ -11,10 +11,10 @@
  * The caller owns the servers; this function deletes the partition's keys first, so
  * no other outbox or conductor may be running on that partition.
  */
-import amqp from "amqplib";
 import Redis from "ioredis";
 import type { Config } from "../config/schema";
 import { eventIdOf } from "../domain/events";
+import { connectBroker } from "../infra/amqp/connect";
 import { allEventExchanges } from "../infra/amqp/topology";
 import { partitionKeys } from "../infra/valkey/keys";
 
@@ -125,7 +125,7 @@ export async function runOutboxDrainBench(
   const keys = partitionKeys(partition);
   const runId = `bench-${Date.now().toString(36)}`;
   const valkey = new Redis(config.datastoreUrl, { maxRetriesPerRequest: 1 });
-  const connection = await amqp.connect(config.brokerUrl);
+  const connection = await connectBroker(config.brokerUrl, "matchd-bench-sinks");
   let outbox: { stop(): Promise<void>; metricsUrl: string } | undefined;
   try {
     await deleteKeys(valkey, keys.prefix);

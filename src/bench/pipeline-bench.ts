@@ -4,9 +4,10 @@
  * offered rate, and measures until every command is durably processed (and, for the
  * full pipeline, every event has reached the sink queues), checking invariants.
  */
-import amqp, { type Channel, type ConfirmChannel } from "amqplib";
+import type { Channel, ConfirmChannel } from "amqplib";
 import type { Config } from "../config/schema";
 import type { CommandEnvelope } from "../domain/index";
+import { connectBroker } from "../infra/amqp/connect";
 import { FramePublisher } from "../infra/amqp/fast-publish";
 import { allEventExchanges, commandExchange, commandQueue } from "../infra/amqp/topology";
 import { createValkey, parseInfo, type Valkey } from "../infra/valkey/client";
@@ -89,7 +90,7 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
   const timedFrom = prefill.length + options.warmup;
 
   const valkey = createValkey(options.datastoreUrl, { name: "matchd-bench" });
-  const connection = await amqp.connect(options.brokerUrl);
+  const connection = await connectBroker(options.brokerUrl, "matchd-bench");
   const publisher: ConfirmChannel = await connection.createConfirmChannel();
   // Pre-encoded frames: the producer's own CPU competes with the services on this machine.
   const frames = new FramePublisher(publisher);

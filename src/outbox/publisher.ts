@@ -56,8 +56,6 @@ export class EventPublisher {
     onUnroutable: (exchange: string) => void,
   ): Promise<EventPublisher> {
     const connection = await connectBroker(url, connectionName);
-    const coalesced = coalesceSocketWrites(connection);
-    if (!coalesced) log.debug("amqplib internals not as expected; socket writes are not coalesced");
     try {
       const channel = await connection.createConfirmChannel();
       await declareEventExchanges(channel);
@@ -129,50 +127,4 @@ export class EventPublisher {
   private wakeDrainWaiters(): void {
     for (const wake of this.drainWaiters.splice(0)) wake();
   }
-}
-
-/** The part of amqplib 0.10's internals that coalesceSocketWrites relies on. */
-interface MuxInternals {
-  out: { write(chunk: Buffer): boolean; writableNeedDrain?: boolean };
-}
-
-// Flush a coalesced write once this many bytes are waiting, to keep backpressure honest.
-const coalesceFlushBytes = 64 * 1024;
-
-/**
- * amqplib writes every frame group (one per publish) to the socket separately, and under
- * Bun each socket write costs several microseconds. This puts a small buffer between
- * amqplib's multiplexer and the socket: the writes of one event-loop turn go out as one
- * write. Frames stay whole and in order; backpressure is passed through because a
- * full buffer is flushed synchronously and the socket's own answer returned. If the
- * internals differ (another amqplib version), nothing is changed and false is returned.
- */
-export function coalesceSocketWrites(model: ChannelModel): boolean {
-  const muxer = (model as unknown as { connection?: { muxer?: MuxInternals } }).connection?.muxer;
-  const socket = muxer?.out;
-  if (!muxer || !socket || typeof socket.write !== "function") return false;
-  let chunks: Buffer[] = [];
-  let bytes = 0;
-  let scheduled = false;
-  const flush = (): boolean => {
-    scheduled = false;
-    if (chunks.length === 0) return true;
-    const data = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes);
-    chunks = [];
-    bytes = 0;
-    return socket.write(data);
-  };
-  muxer.out = {
-    write(chunk: Buffer): boolean {
-      chunks.push(chunk);
-      bytes += chunk.length;
-      if (bytes >= coalesceFlushBytes) return flush();
-      if (!scheduled) {
-        scheduled = true;
-        queueMicrotask(flush);
-      }
-      return true;
-    },
-  };
-  return true;
 }
