@@ -119,7 +119,7 @@ export function environmentFacts(environment: Environment): [string, string][] {
  * "ext4 /dev/sda1 on /"; tmpfs or overlay here means the fsync figures say nothing
  * about a real disk.
  */
-export function filesystemOf(path: string): Fact {
+function filesystemOf(path: string): Fact {
   let target: string;
   let mounts: string;
   try {

@@ -504,7 +504,7 @@ function histogramChart(buckets: HistogramBucket[], markers: [string, number, st
 // ---- formatting ---------------------------------------------------------------------
 
 /** Escapes text for HTML element content and double- or single-quoted attributes. */
-export function escapeHtml(text: string): string {
+function escapeHtml(text: string): string {
   return text
     .replace(/&/g, "&amp;")
     .replace(/</g, "&lt;")

@@ -19,7 +19,7 @@ export interface ServiceProcess {
 }
 
 /** The command that runs this same matchd: the compiled binary, or bun + main.ts from source. */
-export function selfCommand(): string[] {
+function selfCommand(): string[] {
   return Bun.main.endsWith(".ts") ? [process.execPath, Bun.main] : [process.execPath];
 }
 

@@ -31,7 +31,7 @@ export interface Workload {
 }
 
 /** 2024-01-01T00:00:00Z: commands are stamped epoch + index milliseconds, never with a clock. */
-export const WORKLOAD_EPOCH_MS = 1_704_067_200_000;
+const WORKLOAD_EPOCH_MS = 1_704_067_200_000;
 
 /** mulberry32: a tiny, well-distributed 32-bit seeded PRNG returning floats in [0, 1). */
 export function mulberry32(seed: number): () => number {
@@ -68,11 +68,7 @@ export function deterministicUuid(seed: number, stream: number, index: number): 
 }
 
 /** Pair ids owned by a partition: pairId mod partitionCount == partition, pairId >= 1. */
-export function partitionPairIds(
-  partition: number,
-  partitionCount: number,
-  count: number,
-): number[] {
+function partitionPairIds(partition: number, partitionCount: number, count: number): number[] {
   const ids: number[] = [];
   for (
     let pairId = partition === 0 ? partitionCount : partition;

@@ -23,7 +23,7 @@ commands:
   matchd --version
 `;
 
-export const configUsage = `configuration (flag, environment variable, accepted values):\n${configHelp}\n`;
+const configUsage = `configuration (flag, environment variable, accepted values):\n${configHelp}\n`;
 
 export const commandUsage: Record<string, string> = {
   conductor: `usage: matchd conductor [--partition N] [config flags]

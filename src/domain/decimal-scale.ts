@@ -26,7 +26,7 @@ const pow10Number: number[] = [];
 for (let i = 0; i <= 2 * MAX_DECIMALS; i++) pow10Number.push(10 ** i);
 
 /** 10^n as a bigint from a precomputed table (n between 0 and 69). */
-export function pow10n(n: number): bigint {
+function pow10n(n: number): bigint {
   const value = pow10[n];
   if (value === undefined) throw new RangeError(`pow10n(${n}) outside table`);
   return value;
@@ -168,7 +168,7 @@ function formatDigits(signed: string, decimals: number): string {
 export type Scaled = number | bigint;
 
 /** The canonical form of an integer value. */
-export function narrow(value: bigint): Scaled {
+function narrow(value: bigint): Scaled {
   return value <= SAFE_BIG && value >= -SAFE_BIG ? Number(value) : value;
 }
 

@@ -27,7 +27,7 @@ export class StackError extends Error {
  * RABBITMQ_* or ERL_* variable in the caller's shell cannot point a private server at
  * shared state. A UTF-8 locale keeps rabbitmqctl (Elixir) from warning on every call.
  */
-export const SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+const SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 export const BASE_ENV: Record<string, string> = { PATH: SYSTEM_PATH, LANG: "C.UTF-8" };
 
 export const SETUP_HINT = "run `npm run setup` (it installs the missing Debian packages)";

@@ -21,7 +21,7 @@ import {
 /** The script in /usr/lib, not the /usr/sbin wrapper, which switches to the rabbitmq user as root. */
 export const RABBITMQ_SERVER = "/usr/lib/rabbitmq/bin/rabbitmq-server";
 export const RABBITMQ_CTL = "/usr/lib/rabbitmq/bin/rabbitmqctl";
-export const VHOST = "matchd";
+const VHOST = "matchd";
 
 export interface RunningRabbitmq {
   url: string;

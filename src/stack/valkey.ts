@@ -133,7 +133,7 @@ export function startRedis70(options: Omit<StartValkeyOptions, "binary">): Promi
 }
 
 /** Runs `fn` with a short-lived client that never retries, so probes fail fast. */
-export async function withClient<T>(url: string, fn: (client: Redis) => Promise<T>): Promise<T> {
+async function withClient<T>(url: string, fn: (client: Redis) => Promise<T>): Promise<T> {
   const client = new Redis(url, {
     lazyConnect: true,
     maxRetriesPerRequest: 0,

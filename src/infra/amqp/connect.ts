@@ -27,12 +27,12 @@ const coalesceFlushBytes = 64 * 1024;
  * amqplib's multiplexer and the socket: the writes of one event-loop turn go out as one
  * write. Frames stay whole and in order; backpressure is passed through because a
  * full buffer is flushed synchronously and the socket's own answer returned. If the
- * internals differ (another amqplib version), nothing is changed and false is returned.
+ * internals differ (another amqplib version), nothing is changed.
  */
-export function coalesceSocketWrites(model: ChannelModel): boolean {
+function coalesceSocketWrites(model: ChannelModel): void {
   const muxer = (model as unknown as { connection?: { muxer?: MuxInternals } }).connection?.muxer;
   const socket = muxer?.out;
-  if (!muxer || !socket || typeof socket.write !== "function") return false;
+  if (!muxer || !socket || typeof socket.write !== "function") return;
   let chunks: Buffer[] = [];
   let bytes = 0;
   let scheduled = false;
@@ -56,5 +56,4 @@ export function coalesceSocketWrites(model: ChannelModel): boolean {
       return true;
     },
   };
-  return true;
 }
