@@ -12,6 +12,7 @@ import { FramePublisher } from "../infra/amqp/fast-publish";
 import { allEventExchanges, commandExchange, commandQueue } from "../infra/amqp/topology";
 import { createValkey, parseInfo, type Valkey } from "../infra/valkey/client";
 import { partitionKeys } from "../infra/valkey/keys";
+import { SeenEvents } from "./event-dedup";
 import { LatencyHistogram } from "./histogram";
 import type { TimelinePoint as ChartPoint } from "./html-report";
 import { fetchMetrics, metricNumber } from "./services";
@@ -114,21 +115,7 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
   let completed = 0;
   let completedTimed = 0;
   let failedReplies = 0;
-  // Events seen, per command a bit per ordinal: a set of every event id cost the bench
-  // more CPU than any other step of receiving an event. Odd ids go to the set.
-  const seenOrdinals = new Int32Array(bodies.length);
-  const seenEvents = new Set<string>();
-  const isDuplicate = (eventId: string, i: number | undefined, ordinal: number): boolean => {
-    if (i !== undefined && Number.isInteger(ordinal) && ordinal >= 0 && ordinal < 31) {
-      const bit = 1 << ordinal;
-      const seen = (seenOrdinals[i]! & bit) !== 0;
-      seenOrdinals[i]! |= bit;
-      return seen;
-    }
-    if (seenEvents.has(eventId)) return true;
-    seenEvents.add(eventId);
-    return false;
-  };
+  const seen = new SeenEvents(bodies.length);
   let eventsReceived = 0;
   let duplicateEvents = 0;
   const perSecond: { count: number; hist: LatencyHistogram }[] = [];
@@ -181,10 +168,8 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
           if (!message) return;
           // Event ids are `<commandId>:<ordinal>:<type>`.
           const eventId = message.properties.messageId as string;
-          const colon = eventId.indexOf(":");
-          const i = indexOf.get(eventId.slice(0, colon));
-          const ordinal = Number(eventId.slice(colon + 1, eventId.indexOf(":", colon + 1)));
-          if (isDuplicate(eventId, i, ordinal)) {
+          const i = indexOf.get(eventId.slice(0, eventId.indexOf(":")));
+          if (!seen.isNew(eventId, i)) {
             duplicateEvents++;
             return;
           }
