@@ -375,20 +375,21 @@ export class DeliveryLoop {
     const start = this.head;
     while (this.head < this.queue.length && this.queue[this.head]!.outcome === "ack") this.head++;
     if (this.head === start) return;
-    const items: AckItem[] = [];
-    for (let i = start; i < this.head; i++) {
-      const { entryId, eventId } = this.queue[i]!.event;
-      items.push({ entryId, eventId });
-    }
+    // An event carries its entry and event ids: it is its own acknowledgement item.
+    for (let i = start; i < this.head; i++) this.ackBuffer.push(this.queue[i]!.event);
     if (this.head > 4096) {
       this.queue = this.queue.slice(this.head);
       this.head = 0;
     }
-    this.queueAcks(items);
+    this.scheduleFlush();
   }
 
   private queueAcks(items: AckItem[]): void {
     for (const item of items) this.ackBuffer.push(item);
+    this.scheduleFlush();
+  }
+
+  private scheduleFlush(): void {
     // Started from a microtask so that a burst of confirms (one multiple-ack frame)
     // lands in one transaction; while one is running the next batch accumulates.
     if (this.flushing === null) this.flushing = Promise.resolve().then(() => this.flushAcks());
