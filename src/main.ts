@@ -27,6 +27,7 @@ const benchValued = new Set([
   "--conductor-url",
   "--outbox-url",
   "--pairs",
+  "--flow",
 ]);
 const stackValued = new Set(["--dir"]);
 

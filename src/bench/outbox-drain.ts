@@ -15,8 +15,8 @@ import Redis from "ioredis";
 import type { Config } from "../config/schema";
 import { eventIdOf } from "../domain/events";
 import { connectBroker } from "../infra/amqp/connect";
-import { allEventExchanges } from "../infra/amqp/topology";
-import { partitionKeys } from "../infra/valkey/keys";
+import { outboxConsumerGroup, partitionKeys } from "../infra/valkey/keys";
+import { EventSink } from "./event-sink";
 
 export interface OutboxDrainOptions {
   config: Config;
@@ -37,7 +37,7 @@ const xaddChunk = 5000;
  * The benchmark workload's event mix, repeated: a resting bid (1 event), then an ask
  * that fills it (maker filled, taker filled, deal executed) — 2 commands, 4 events.
  */
-function buildEnvelope(partition: number, runId: string, n: number): string {
+export function buildEnvelope(partition: number, runId: string, n: number): string {
   const command = Math.floor(n / 4) * 2 + (n % 4 === 0 ? 0 : 1);
   const commandId = `${runId}-${command}`;
   const ordinal = n % 4 === 0 ? 0 : (n % 4) - 1;
@@ -130,34 +130,8 @@ export async function runOutboxDrainBench(
   try {
     await deleteKeys(valkey, keys.prefix);
 
-    // The sink: one exclusive queue bound to every event exchange, consumed without acks
-    // so that the consumer is never the bottleneck being measured.
-    const channel = await connection.createChannel();
-    const { queue } = await channel.assertQueue("", { exclusive: true, autoDelete: true });
-    for (const exchange of allEventExchanges) {
-      await channel.assertExchange(exchange, "direct", { durable: true });
-      await channel.bindQueue(queue, exchange, exchange);
-    }
-    const seen = new Set<string>();
-    let duplicates = 0;
-    let foreign = 0;
-    let lastReceivedAt = 0;
-    await channel.consume(
-      queue,
-      (message) => {
-        if (!message) return;
-        const messageId = String(message.properties.messageId);
-        // Other partitions share the contract's exchanges; count only this run's events.
-        if (!messageId.startsWith(runId)) {
-          foreign++;
-          return;
-        }
-        if (seen.has(messageId)) duplicates++;
-        else seen.add(messageId);
-        lastReceivedAt = performance.now();
-      },
-      { noAck: true },
-    );
+    // Each event's command number is below `events` (2 commands per 4 events).
+    const sink = await EventSink.open(connection, runId, events);
 
     const backlogStarted = performance.now();
     for (let from = 0; from < events; from += xaddChunk) {
@@ -173,28 +147,34 @@ export async function runOutboxDrainBench(
       `backlog of ${backlogLength} events written in ${backlogSeconds.toFixed(2)} s; starting the outbox (window ${window})`,
     );
 
+    // The outbox starts reading before the bench sees /readyz (polled every 100 ms), so the
+    // timer starts at the last moment the consumer group was seen with nothing read yet.
     const started = performance.now();
+    const firstRead = watchFirstRead(valkey, keys.events);
+    // Awaited below; this only keeps a failed start from leaving it unhandled.
+    firstRead.catch(() => undefined);
     outbox = await startOutbox(["--window", String(window)]);
     const ready = performance.now();
+    const drainStart = await firstRead;
     let length = backlogLength;
     let nextReport = ready + 1000;
-    while (length > 0 || seen.size < events) {
+    while (length > 0 || sink.received < events) {
       if (performance.now() - started > timeoutMs) {
         throw new Error(
-          `outbox drain timed out after ${timeoutMs} ms: XLEN ${length}, received ${seen.size} of ${events}`,
+          `outbox drain timed out after ${timeoutMs} ms: XLEN ${length}, received ${sink.received} of ${events}`,
         );
       }
       await Bun.sleep(10);
       length = await valkey.xlen(keys.events);
       if (performance.now() >= nextReport) {
-        log(`XLEN ${length}, received ${seen.size} of ${events}`);
+        log(`XLEN ${length}, received ${sink.received} of ${events}`);
         nextReport += 1000;
       }
     }
     const drained = performance.now();
     const metrics = (await (await fetch(outbox.metricsUrl)).json()) as Record<string, unknown>;
     const latency = (metrics.matching_outbox_confirm_latency_seconds ?? {}) as HistogramJson;
-    const drainSeconds = (drained - ready) / 1000;
+    const drainSeconds = (drained - drainStart) / 1000;
     const report: Record<string, unknown> = {
       boundary: "outbox-drain",
       events,
@@ -203,12 +183,14 @@ export async function runOutboxDrainBench(
       durability: config.durability,
       backlogWriteSeconds: round(backlogSeconds),
       outboxStartSeconds: round((ready - started) / 1000),
+      firstReadSeconds: round((drainStart - started) / 1000),
       drainSeconds: round(drainSeconds),
-      lastEventSeconds: round((lastReceivedAt - ready) / 1000),
+      lastEventSeconds: round((sink.lastReceivedAt - drainStart) / 1000),
+      firstEventAfterSeconds: round((sink.firstReceivedAt - drainStart) / 1000),
       eventsPerSecond: Math.round(events / drainSeconds),
-      received: seen.size,
-      duplicates,
-      foreignMessages: foreign,
+      received: sink.received,
+      duplicates: sink.duplicates,
+      foreignMessages: sink.foreign,
       confirmLatencySeconds: {
         p50: latency.p50,
         p95: latency.p95,
@@ -222,7 +204,8 @@ export async function runOutboxDrainBench(
       unroutable: metrics.matching_outbox_unroutable_total,
       published: metrics.matching_outbox_events_published_total,
       invariantsOk:
-        seen.size === events &&
+        sink.received === events &&
+        sink.duplicates === 0 &&
         metrics.matching_outbox_publish_retries_total === 0 &&
         metrics.matching_outbox_dead_letter_total === 0,
     };
@@ -235,6 +218,28 @@ export async function runOutboxDrainBench(
     await connection.close().catch(() => undefined);
     valkey.disconnect();
   }
+}
+
+/**
+ * Polls the outbox's consumer group every 5 ms until it has read something (its last-delivered
+ * id moves from 0-0); resolves with the time of the last poll that saw nothing read, so the
+ * drain window can only be longer than the true one, by at most one poll.
+ */
+async function watchFirstRead(valkey: Redis, stream: string): Promise<number> {
+  let unreadAt = performance.now();
+  const deadline = unreadAt + 120_000;
+  while (performance.now() < deadline) {
+    const polledAt = performance.now();
+    const groups = (await valkey.xinfo("GROUPS", stream)) as unknown[][];
+    const group = groups.find(
+      (fields) => fields[fields.indexOf("name") + 1] === outboxConsumerGroup,
+    );
+    const lastDelivered = group?.[group.indexOf("last-delivered-id") + 1];
+    if (group !== undefined && lastDelivered !== "0-0") return unreadAt;
+    unreadAt = polledAt;
+    await Bun.sleep(5);
+  }
+  throw new Error("the outbox read nothing from the stream within 120 s");
 }
 
 function round(value: number): number {

@@ -6,6 +6,7 @@
 import { writeFileSync } from "node:fs";
 import type { Config } from "../config/schema";
 import { createValkey } from "../infra/valkey/client";
+import { runBrokerEventFloor } from "./broker-event-floor";
 import { runBrokerFloor } from "./broker-floor";
 import { runDatastoreBench } from "./datastore-bench";
 import { runDomainBench, runRestingMemoryBench } from "./domain-bench";
@@ -310,6 +311,10 @@ async function brokerReport(
   environment: Record<string, string>,
   progress: (line: string) => void,
 ): Promise<BenchReport> {
+  const flow = flags.get("--flow") ?? "commands";
+  if (flow === "events") return brokerEventReport(config, flags, environment, progress);
+  if (flow !== "commands")
+    throw new BenchUsageError(`--flow must be commands or events, got ${flow}`);
   let commands = intFlag(flags, "--commands", 40_000, 1);
   const warmup = intFlag(flags, "--warmup", 2000);
   const rate = flags.has("--rate") ? intFlag(flags, "--rate", 0, 1) : undefined;
@@ -358,6 +363,47 @@ async function brokerReport(
           : "scheduled send to delivery at the consumer",
       offered: rate === undefined ? "closed loop" : `${rate}/s`,
       ...(rate === undefined ? {} : { sendLagMs: JSON.stringify(result.sendLagMs) }),
+    },
+  };
+}
+
+/** `matchd bench broker --flow events`: the outbox's broker traffic alone (see broker-event-floor). */
+async function brokerEventReport(
+  config: Config,
+  flags: ReadonlyMap<string, string>,
+  environment: Record<string, string>,
+  progress: (line: string) => void,
+): Promise<BenchReport> {
+  if (flags.has("--rate")) throw new BenchUsageError("--flow events runs closed loop; drop --rate");
+  const events = intFlag(flags, "--events", intFlag(flags, "--commands", 100_000, 1), 1);
+  const result = await runBrokerEventFloor({
+    brokerUrl: config.brokerUrl,
+    events,
+    window: config.outboxWindow,
+    progress,
+  });
+  return {
+    boundary: "broker",
+    boundaryStatement: `the broker alone, carrying the outbox's traffic: the outbox's publisher (one confirm channel, persistent, mandatory, messageId, type, x-partition-offset header, up to ${config.outboxWindow} unconfirmed) -> event exchanges -> the outbox-drain bench's sink queue (exclusive, consumed without acks); no datastore, no stream. The ceiling of the outbox-drain boundary on this broker and machine`,
+    durability: "broker only: persistent messages, publisher confirms; no datastore involved",
+    workload: `${events} events of the alternating mix (rested, filled, filled, deal), ${result.bodyBytes} bytes on average`,
+    commands: events,
+    warmup: 0,
+    seconds: round(result.seconds, 3),
+    commandsPerSecond: Math.round(result.eventsPerSecond),
+    latencyMs: result.confirmLatencyMs,
+    invariants: {
+      ok: result.received === events && result.duplicates === 0 && result.notAcked === 0,
+      received: result.received,
+      expected: events,
+      duplicates: result.duplicates,
+      notAcked: result.notAcked,
+    },
+    environment,
+    extra: {
+      flow: "events",
+      window: String(config.outboxWindow),
+      latencyMeasures: "publish to broker confirm, per event",
     },
   };
 }
@@ -463,6 +509,8 @@ function outboxDrainToReport(
     window: config.outboxWindow,
     readCount: config.outboxReadCount,
     backlogWriteSeconds: num("backlogWriteSeconds"),
+    outboxStartSeconds: num("outboxStartSeconds"),
+    firstReadSeconds: num("firstReadSeconds"),
     lastEventSeconds: num("lastEventSeconds"),
     published: num("published"),
     unroutable: num("unroutable"),
@@ -472,7 +520,7 @@ function outboxDrainToReport(
   return {
     boundary: "outbox-drain",
     boundaryStatement:
-      "a backlog of N events already in the partition's Valkey stream -> outbox (lease, XREADGROUP, publish with confirms in a sliding window, XACK+XDEL of the confirmed prefix) -> event exchanges -> sink queues; timer runs from outbox ready until XLEN is 0 and every event was received",
+      "a backlog of N events already in the partition's Valkey stream -> outbox (lease, XREADGROUP, publish with confirms in a sliding window, XACK+XDEL of the confirmed prefix) -> event exchanges -> sink queues; timer runs from the outbox's first read (the last poll, every 5 ms, that saw its consumer group read nothing) until XLEN is 0 and every event was received",
     durability: `${config.durability} (checked at outbox boot); the stream is acknowledged only after broker confirms`,
     workload: `${events} events of the alternating mix (rested, filled, filled, deal)`,
     commands: events,

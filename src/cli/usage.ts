@@ -59,7 +59,8 @@ status  print the recorded stack and whether each process is alive
 boundaries:
   domain          the pure matching domain in-process
   datastore       the commit shape (MULTI..EXEC) alone, memory vs aof-replicated, plus WAITAOF latency
-  broker          the broker alone: commands through a quorum queue to a consumer that only acks
+  broker          the broker alone: commands through a quorum queue to a consumer that only acks;
+                  with --flow events, the outbox's event traffic to a sink queue
   conductor       commands published to the queue until processed (conductor only)
   outbox-drain    a backlog of events drained from the stream to sink queues
   full-pipeline   conductor and outbox together until every event is received by sinks
@@ -68,7 +69,8 @@ boundaries:
 flags:
   --workload NAME     alternating (default) | mixed | sweep | multi-pair
   --commands N        commands to time (default depends on the boundary)
-  --events N          backlog size for outbox-drain (default 100000)
+  --events N          backlog size for outbox-drain, events for broker --flow events (default 100000)
+  --flow F            broker: commands (default) | events
   --seed S            workload seed (default 1)
   --warmup N          commands run first and not timed
   --rate R            offer R commands/s (open loop) instead of closed loop

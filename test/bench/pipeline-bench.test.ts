@@ -126,4 +126,35 @@ describe("matchd bench pipeline boundaries", () => {
     expect((report.extra as Record<string, unknown>).batchMax).toBe(1);
     expect(code).toBe(0);
   }, 120_000);
+
+  test("outbox-drain: timed from the outbox's first read until the sink has every event", async () => {
+    const { code, report } = await bench(["outbox-drain", "--events", "2000"]);
+    expect(report.boundary).toBe("outbox-drain");
+    expect(report.invariants).toMatchObject({
+      ok: true,
+      eventsReceivedBySinks: 2000,
+      duplicatesReceived: 0,
+      outboxRetries: 0,
+      outboxDeadLetters: 0,
+    });
+    const extra = report.extra as Record<string, number>;
+    // The first read comes after the spawn, and the timed window covers the last event.
+    expect(extra.firstReadSeconds).toBeGreaterThan(0);
+    expect(report.seconds as number).toBeGreaterThanOrEqual(extra.lastEventSeconds!);
+    expect(code).toBe(0);
+  }, 120_000);
+
+  test("broker --flow events: the outbox's publisher alone, every event confirmed and received once", async () => {
+    const { code, report } = await bench(["broker", "--flow", "events", "--events", "2000"]);
+    expect(report.boundary).toBe("broker");
+    expect(report.invariants).toMatchObject({
+      ok: true,
+      received: 2000,
+      expected: 2000,
+      duplicates: 0,
+      notAcked: 0,
+    });
+    expect((report.extra as Record<string, unknown>).flow).toBe("events");
+    expect(code).toBe(0);
+  }, 120_000);
 });
