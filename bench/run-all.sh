@@ -19,6 +19,7 @@ run domain-sweep domain --workload sweep
 run domain-resting domain --resting 1000000
 run datastore datastore --commands 5000
 run broker broker --commands 40000
+run broker-events broker --flow events --events 100000
 run broker-rate1000 broker --rate 1000 --duration 20
 run broker-rate2500 broker --rate 2500 --duration 20
 run conductor conductor --commands 20000
