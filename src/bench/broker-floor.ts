@@ -4,7 +4,7 @@
 // nothing but acknowledge, in batches, as the conductor does. No datastore, no matching:
 // its throughput is the ceiling the conductor boundary can reach with this broker here.
 
-import type { ConsumeMessage } from "amqplib";
+import type { Channel, ConsumeMessage } from "amqplib";
 import { connectBroker } from "../infra/amqp/connect";
 import { FramePublisher } from "../infra/amqp/fast-publish";
 import { commandQueueArguments } from "../infra/amqp/topology";
@@ -42,6 +42,12 @@ export interface BrokerFloorResult {
 
 export const brokerFloorQueue = "matchd-bench-broker-floor";
 
+/** (Re)creates the bench's queue empty, declared as the contract's command queue. */
+export async function declareBrokerFloorQueue(channel: Channel): Promise<void> {
+  await channel.deleteQueue(brokerFloorQueue);
+  await channel.assertQueue(brokerFloorQueue, { durable: true, arguments: commandQueueArguments });
+}
+
 export async function runBrokerFloor(options: BrokerFloorOptions): Promise<BrokerFloorResult> {
   const workload = createWorkload("alternating", { seed: options.seed });
   const total = options.warmup + options.commands;
@@ -53,8 +59,7 @@ export async function runBrokerFloor(options: BrokerFloorOptions): Promise<Broke
   const consumer = await connectBroker(options.brokerUrl, "matchd-bench-consumer");
   try {
     const setup = await producer.createChannel();
-    await setup.deleteQueue(brokerFloorQueue);
-    await setup.assertQueue(brokerFloorQueue, { durable: true, arguments: commandQueueArguments });
+    await declareBrokerFloorQueue(setup);
     await setup.close();
     const publisher = await producer.createConfirmChannel();
     const frames = new FramePublisher(publisher);
