@@ -14,7 +14,7 @@ import { createValkey, parseInfo, type Valkey } from "../infra/valkey/client";
 import { partitionKeys } from "../infra/valkey/keys";
 import { SeenEvents } from "./event-dedup";
 import { LatencyHistogram } from "./histogram";
-import type { TimelinePoint as ChartPoint } from "./html-report";
+import { type TimelinePoint as ChartPoint, SeriesRecorder } from "./html-report";
 import { fetchMetrics, metricNumber } from "./services";
 import { createWorkload } from "./workloads";
 
@@ -118,7 +118,8 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
   const seen = new SeenEvents(bodies.length);
   let eventsReceived = 0;
   let duplicateEvents = 0;
-  const perSecond: { count: number; hist: LatencyHistogram }[] = [];
+  // Per-second throughput and latency of the timed commands, by completion time.
+  const recorder = new SeriesRecorder({ intervalMs: 1000 });
   let timedStart = 0;
 
   const complete = (i: number) => {
@@ -128,10 +129,7 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
     completedTimed++;
     const ns = (end - sentAt[i]!) * 1e6;
     latency.record(ns);
-    const second = Math.floor((end - timedStart) / 1000);
-    while (perSecond.length <= second) perSecond.push({ count: 0, hist: new LatencyHistogram() });
-    perSecond[second]!.count++;
-    perSecond[second]!.hist.record(ns);
+    recorder.record(ns, end * 1e6);
   };
   const isComplete = (i: number) =>
     useReplies
@@ -263,6 +261,7 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
     `${boundary}: timing ${options.commands} commands, ${options.rate === undefined ? "closed loop" : `${options.rate}/s offered`}`,
   );
   timedStart = performance.now();
+  recorder.start(timedStart * 1e6);
   const progressTimer = setInterval(() => {
     const elapsed = (performance.now() - timedStart) / 1000;
     options.progress(
@@ -376,17 +375,14 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
   check("finalBookDigest", digest.digest ?? "unavailable", digest.digest !== undefined);
   invariants.restingOrdersAtEnd = digest.restingOrders ?? -1;
 
-  const timeline: TimelinePoint[] = perSecond.map((bucket, second) => {
-    const inSecond = samples.filter((s) => Math.floor(s.t) === second);
-    const p = bucket.hist.percentilesMs();
+  // Each point covers (previous point, tSeconds]; the last one is the partial final second.
+  const timeline: TimelinePoint[] = recorder.series().timeline.map((point, k, points) => {
+    const from = k === 0 ? 0 : points[k - 1]!.tSeconds;
+    const inInterval = samples.filter((s) => s.t >= from && s.t < point.tSeconds);
     return {
-      tSeconds: second + 1,
-      commandsPerSecond: bucket.count,
-      p50Ms: p.p50,
-      p99Ms: p.p99,
-      maxMs: p.max,
-      queueDepth: Math.max(0, ...inSecond.map((s) => s.queueDepth)),
-      streamLength: Math.max(0, ...inSecond.map((s) => s.streamLength)),
+      ...point,
+      queueDepth: Math.max(0, ...inInterval.map((s) => s.queueDepth)),
+      streamLength: Math.max(0, ...inInterval.map((s) => s.streamLength)),
     };
   });
   const book = await describeBook(options.conductorUrl, workload.pairIds);
