@@ -70,6 +70,12 @@ export async function runBench(boundary: string, options: BenchRunOptions): Prom
     process.stderr.write(`matchd: --workload must be one of ${workloadNames.join(", ")}\n`);
     return 2;
   }
+  const flowProblem = checkFlow(boundary, flags);
+  if (flowProblem !== undefined) {
+    // Refused before any stack starts.
+    process.stderr.write(`matchd: ${flowProblem}\n`);
+    return 2;
+  }
   try {
     const seed = intFlag(flags, "--seed", 1);
     if (boundary === "domain") return finish(runDomainBoundary(options, workload, seed), options);
@@ -81,6 +87,18 @@ export async function runBench(boundary: string, options: BenchRunOptions): Prom
     }
     throw error;
   }
+}
+
+/** What is wrong with `--flow` for this boundary, if anything. */
+function checkFlow(boundary: string, flags: ReadonlyMap<string, string>): string | undefined {
+  const flow = flags.get("--flow");
+  if (flow === undefined) return undefined;
+  if (boundary !== "broker") return `--flow is a flag of the broker boundary, not of ${boundary}`;
+  if (flow !== "commands" && flow !== "events")
+    return `--flow must be commands or events, got ${flow}`;
+  if (flow === "events" && flags.has("--rate"))
+    return "--flow events runs closed loop; drop --rate";
+  return undefined;
 }
 
 function runDomainBoundary(options: BenchRunOptions, workload: string, seed: number): BenchReport {
@@ -311,10 +329,9 @@ async function brokerReport(
   environment: Record<string, string>,
   progress: (line: string) => void,
 ): Promise<BenchReport> {
-  const flow = flags.get("--flow") ?? "commands";
-  if (flow === "events") return brokerEventReport(config, flags, environment, progress);
-  if (flow !== "commands")
-    throw new BenchUsageError(`--flow must be commands or events, got ${flow}`);
+  // --flow was checked by checkFlow before the stack started.
+  if (flags.get("--flow") === "events")
+    return brokerEventReport(config, flags, environment, progress);
   let commands = intFlag(flags, "--commands", 40_000, 1);
   const warmup = intFlag(flags, "--warmup", 2000);
   const rate = flags.has("--rate") ? intFlag(flags, "--rate", 0, 1) : undefined;
@@ -374,7 +391,6 @@ async function brokerEventReport(
   environment: Record<string, string>,
   progress: (line: string) => void,
 ): Promise<BenchReport> {
-  if (flags.has("--rate")) throw new BenchUsageError("--flow events runs closed loop; drop --rate");
   const events = intFlag(flags, "--events", intFlag(flags, "--commands", 100_000, 1), 1);
   const result = await runBrokerEventFloor({
     brokerUrl: config.brokerUrl,

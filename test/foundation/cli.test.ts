@@ -41,6 +41,19 @@ describe("matchd CLI", () => {
     expect(unknownFlag.stderr).toContain("unknown flag --turbo");
   });
 
+  test("a bad --flow is refused with exit 2 before any stack starts", async () => {
+    const sideways = await matchd(["bench", "broker", "--flow", "sideways"]);
+    expect(sideways.code).toBe(2);
+    expect(sideways.stderr).toContain("--flow must be commands or events, got sideways");
+    const notBroker = await matchd(["bench", "domain", "--flow", "events"]);
+    expect(notBroker.code).toBe(2);
+    expect(notBroker.stderr).toContain("--flow is a flag of the broker boundary, not of domain");
+    const withRate = await matchd(["bench", "broker", "--flow", "events", "--rate", "100"]);
+    expect(withRate.code).toBe(2);
+    expect(withRate.stderr).toContain("--flow events runs closed loop");
+    for (const run of [sideways, notBroker, withRate]) expect(run.stderr).not.toContain("stack");
+  });
+
   test("bad config lists every problem, exits 2 and starts nothing", async () => {
     const { stderr, code } = await matchd(["conductor", "--partition", "x"], {
       MATCHING_DURABILITY: "sometimes",
