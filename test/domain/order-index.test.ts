@@ -57,13 +57,25 @@ describe("OrderIndex", () => {
     const model = new ModelIndex(Math.floor(capacity / 2));
     const resting: OrderNode[] = [];
     let fresh = 0;
-    // Short Latin-1 ids are kept as characters, long or wider ones as strings: mix all three.
-    const idOf = (n: number) =>
-      n % 3 === 0
-        ? `o-${seed}-${n}`
-        : n % 3 === 1
-          ? `long-order-id-${seed}-${n}-${"x".repeat(40)}`
-          : `ö€-${seed}-${n}`;
+    // Finished ids up to 39 Latin-1 characters are kept as bytes, others as strings: mix short,
+    // UUID-shaped (either case), long and non-Latin-1 ids.
+    const idOf = (n: number) => {
+      const hex = (n * 2654435761 + seed).toString(16).padStart(12, "0").slice(-12);
+      switch (n % 6) {
+        case 0:
+          return `o-${seed}-${n}`;
+        case 1:
+          return `long-order-id-${seed}-${n}-${"x".repeat(40)}`;
+        case 2:
+          return `ö€-${seed}-${n}`;
+        case 3:
+          return `0a1b2c3d-4e5f-4a6b-8c7d-${hex}`;
+        case 4:
+          return `0A1B2C3D-4E5F-4A6B-8C7D-${hex.toUpperCase()}`;
+        default:
+          return `mid-length-id-${seed}-${n}`;
+      }
+    };
     for (let step = 0; step < steps; step++) {
       const r = next();
       if (r < 0.35) {
