@@ -203,11 +203,6 @@ export async function runOutboxDrainBench(
       deadLetters: metrics.matching_outbox_dead_letter_total,
       unroutable: metrics.matching_outbox_unroutable_total,
       published: metrics.matching_outbox_events_published_total,
-      invariantsOk:
-        sink.received === events &&
-        sink.duplicates === 0 &&
-        metrics.matching_outbox_publish_retries_total === 0 &&
-        metrics.matching_outbox_dead_letter_total === 0,
     };
     log(
       `drained ${events} events in ${drainSeconds.toFixed(2)} s: ${report.eventsPerSecond} events/s`,

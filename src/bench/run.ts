@@ -551,7 +551,7 @@ function outboxDrainToReport(
       max: ms(confirm.max),
     },
     invariants: {
-      ok: received === events && retries === 0 && deadLetters === 0,
+      ok: received === events && num("duplicates") === 0 && retries === 0 && deadLetters === 0,
       eventsReceivedBySinks: received,
       eventsExpected: events,
       duplicatesReceived: num("duplicates"),
