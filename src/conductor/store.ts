@@ -6,9 +6,12 @@
 import type { RestingOrder, Side, StpMode } from "../domain/index";
 import type { Valkey } from "../infra/valkey/client";
 import { waitDurable } from "../infra/valkey/durability";
-import { EncodedCommand } from "../infra/valkey/encoded-command";
 import type { PartitionKeys } from "../infra/valkey/keys";
+import { luaScript, runEncodedScript } from "../infra/valkey/lua-script";
 import { type CommitBuilder, commitScript, orderHashFields } from "./commit-script";
+
+/** The commit script, run by SHA (its source once, after a restart or SCRIPT FLUSH). */
+const commitLua = luaScript("commit", commitScript);
 
 export class FencedError extends Error {
   readonly code = "FENCED";
@@ -29,7 +32,6 @@ export interface DedupLookup {
 }
 
 export class ConductorStore {
-  private scriptSha: string | undefined;
   /** Pairs already in the `pairs` set, as of the last load plus this process's commits. */
   private knownPairs = new Set<number>();
 
@@ -73,23 +75,10 @@ export class ConductorStore {
   }
 
   async commit(batch: CommitBuilder): Promise<void> {
-    this.scriptSha ??= (await this.writer.script("LOAD", commitScript)) as string;
     try {
-      const keys = batch.keys;
-      const command = new EncodedCommand("evalsha", [
-        this.scriptSha,
-        String(keys.length),
-        ...keys,
-        ...batch.args,
-      ]);
-      await this.writer.sendCommand(command);
+      await runEncodedScript(this.writer, commitLua, batch.keys, batch.args);
     } catch (error) {
       const message = (error as Error).message;
-      if (message.startsWith("NOSCRIPT")) {
-        // The server restarted or flushed its script cache; load again and retry once.
-        this.scriptSha = undefined;
-        return this.commit(batch);
-      }
       if (message.startsWith("FENCED")) {
         throw new FencedError(message, message.endsWith(" false") || message.endsWith(" nil"));
       }

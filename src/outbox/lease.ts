@@ -7,7 +7,8 @@
  */
 import type { Logger } from "../infra/log";
 import type { Valkey } from "../infra/valkey/client";
-import { releaseLeaseScript, renewLeaseScript, runScript } from "./scripts";
+import { runScript } from "../infra/valkey/lua-script";
+import { releaseLeaseScript, renewLeaseScript } from "./scripts";
 
 export interface LeaseOptions {
   valkey: Valkey;

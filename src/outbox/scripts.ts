@@ -1,20 +1,8 @@
 /**
- * The outbox's Lua scripts, kept as string constants so they travel inside the
- * compiled executable, and a helper that runs one by SHA with a fallback to EVAL
- * when the datastore has not seen it yet (after a restart or SCRIPT FLUSH).
+ * The outbox's Lua scripts: the lease's renew and release, and the stream acknowledgement.
+ * Run them with runScript / runEncodedScript from infra/valkey/lua-script.
  */
-import { createHash } from "node:crypto";
-import type { Valkey } from "../infra/valkey/client";
-
-export interface LuaScript {
-  name: string;
-  source: string;
-  sha: string;
-}
-
-function script(name: string, source: string): LuaScript {
-  return { name, source, sha: createHash("sha1").update(source).digest("hex") };
-}
+import { luaScript as script } from "../infra/valkey/lua-script";
 
 /**
  * Extends the lease only while this process still owns it.
@@ -49,19 +37,24 @@ return 0
 `,
 );
 
-/** Runs a script by SHA; on NOSCRIPT sends the source once (EVAL caches it). */
-export async function runScript(
-  valkey: Valkey,
-  lua: LuaScript,
-  keys: readonly string[],
-  args: readonly (string | number)[],
-): Promise<unknown> {
-  try {
-    return await valkey.evalsha(lua.sha, keys.length, ...keys, ...args);
-  } catch (error) {
-    if (error instanceof Error && error.message.startsWith("NOSCRIPT")) {
-      return valkey.eval(lua.source, keys.length, ...keys, ...args);
-    }
-    throw error;
-  }
-}
+/**
+ * Advances the stream past delivered entries, atomically.
+ * KEYS[1] = the events stream, KEYS[2] = the attempt counters hash
+ * ARGV[1] = the group, ARGV[2] = n, ARGV[3..2+n] = entry ids, ARGV[3+n..] = event ids whose
+ * attempt counters to clear (none when no counter can exist)
+ * Returns the counters left in the hash after clearing, or -1 when none were cleared.
+ * A script rather than MULTI: one command to encode and parse instead of five, and just as
+ * atomic. Lua's unpack takes at most ~8,000 values, hence the outbox's ack batch bound.
+ */
+export const acknowledgeScript = script(
+  "acknowledge",
+  `local n = tonumber(ARGV[2])
+redis.call('XACK', KEYS[1], ARGV[1], unpack(ARGV, 3, 2 + n))
+redis.call('XDEL', KEYS[1], unpack(ARGV, 3, 2 + n))
+if #ARGV > 2 + n then
+  redis.call('HDEL', KEYS[2], unpack(ARGV, 3 + n, #ARGV))
+  return redis.call('HLEN', KEYS[2])
+end
+return -1
+`,
+);

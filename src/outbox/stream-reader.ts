@@ -5,9 +5,10 @@
  * writes use separate connections so a blocking read never delays an acknowledgement.
  */
 import { replyCode, type Valkey } from "../infra/valkey/client";
-import { EncodedCommand } from "../infra/valkey/encoded-command";
 import type { PartitionKeys } from "../infra/valkey/keys";
+import { runEncodedScript } from "../infra/valkey/lua-script";
 import { entryTimeMs, type StreamEntry } from "./envelope";
+import { acknowledgeScript } from "./scripts";
 
 /** An operating error of the stream: `code` is the datastore's reply code when there is one. */
 export class StreamError extends Error {
@@ -37,31 +38,11 @@ export interface AckItem {
   eventId: string;
 }
 
-/*
- * KEYS[1] the events stream, KEYS[2] the attempt counters hash
- * ARGV[1] the group, ARGV[2] n, ARGV[3..2+n] entry ids, ARGV[3+n..] event ids whose
- *         attempt counters to clear (none when no counter can exist)
- * returns the counters left in the hash after clearing, or -1 when none were cleared
- * A script rather than MULTI: one command to encode and parse instead of five, and just
- * as atomic. Lua's unpack takes at most ~8,000 values, hence the outbox's ack batch bound.
- */
-const acknowledgeScript = `
-local n = tonumber(ARGV[2])
-redis.call('XACK', KEYS[1], ARGV[1], unpack(ARGV, 3, 2 + n))
-redis.call('XDEL', KEYS[1], unpack(ARGV, 3, 2 + n))
-if #ARGV > 2 + n then
-  redis.call('HDEL', KEYS[2], unpack(ARGV, 3 + n, #ARGV))
-  return redis.call('HLEN', KEYS[2])
-end
-return -1
-`;
-
 export class OutboxStream {
-  private acknowledgeSha: string | undefined;
   /**
-   * Whether attempt counters may exist: true at each session start until an
-   * acknowledgement finds the hash empty, and again after every retry records attempts. While false, acknowledging
-   * skips the HDEL of every event id, the larger part of its arguments.
+   * Whether attempt counters may exist: true at each session start until an acknowledgement
+   * finds the hash empty, and again after every retry records attempts. While false,
+   * acknowledging skips the HDEL of every event id, the larger part of its arguments.
    */
   private attemptsMayExist = true;
   /** Bumped by every recordAttempts, so an acknowledgement racing one cannot clear the flag. */
@@ -205,31 +186,17 @@ export class OutboxStream {
     if (items.length === 0) return;
     const clear = this.attemptsMayExist;
     const recordedBefore = this.attemptsRecorded;
-    const args = [
-      "2",
-      this.keys.events,
-      this.keys.outboxAttempts,
-      this.group,
-      String(items.length),
-    ];
+    const args = [this.group, String(items.length)];
     for (const item of items) args.push(item.entryId);
     if (clear) {
       for (const item of items) if (item.eventId.length > 0) args.push(item.eventId);
     }
-    this.acknowledgeSha ??= (await this.writer.script("LOAD", acknowledgeScript)) as string;
-    let left: unknown;
-    try {
-      left = await this.writer.sendCommand(
-        new EncodedCommand("evalsha", [this.acknowledgeSha, ...args]),
-      );
-    } catch (error) {
-      if (!(error as Error).message.startsWith("NOSCRIPT")) throw error;
-      // The server restarted or flushed its scripts: send the script itself once.
-      this.acknowledgeSha = undefined;
-      left = await this.writer.sendCommand(
-        new EncodedCommand("eval", [acknowledgeScript, ...args]),
-      );
-    }
+    const left = await runEncodedScript(
+      this.writer,
+      acknowledgeScript,
+      [this.keys.events, this.keys.outboxAttempts],
+      args,
+    );
     // Only an empty hash, with no attempts recorded meanwhile, clears the flag.
     if (clear && left === 0 && this.attemptsRecorded === recordedBefore) {
       this.attemptsMayExist = false;
