@@ -19,6 +19,10 @@ const BATCH = 8192;
 
 const now = (): number => Bun.nanoseconds();
 
+/** The machine's facts for an in-process report (no servers are involved). */
+const machineFacts = (): Record<string, string> =>
+  Object.fromEntries(environmentFacts(machineEnvironment()));
+
 export function runDomainBench(options: DomainBenchOptions): BenchReport {
   const { workload: name, commands, seed, warmup } = options;
   // Warm up on a separate engine and workload instance so the timed run starts from a known state.
@@ -86,7 +90,7 @@ export function runDomainBench(options: DomainBenchOptions): BenchReport {
     commandsPerSecond: commands / seconds,
     latencyMs: histogram.percentilesMs(),
     invariants,
-    environment: Object.fromEntries(environmentFacts(machineEnvironment())),
+    environment: machineFacts(),
     extra: {
       seed,
       events: counts.events,
@@ -142,7 +146,7 @@ export function runRestingMemoryBench(orders = 1_000_000): BenchReport {
     commandsPerSecond: orders / seconds,
     latencyMs: { p50: 0, p95: 0, p99: 0, p999: 0, max: 0 },
     invariants: { ok: rssMiB < 1024, rssBelow1GiB: rssMiB < 1024, checkPassed: true },
-    environment: Object.fromEntries(environmentFacts(machineEnvironment())),
+    environment: machineFacts(),
     extra: {
       restingOrders: engine.restingOrderCount(),
       rssMiB,

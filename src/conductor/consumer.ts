@@ -129,7 +129,7 @@ export class CommandConsumer {
   reply(message: ConsumeMessage, body: string): void {
     const { replyTo, correlationId } = message.properties;
     if (!replyTo || !this.replies) return;
-    this.replies?.publish("", replyTo, body, false, {
+    this.replies.publish("", replyTo, body, false, {
       correlationId,
       contentType: "application/json",
     });

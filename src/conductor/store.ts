@@ -173,6 +173,7 @@ function decodeOrder(values: (string | null)[]): RestingOrder {
   if (values.some((value) => value === null)) {
     throw new Error(`order hash incomplete while loading books: ${JSON.stringify(values)}`);
   }
+  // HMGET answered in orderHashFields' order.
   const [
     id,
     userId,

@@ -221,15 +221,16 @@ export async function waitUntil<T>({
       // A probe that never answers (e.g. a handshake with the wrong server on a port)
       // must not outlive the deadline.
       const remainingMs = Math.max(1, deadline - Date.now());
+      let timer: ReturnType<typeof setTimeout> | undefined;
       const value = await Promise.race([
         probe(),
-        new Promise<never>((_, reject) =>
-          setTimeout(
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(
             () => reject(new Error(`probe gave no answer in ${remainingMs} ms`)),
             remainingMs,
-          ).unref(),
-        ),
-      ]);
+          );
+        }),
+      ]).finally(() => clearTimeout(timer));
       if (value !== undefined) return value;
     } catch (error) {
       lastError = error instanceof Error ? error.message : String(error);
