@@ -5,7 +5,6 @@
 // and received by the same sink. No datastore, no stream: its throughput is the ceiling the
 // outbox-drain boundary can reach with this broker here.
 
-import { connectBroker } from "../infra/amqp/connect";
 import { eventExchanges } from "../infra/amqp/topology";
 import type { Logger } from "../infra/log";
 import type { OutboxEvent } from "../outbox/envelope";
@@ -51,10 +50,9 @@ export async function runBrokerEventFloor(
     bodyBytes += Buffer.byteLength(body);
   }
 
-  const sinkConnection = await connectBroker(options.brokerUrl, "matchd-bench-sinks");
+  const sink = await EventSink.open(options.brokerUrl, runId, events);
   let publisher: EventPublisher | undefined;
   try {
-    const sink = await EventSink.open(sinkConnection, runId, events);
     publisher = await EventPublisher.open(
       options.brokerUrl,
       "matchd-bench-event-floor",
@@ -92,6 +90,7 @@ export async function runBrokerEventFloor(
       }
     }
     while ((confirmed < events || sink.received < events) && performance.now() < deadline) {
+      if (sink.failed) throw new Error(`the bench's event sink failed: ${sink.failed.message}`);
       await Bun.sleep(1);
     }
     // Ends when the last confirm and the last event are in (polled every millisecond).
@@ -107,6 +106,6 @@ export async function runBrokerEventFloor(
     };
   } finally {
     await publisher?.close().catch(() => undefined);
-    await sinkConnection.close().catch(() => undefined);
+    await sink.close().catch(() => undefined);
   }
 }

@@ -1,12 +1,13 @@
 /**
  * The sink of the event benches: one exclusive queue bound to every event exchange, consumed
- * without acknowledgements so that the consumer is never the bottleneck being measured. It
+ * without acknowledgements by the lean bench consumer so that the sink is never the bottleneck
+ * being measured and takes as little as it can of the CPU the measured system shares. It
  * counts the events of one run (their ids start with the run id), each once, and notes
  * duplicates and messages of other runs.
  */
-import type { ChannelModel } from "amqplib";
 import { allEventExchanges } from "../infra/amqp/topology";
 import { SeenEvents } from "./event-dedup";
+import { LeanConsumer } from "./lean-consumer";
 
 export class EventSink {
   /** Distinct events of this run received. */
@@ -18,6 +19,7 @@ export class EventSink {
   firstReceivedAt = 0;
   lastReceivedAt = 0;
   private readonly seen: SeenEvents;
+  private consumer: LeanConsumer | undefined;
   private readonly prefix: string;
   private readonly commands: number;
 
@@ -31,22 +33,25 @@ export class EventSink {
     this.seen = new SeenEvents(commands);
   }
 
-  static async open(connection: ChannelModel, runId: string, commands: number): Promise<EventSink> {
+  static async open(brokerUrl: string, runId: string, commands: number): Promise<EventSink> {
     const sink = new EventSink(runId, commands);
-    const channel = await connection.createChannel();
-    const { queue } = await channel.assertQueue("", { exclusive: true, autoDelete: true });
-    for (const exchange of allEventExchanges) {
-      await channel.assertExchange(exchange, "direct", { durable: true });
-      await channel.bindQueue(queue, exchange, exchange);
-    }
-    await channel.consume(
-      queue,
-      (message) => {
-        if (message) sink.record(String(message.properties.messageId));
-      },
-      { noAck: true },
-    );
+    sink.consumer = await LeanConsumer.open({
+      url: brokerUrl,
+      name: "matchd-bench-sink",
+      exchanges: allEventExchanges,
+      onDelivery: (delivery) => sink.record(delivery.messageId ?? ""),
+    });
     return sink;
+  }
+
+  /** Why the sink stopped receiving before it was closed, if it did. */
+  get failed(): Error | undefined {
+    return this.consumer?.failed;
+  }
+
+  /** Closes the sink's connection; its queue goes with it. */
+  async close(): Promise<void> {
+    await this.consumer?.close();
   }
 
   private record(eventId: string): void {

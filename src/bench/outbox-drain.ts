@@ -14,7 +14,6 @@
 import Redis from "ioredis";
 import type { Config } from "../config/schema";
 import { eventIdOf } from "../domain/events";
-import { connectBroker } from "../infra/amqp/connect";
 import { outboxConsumerGroup, partitionKeys } from "../infra/valkey/keys";
 import { EventSink } from "./event-sink";
 
@@ -125,13 +124,13 @@ export async function runOutboxDrainBench(
   const keys = partitionKeys(partition);
   const runId = `bench-${Date.now().toString(36)}`;
   const valkey = new Redis(config.datastoreUrl, { maxRetriesPerRequest: 1 });
-  const connection = await connectBroker(config.brokerUrl, "matchd-bench-sinks");
+  let sink: EventSink | undefined;
   let outbox: { stop(): Promise<void>; metricsUrl: string } | undefined;
   try {
     await deleteKeys(valkey, keys.prefix);
 
     // Each event's command number is below `events` (2 commands per 4 events).
-    const sink = await EventSink.open(connection, runId, events);
+    sink = await EventSink.open(config.brokerUrl, runId, events);
 
     const backlogStarted = performance.now();
     for (let from = 0; from < events; from += xaddChunk) {
@@ -164,6 +163,7 @@ export async function runOutboxDrainBench(
           `outbox drain timed out after ${timeoutMs} ms: XLEN ${length}, received ${sink.received} of ${events}`,
         );
       }
+      if (sink.failed) throw new Error(`the bench's event sink failed: ${sink.failed.message}`);
       await Bun.sleep(10);
       length = await valkey.xlen(keys.events);
       if (performance.now() >= nextReport) {
@@ -210,7 +210,7 @@ export async function runOutboxDrainBench(
     return report;
   } finally {
     await outbox?.stop().catch(() => undefined);
-    await connection.close().catch(() => undefined);
+    await sink?.close().catch(() => undefined);
     valkey.disconnect();
   }
 }

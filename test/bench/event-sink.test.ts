@@ -13,7 +13,7 @@ test("the sink counts this run's events once, and notes duplicates and foreign m
   const connection = await amqp.connect(brokerUrl);
   try {
     const runId = `sink-test-${Date.now().toString(36)}`;
-    const sink = await EventSink.open(connection, runId, 10);
+    const sink = await EventSink.open(brokerUrl, runId, 10);
     const publisher = await connection.createConfirmChannel();
     const exchange = eventExchanges["order.filled.v1"];
     const ids = [
@@ -37,6 +37,7 @@ test("the sink counts this run's events once, and notes duplicates and foreign m
     expect(sink.foreign).toBe(1);
     expect(sink.lastReceivedAt).toBeGreaterThanOrEqual(sink.firstReceivedAt);
     expect(sink.firstReceivedAt).toBeGreaterThan(0);
+    await sink.close();
   } finally {
     await connection.close().catch(() => undefined);
   }
