@@ -4,7 +4,7 @@
  * offered rate, and measures until every command is durably processed (and, for the
  * full pipeline, every event has reached the sink queues), checking invariants.
  */
-import type { Channel, ConfirmChannel } from "amqplib";
+import type { ConfirmChannel } from "amqplib";
 import type { Config } from "../config/schema";
 import type { CommandEnvelope } from "../domain/index";
 import { connectBroker } from "../infra/amqp/connect";
@@ -15,6 +15,7 @@ import { partitionKeys } from "../infra/valkey/keys";
 import { SeenEvents } from "./event-dedup";
 import { LatencyHistogram } from "./histogram";
 import { type TimelinePoint as ChartPoint, SeriesRecorder } from "./html-report";
+import { LeanConsumer } from "./lean-consumer";
 import { fetchMetrics, metricNumber } from "./services";
 import { createWorkload } from "./workloads";
 
@@ -52,8 +53,6 @@ export interface PipelineResult {
   facts: Record<string, number | string | boolean>;
   stages: Record<string, unknown>;
 }
-
-const sinkPrefix = "matchd-bench-sink";
 
 export async function runPipelineBench(options: PipelineOptions): Promise<PipelineResult> {
   const { config, boundary } = options;
@@ -95,8 +94,9 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
   const publisher: ConfirmChannel = await connection.createConfirmChannel();
   // Pre-encoded frames: the producer's own CPU competes with the services on this machine.
   const frames = new FramePublisher(publisher);
-  const consumer: Channel = await connection.createChannel();
-  await consumer.prefetch(5000);
+  // Replies and events come in through the benches' lean consumer (see lean-consumer.ts):
+  // amqplib's receive path cost the bench more CPU per message than anything else it does.
+  const consumers: LeanConsumer[] = [];
 
   // State per command index.
   const sentAt = new Float64Array(bodies.length);
@@ -136,54 +136,53 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
       ? repliedAt[i]! > 0
       : expectedEvents[i]! >= 0 && receivedEvents[i]! >= expectedEvents[i]!;
 
-  const replyQueue = (await consumer.assertQueue("", { exclusive: true, autoDelete: true })).queue;
-  await consumer.consume(
-    replyQueue,
-    (message) => {
-      if (!message) return;
-      const i = indexOf.get(message.properties.correlationId as string);
-      if (i === undefined || repliedAt[i]! > 0) return;
-      const now = performance.now();
-      repliedAt[i] = now;
-      const result = JSON.parse(message.content.toString()) as { status: string; events: number };
-      if (result.status === "rejected") failedReplies++;
-      expectedEvents[i] = result.events;
-      if (isComplete(i)) complete(i);
-    },
-    { noAck: true },
-  );
+  let replyQueue: string | undefined;
+  if (useReplies) {
+    const replies = await LeanConsumer.open({
+      url: options.brokerUrl,
+      name: "matchd-bench-replies",
+      exchanges: [],
+      onDelivery: (message) => {
+        const i = indexOf.get(message.correlationId ?? "");
+        if (i === undefined || repliedAt[i]! > 0) return;
+        const now = performance.now();
+        repliedAt[i] = now;
+        const result = JSON.parse(message.body.toString()) as { status: string; events: number };
+        if (result.status === "rejected") failedReplies++;
+        expectedEvents[i] = result.events;
+        if (isComplete(i)) complete(i);
+      },
+    });
+    consumers.push(replies);
+    replyQueue = replies.queue;
+  }
 
   if (wantEvents) {
-    for (const exchange of allEventExchanges) {
-      await consumer.assertExchange(exchange, "direct", { durable: true });
-      const sink = `${sinkPrefix}:${exchange}`;
-      // Exclusive and auto-deleted: a sink vanishes with the bench's connection.
-      await consumer.assertQueue(sink, { durable: false, exclusive: true, autoDelete: true });
-      await consumer.bindQueue(sink, exchange, exchange);
-      await consumer.consume(
-        sink,
-        (message) => {
-          if (!message) return;
-          // Event ids are `<commandId>:<ordinal>:<type>`.
-          const eventId = message.properties.messageId as string;
-          const i = indexOf.get(eventId.slice(0, eventId.indexOf(":")));
-          if (!seen.isNew(eventId, i)) {
-            duplicateEvents++;
-            return;
-          }
-          eventsReceived++;
-          if (eventId.endsWith(":order.rejected.v1")) failedReplies++;
-          if (i === undefined) return;
-          if (eventId.endsWith(":deal.executed.v1")) fills[i]!++;
-          receivedEvents[i]!++;
-          if (expectedEvents[i]! < 0) expectedEvents[i] = commandEventsOf(message.content);
-          const now = performance.now();
-          if (now > lastEventAt[i]!) lastEventAt[i] = now;
-          if (isComplete(i)) complete(i);
-        },
-        { noAck: true },
-      );
-    }
+    // One exclusive queue bound to every event exchange; it vanishes with its connection.
+    const sink = await LeanConsumer.open({
+      url: options.brokerUrl,
+      name: "matchd-bench-sink",
+      exchanges: allEventExchanges,
+      onDelivery: (message) => {
+        // Event ids are `<commandId>:<ordinal>:<type>`.
+        const eventId = message.messageId ?? "";
+        const i = indexOf.get(eventId.slice(0, eventId.indexOf(":")));
+        if (!seen.isNew(eventId, i)) {
+          duplicateEvents++;
+          return;
+        }
+        eventsReceived++;
+        if (eventId.endsWith(":order.rejected.v1")) failedReplies++;
+        if (i === undefined) return;
+        if (eventId.endsWith(":deal.executed.v1")) fills[i]!++;
+        receivedEvents[i]!++;
+        if (expectedEvents[i]! < 0) expectedEvents[i] = commandEventsOf(message.body);
+        const now = performance.now();
+        if (now > lastEventAt[i]!) lastEventAt[i] = now;
+        if (isComplete(i)) complete(i);
+      },
+    });
+    consumers.push(sink);
   }
 
   /** `at`: when the command counts as submitted (its scheduled time in open loop). */
@@ -206,6 +205,9 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
     const deadline = performance.now() + limitMs;
     while (!(await done())) {
       if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      const failed = consumers.find((consumer) => consumer.failed)?.failed;
+      if (failed)
+        throw new Error(`the bench's consumer failed waiting for ${what}: ${failed.message}`);
       await Bun.sleep(10);
     }
   };
@@ -393,6 +395,7 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
   if (options.outboxUrl)
     stages.matching_outbox_confirm_latency_seconds = outbox.matching_outbox_confirm_latency_seconds;
 
+  for (const consumer of consumers) await consumer.close().catch(() => undefined);
   await connection.close().catch(() => undefined);
   valkey.disconnect();
   return {
