@@ -42,13 +42,61 @@ export interface LeanConsumerOptions {
   onDelivery(delivery: LeanDelivery): void;
 }
 
-type Waiter = { classId: number; methodId: number; resolve(args: Buffer): void };
+type Waiter = {
+  classId: number;
+  methodId: number;
+  resolve(args: Buffer): void;
+  reject(error: Error): void;
+};
+
+/** How long opening may take (connect, handshake, declarations, consume) before it fails. */
+const OPEN_TIMEOUT_MS = 10_000;
+/** How long close() waits for the broker's close-ok. */
+const CLOSE_TIMEOUT_MS = 2000;
+
+/**
+ * Splits a byte stream into AMQP frames: `onFrame(type, channel, payload)` per whole frame, in
+ * order; a frame cut by a chunk boundary waits for the rest. Throws on a frame without its end
+ * marker or larger than `maxFrame`: the stream can no longer be trusted.
+ */
+export class FrameSplitter {
+  private pending: Buffer | undefined;
+
+  constructor(
+    private readonly onFrame: (type: number, channel: number, payload: Buffer) => void,
+    public maxFrame = 131072,
+  ) {}
+
+  push(chunk: Buffer): void {
+    let data = chunk;
+    if (this.pending !== undefined) {
+      data = Buffer.concat([this.pending, chunk]);
+      this.pending = undefined;
+    }
+    let at = 0;
+    while (data.length - at >= FRAME_OVERHEAD) {
+      const size = data.readUInt32BE(at + 3);
+      if (size + FRAME_OVERHEAD > this.maxFrame) {
+        throw new Error(`frame of ${size} bytes exceeds the negotiated maximum ${this.maxFrame}`);
+      }
+      const end = at + 7 + size;
+      if (end >= data.length) break;
+      if (data[end] !== FRAME_END) throw new Error(`malformed frame (no frame end at ${end})`);
+      this.onFrame(data[at]!, data.readUInt16BE(at + 1), data.subarray(at + 7, end));
+      at = end + 1;
+    }
+    if (at < data.length) this.pending = data.subarray(at);
+  }
+}
 
 export class LeanConsumer {
-  private pending: Buffer | undefined;
+  private readonly frames = new FrameSplitter((type, _channel, payload) =>
+    this.frame(type, payload),
+  );
   private waiter: Waiter | undefined;
   private failure: Error | undefined;
-  private closed = false;
+  /** Set once close() starts: the broker's closing the socket after that is no failure. */
+  private closing = false;
   /** The delivery being assembled from its header and body frames. */
   private delivery: { messageId?: string; correlationId?: string; size: number } | undefined;
   private bodyParts: Buffer[] = [];
@@ -69,42 +117,66 @@ export class LeanConsumer {
 
   static async open(options: LeanConsumerOptions): Promise<LeanConsumer> {
     const url = new URL(options.url);
+    if (url.protocol !== "amqp:") {
+      throw new Error(`the bench's consumer speaks plain amqp:// only, not ${url.protocol}`);
+    }
     const consumer = new LeanConsumer(options.onDelivery);
-    // Bun's own sockets: node:net's stream layer cost more per event than the parsing here.
-    const socket = await Bun.connect({
-      hostname: url.hostname,
-      port: Number(url.port || 5672),
-      socket: {
-        binaryType: "buffer",
-        data: (_socket, chunk: Buffer) => consumer.receive(chunk),
-        drain: () => consumer.flush(),
-        error: (_socket, error) => consumer.fail(error),
-        close: () => consumer.fail(new Error("broker connection closed")),
-      },
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const error = new Error(`broker did not complete opening within ${OPEN_TIMEOUT_MS} ms`);
+        consumer.fail(error);
+        reject(error);
+      }, OPEN_TIMEOUT_MS);
     });
-    socket.setNoDelay(true);
-    consumer.socket = socket;
+    timedOut.catch(() => undefined);
     try {
-      await consumer.handshake(url, options.name);
-      await consumer.subscribe(options.exchanges);
-    } catch (error) {
-      socket.end();
-      throw error;
+      // Bun's own sockets: node:net's stream layer cost more per event than the parsing here.
+      const connecting = Bun.connect({
+        hostname: url.hostname,
+        port: Number(url.port || 5672),
+        socket: {
+          binaryType: "buffer",
+          data: (_socket, chunk: Buffer) => consumer.receive(chunk),
+          drain: () => consumer.flush(),
+          error: (_socket, error) => consumer.fail(error),
+          close: () => consumer.fail(new Error("broker connection closed")),
+        },
+      });
+      const socket = await Promise.race([connecting, timedOut]);
+      socket.setNoDelay(true);
+      consumer.socket = socket;
+      try {
+        await consumer.handshake(url, options.name);
+        await consumer.subscribe(options.exchanges);
+      } catch (error) {
+        socket.end();
+        throw error;
+      }
+    } finally {
+      clearTimeout(timer);
     }
     return consumer;
   }
 
   /** Closes the connection politely; the broker deletes the exclusive queue with it. */
   async close(): Promise<void> {
-    if (this.closed || this.failure) {
+    if (this.closing) return;
+    if (this.failure) {
+      this.closing = true;
       this.socket.end();
       return;
     }
     const reply = Buffer.concat([u16(200), shortstr("bench done"), u16(0), u16(0)]);
     const closeOk = this.expect(CONNECTION, 51);
     this.send(0, CONNECTION, 50, reply);
-    await Promise.race([closeOk, Bun.sleep(2000)]).catch(() => undefined);
-    this.closed = true;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, CLOSE_TIMEOUT_MS);
+    });
+    await Promise.race([closeOk, timeout]).catch(() => undefined);
+    clearTimeout(timer);
+    this.closing = true;
     this.socket.end();
   }
 
@@ -129,6 +201,8 @@ export class LeanConsumer {
     const tuneArgs = await tune;
     const channelMax = tuneArgs.readUInt16BE(0);
     const frameMax = tuneArgs.readUInt32BE(2);
+    // 0 means no limit; anything larger than 1 GiB from a broker is a corrupt stream anyway.
+    this.frames.maxFrame = frameMax === 0 ? 2 ** 30 : frameMax;
     // Heartbeats off: a bench run is short and the socket is on loopback.
     this.send(0, CONNECTION, 31, Buffer.concat([u16(channelMax), u32(frameMax), u16(0)]));
     const vhost = decodeURIComponent(url.pathname.slice(1)) || "/";
@@ -189,12 +263,9 @@ export class LeanConsumer {
   private expect(classId: number, methodId: number): Promise<Buffer> {
     if (this.failure) return Promise.reject(this.failure);
     return new Promise<Buffer>((resolve, reject) => {
-      this.waiter = { classId, methodId, resolve };
-      this.rejectWaiter = reject;
+      this.waiter = { classId, methodId, resolve, reject };
     });
   }
-
-  private rejectWaiter: ((error: Error) => void) | undefined;
 
   private send(channel: number, classId: number, methodId: number, args: Buffer): void {
     const payload = Buffer.concat([u16(classId), u16(methodId), args]);
@@ -223,35 +294,25 @@ export class LeanConsumer {
   }
 
   private fail(error: Error): void {
-    if (this.closed) return;
+    if (this.closing) return;
     this.failure ??= error;
-    const reject = this.rejectWaiter;
+    const waiter = this.waiter;
     this.waiter = undefined;
-    this.rejectWaiter = undefined;
-    reject?.(this.failure);
+    waiter?.reject(this.failure);
   }
 
-  /** Splits the byte stream into frames; a frame cut by a chunk boundary waits for the rest. */
+  /**
+   * Feeds the socket's bytes to the frame splitter. A broken stream, or a delivery callback that
+   * throws, ends the connection with that error: no later frame could be trusted to be counted.
+   */
   private receive(chunk: Buffer): void {
-    let data = chunk;
-    if (this.pending !== undefined) {
-      data = Buffer.concat([this.pending, chunk]);
-      this.pending = undefined;
+    if (this.failure || this.closing) return;
+    try {
+      this.frames.push(chunk);
+    } catch (error) {
+      this.fail(error instanceof Error ? error : new Error(String(error)));
+      this.socket.end();
     }
-    let at = 0;
-    while (data.length - at >= FRAME_OVERHEAD) {
-      const size = data.readUInt32BE(at + 3);
-      const end = at + 7 + size;
-      if (end >= data.length) break;
-      if (data[end] !== FRAME_END) {
-        this.fail(new Error(`malformed frame from the broker (no frame end at ${end})`));
-        this.socket.end();
-        return;
-      }
-      this.frame(data[at]!, data.subarray(at + 7, end));
-      at = end + 1;
-    }
-    if (at < data.length) this.pending = data.subarray(at);
   }
 
   private frame(type: number, payload: Buffer): void {
@@ -290,7 +351,6 @@ export class LeanConsumer {
     const waiter = this.waiter;
     if (waiter !== undefined && waiter.classId === classId && waiter.methodId === methodId) {
       this.waiter = undefined;
-      this.rejectWaiter = undefined;
       waiter.resolve(payload.subarray(4));
     }
   }
@@ -303,24 +363,21 @@ export class LeanConsumer {
     delivery.size = payload.readUInt32BE(8);
     const flags = payload.readUInt16BE(12);
     let at = 14;
-    const skipShort = () => {
-      at += 1 + payload[at]!;
-    };
-    const readShort = (): string => {
-      const length = payload[at]!;
-      const text = payload.toString("latin1", at + 1, at + 1 + length);
-      at += 1 + length;
-      return text;
-    };
-    if (flags & (1 << 15)) skipShort(); // content-type
-    if (flags & (1 << 14)) skipShort(); // content-encoding
+    // Properties in flag order; only correlation-id and message-id are kept.
+    if (flags & (1 << 15)) at += 1 + payload[at]!; // content-type
+    if (flags & (1 << 14)) at += 1 + payload[at]!; // content-encoding
     if (flags & (1 << 13)) at += 4 + payload.readUInt32BE(at); // headers
     if (flags & (1 << 12)) at += 1; // delivery-mode
     if (flags & (1 << 11)) at += 1; // priority
-    if (flags & (1 << 10)) delivery.correlationId = readShort();
-    if (flags & (1 << 9)) skipShort(); // reply-to
-    if (flags & (1 << 8)) skipShort(); // expiration
-    if (flags & (1 << 7)) delivery.messageId = readShort();
+    if (flags & (1 << 10)) {
+      delivery.correlationId = payload.toString("utf8", at + 1, at + 1 + payload[at]!);
+      at += 1 + payload[at]!;
+    }
+    if (flags & (1 << 9)) at += 1 + payload[at]!; // reply-to
+    if (flags & (1 << 8)) at += 1 + payload[at]!; // expiration
+    if (flags & (1 << 7)) {
+      delivery.messageId = payload.toString("utf8", at + 1, at + 1 + payload[at]!);
+    }
     if (delivery.size === 0) this.deliver();
   }
 

@@ -164,8 +164,9 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
       name: "matchd-bench-sink",
       exchanges: allEventExchanges,
       onDelivery: (message) => {
-        // Event ids are `<commandId>:<ordinal>:<type>`.
-        const eventId = message.messageId ?? "";
+        // Event ids are `<commandId>:<ordinal>:<type>`; every event carries one.
+        const eventId = message.messageId;
+        if (eventId === undefined) return;
         const i = indexOf.get(eventId.slice(0, eventId.indexOf(":")));
         if (!seen.isNew(eventId, i)) {
           duplicateEvents++;

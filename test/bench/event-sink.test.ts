@@ -11,9 +11,11 @@ import { testStack } from "../support/stack";
 test("the sink counts this run's events once, and notes duplicates and foreign messages", async () => {
   const { brokerUrl } = await testStack();
   const connection = await amqp.connect(brokerUrl);
+  let sink: EventSink | undefined;
   try {
     const runId = `sink-test-${Date.now().toString(36)}`;
-    const sink = await EventSink.open(brokerUrl, runId, 10);
+    const opened = await EventSink.open(brokerUrl, runId, 10);
+    sink = opened;
     const publisher = await connection.createConfirmChannel();
     const exchange = eventExchanges["order.filled.v1"];
     const ids = [
@@ -30,15 +32,15 @@ test("the sink counts this run's events once, and notes duplicates and foreign m
     await publisher.waitForConfirms();
     await eventually(
       "every published message at the sink",
-      () => sink.received + sink.duplicates + sink.foreign === ids.length,
+      () => opened.received + opened.duplicates + opened.foreign === ids.length,
     );
-    expect(sink.received).toBe(3);
-    expect(sink.duplicates).toBe(2);
-    expect(sink.foreign).toBe(1);
-    expect(sink.lastReceivedAt).toBeGreaterThanOrEqual(sink.firstReceivedAt);
-    expect(sink.firstReceivedAt).toBeGreaterThan(0);
-    await sink.close();
+    expect(opened.received).toBe(3);
+    expect(opened.duplicates).toBe(2);
+    expect(opened.foreign).toBe(1);
+    expect(opened.lastReceivedAt).toBeGreaterThanOrEqual(opened.firstReceivedAt);
+    expect(opened.firstReceivedAt).toBeGreaterThan(0);
   } finally {
+    await sink?.close();
     await connection.close().catch(() => undefined);
   }
 }, 30_000);

@@ -1,9 +1,10 @@
-// The benches' lean AMQP consumer against the test stack's RabbitMQ: properties after a
-// headers table, bodies split over several frames, and a refused declaration.
+// The benches' lean AMQP consumer: its frame splitter on streams cut at every size, and the
+// consumer against the test stack's RabbitMQ (properties after a headers table, bodies over
+// several frames, a refused declaration, a throwing callback).
 
 import { expect, test } from "bun:test";
 import amqp from "amqplib";
-import { LeanConsumer, type LeanDelivery } from "../../src/bench/lean-consumer";
+import { FrameSplitter, LeanConsumer, type LeanDelivery } from "../../src/bench/lean-consumer";
 import { eventually } from "../support/eventually";
 import { testStack } from "../support/stack";
 
@@ -71,3 +72,78 @@ test("a declaration the broker refuses fails open() with the broker's reason", a
   });
   await expect(opening).rejects.toThrow(/broker closed the channel: 403/);
 }, 30_000);
+
+/** One frame: type, channel, size, payload, end marker. */
+function frame(type: number, channel: number, payload: Buffer): Buffer {
+  const head = Buffer.alloc(7);
+  head[0] = type;
+  head.writeUInt16BE(channel, 1);
+  head.writeUInt32BE(payload.length, 3);
+  return Buffer.concat([head, payload, Buffer.from([0xce])]);
+}
+
+test("the frame splitter yields the same frames however the stream is cut", () => {
+  const frames: [number, number, Buffer][] = [
+    [1, 0, Buffer.from("method")],
+    [2, 1, Buffer.alloc(0)],
+    [3, 1, Buffer.from("body with \xce inside")],
+    [8, 0, Buffer.alloc(0)],
+    [3, 7, Buffer.alloc(1000, 0xce)],
+  ];
+  const stream = Buffer.concat(
+    frames.map(([type, channel, payload]) => frame(type, channel, payload)),
+  );
+  // Every slice size from 1 byte (headers and end markers split) to the whole stream at once.
+  for (let slice = 1; slice <= stream.length; slice++) {
+    const seen: [number, number, Buffer][] = [];
+    const splitter = new FrameSplitter((type, channel, payload) =>
+      seen.push([type, channel, Buffer.from(payload)]),
+    );
+    for (let at = 0; at < stream.length; at += slice)
+      splitter.push(stream.subarray(at, at + slice));
+    expect(seen).toEqual(frames);
+  }
+});
+
+test("the frame splitter refuses a frame without its end marker or over the size limit", () => {
+  const broken = frame(1, 0, Buffer.from("x"));
+  broken[broken.length - 1] = 0;
+  expect(() => new FrameSplitter(() => undefined).push(broken)).toThrow(/no frame end/);
+  const large = frame(3, 1, Buffer.alloc(200));
+  expect(() => new FrameSplitter(() => undefined, 100).push(large)).toThrow(/exceeds/);
+});
+
+test("a delivery callback that throws ends the consumer with that error", async () => {
+  const { brokerUrl } = await testStack();
+  const exchange = `lean-test-throw-${Date.now().toString(36)}`;
+  const consumer = await LeanConsumer.open({
+    url: brokerUrl,
+    name: "lean-consumer-test",
+    exchanges: [exchange],
+    onDelivery: () => {
+      throw new Error("callback refused");
+    },
+  });
+  const connection = await amqp.connect(brokerUrl);
+  try {
+    const channel = await connection.createConfirmChannel();
+    channel.publish(exchange, exchange, Buffer.from("x"), { messageId: "m" });
+    await channel.waitForConfirms();
+    await eventually("the consumer failed", () => consumer.failed !== undefined);
+    expect(consumer.failed?.message).toBe("callback refused");
+    await channel.close();
+  } finally {
+    await consumer.close();
+    await connection.close().catch(() => undefined);
+  }
+}, 30_000);
+
+test("an amqps:// URL is refused rather than sent in plain text", async () => {
+  const opening = LeanConsumer.open({
+    url: "amqps://guest:guest@127.0.0.1:5671/",
+    name: "lean-consumer-test",
+    exchanges: [],
+    onDelivery: () => undefined,
+  });
+  await expect(opening).rejects.toThrow(/plain amqp/);
+});
