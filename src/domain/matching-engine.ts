@@ -145,7 +145,8 @@ export class MatchingEngine {
 
   private place(command: PlaceOrderCommand, alreadyAccepted: boolean): CommandOutcome {
     const payload = command.payload;
-    const idHash = hashId(payload.id);
+    // A stored marker already says duplicate: no need to hash the id or look it up.
+    const idHash = alreadyAccepted ? 0 : hashId(payload.id);
     if (alreadyAccepted || this.orders.get(payload.id, idHash) !== undefined) {
       return {
         result: {
