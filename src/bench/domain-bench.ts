@@ -19,7 +19,7 @@ export interface DomainBenchOptions {
  * A batch is the conductor's default commit batch (500): like a conductor, the bench then holds
  * a few hundred decoded commands at a time. A batch of 8,192 (before 2026-11-30) kept ~5 MB of
  * commands live in the young generation and out of the core's cache, which cost the timed
- * region 15-25 % in side-by-side runs: a cost of the bench's layout, not of the engine.
+ * region 15-30 % in side-by-side runs: a cost of the bench's layout, not of the engine.
  */
 const BATCH = 500;
 
