@@ -9,20 +9,31 @@
  * two properties the sinks use. It is bench tooling: services use amqplib.
  */
 import type { Socket } from "bun";
+import {
+  CLASS_BASIC as BASIC,
+  BASIC_DELIVER,
+  CLASS_CHANNEL as CHANNEL,
+  CLASS_CONNECTION as CONNECTION,
+  CLASS_EXCHANGE as EXCHANGE,
+  FLAG_CONTENT_ENCODING,
+  FLAG_CONTENT_TYPE,
+  FLAG_CORRELATION_ID,
+  FLAG_DELIVERY_MODE,
+  FLAG_EXPIRATION,
+  FLAG_HEADERS,
+  FLAG_MESSAGE_ID,
+  FLAG_PRIORITY,
+  FLAG_REPLY_TO,
+  FRAME_BODY,
+  FRAME_END,
+  FRAME_HEADER,
+  FRAME_HEARTBEAT,
+  FRAME_METHOD,
+  FRAME_OVERHEAD,
+  CLASS_QUEUE as QUEUE,
+} from "../infra/amqp/wire";
 
-const FRAME_METHOD = 1;
-const FRAME_HEADER = 2;
-const FRAME_BODY = 3;
-const FRAME_HEARTBEAT = 8;
-const FRAME_END = 0xce;
-const FRAME_OVERHEAD = 8;
-
-const CONNECTION = 10;
-const CHANNEL = 20;
-const EXCHANGE = 40;
-const QUEUE = 50;
-const BASIC = 60;
-const BASIC_DELIVER = 60;
+/** connection.close and channel.close method ids. */
 const CLOSE = { [CONNECTION]: 50, [CHANNEL]: 40 } as const;
 
 /** One delivery as the sinks see it. */
@@ -97,9 +108,12 @@ export class LeanConsumer {
   private failure: Error | undefined;
   /** Set once close() starts: the broker's closing the socket after that is no failure. */
   private closing = false;
-  /** The delivery being assembled from its header and body frames. */
-  private delivery: { messageId?: string; correlationId?: string; size: number } | undefined;
-  private bodyParts: Buffer[] = [];
+  // The delivery being assembled from its method, header and body frames.
+  private delivering = false;
+  private bodySize = 0;
+  private messageId: string | undefined;
+  private correlationId: string | undefined;
+  private readonly bodyParts: Buffer[] = [];
   private bodyBytes = 0;
   /** The queue the broker named. */
   queue = "";
@@ -319,7 +333,7 @@ export class LeanConsumer {
     if (type === FRAME_BODY) {
       this.bodyParts.push(payload);
       this.bodyBytes += payload.length;
-      if (this.delivery !== undefined && this.bodyBytes >= this.delivery.size) this.deliver();
+      if (this.delivering && this.bodyBytes >= this.bodySize) this.deliver();
       return;
     }
     if (type === FRAME_HEADER) {
@@ -331,8 +345,11 @@ export class LeanConsumer {
     const classId = payload.readUInt16BE(0);
     const methodId = payload.readUInt16BE(2);
     if (classId === BASIC && methodId === BASIC_DELIVER) {
-      this.delivery = { size: 0 };
-      this.bodyParts = [];
+      this.delivering = true;
+      this.bodySize = 0;
+      this.messageId = undefined;
+      this.correlationId = undefined;
+      this.bodyParts.length = 0;
       this.bodyBytes = 0;
       return;
     }
@@ -357,43 +374,35 @@ export class LeanConsumer {
 
   /** Reads the body size and the message-id and correlation-id properties of a content header. */
   private header(payload: Buffer): void {
-    const delivery = this.delivery;
-    if (delivery === undefined) return;
+    if (!this.delivering) return;
     // class (2), weight (2), body size (8: the high half is 0 for any body a bench sends).
-    delivery.size = payload.readUInt32BE(8);
+    this.bodySize = payload.readUInt32BE(8);
     const flags = payload.readUInt16BE(12);
     let at = 14;
     // Properties in flag order; only correlation-id and message-id are kept.
-    if (flags & (1 << 15)) at += 1 + payload[at]!; // content-type
-    if (flags & (1 << 14)) at += 1 + payload[at]!; // content-encoding
-    if (flags & (1 << 13)) at += 4 + payload.readUInt32BE(at); // headers
-    if (flags & (1 << 12)) at += 1; // delivery-mode
-    if (flags & (1 << 11)) at += 1; // priority
-    if (flags & (1 << 10)) {
-      delivery.correlationId = payload.toString("utf8", at + 1, at + 1 + payload[at]!);
+    if (flags & FLAG_CONTENT_TYPE) at += 1 + payload[at]!;
+    if (flags & FLAG_CONTENT_ENCODING) at += 1 + payload[at]!;
+    if (flags & FLAG_HEADERS) at += 4 + payload.readUInt32BE(at);
+    if (flags & FLAG_DELIVERY_MODE) at += 1;
+    if (flags & FLAG_PRIORITY) at += 1;
+    if (flags & FLAG_CORRELATION_ID) {
+      this.correlationId = payload.toString("utf8", at + 1, at + 1 + payload[at]!);
       at += 1 + payload[at]!;
     }
-    if (flags & (1 << 9)) at += 1 + payload[at]!; // reply-to
-    if (flags & (1 << 8)) at += 1 + payload[at]!; // expiration
-    if (flags & (1 << 7)) {
-      delivery.messageId = payload.toString("utf8", at + 1, at + 1 + payload[at]!);
+    if (flags & FLAG_REPLY_TO) at += 1 + payload[at]!;
+    if (flags & FLAG_EXPIRATION) at += 1 + payload[at]!;
+    if (flags & FLAG_MESSAGE_ID) {
+      this.messageId = payload.toString("utf8", at + 1, at + 1 + payload[at]!);
     }
-    if (delivery.size === 0) this.deliver();
+    if (this.bodySize === 0) this.deliver();
   }
 
   private deliver(): void {
-    const delivery = this.delivery!;
-    this.delivery = undefined;
+    this.delivering = false;
     const parts = this.bodyParts;
     const body =
       parts.length === 1 ? parts[0]! : parts.length === 0 ? Buffer.alloc(0) : Buffer.concat(parts);
-    this.bodyParts = [];
-    this.bodyBytes = 0;
-    this.onDelivery({
-      messageId: delivery.messageId,
-      correlationId: delivery.correlationId,
-      body,
-    });
+    this.onDelivery({ messageId: this.messageId, correlationId: this.correlationId, body });
   }
 }
 

@@ -5,24 +5,25 @@
  * byte-identical (tested against amqplib's own encoder) for the properties it supports.
  */
 
-const FRAME_METHOD = 1;
-const FRAME_HEADER = 2;
-const FRAME_BODY = 3;
-const FRAME_END = 0xce;
-const BASIC_CLASS = 60;
-const BASIC_PUBLISH = 40;
+import {
+  BASIC_PUBLISH,
+  CLASS_BASIC,
+  FLAG_CONTENT_TYPE,
+  FLAG_CORRELATION_ID,
+  FLAG_DELIVERY_MODE,
+  FLAG_HEADERS,
+  FLAG_MESSAGE_ID,
+  FLAG_REPLY_TO,
+  FLAG_TIMESTAMP,
+  FLAG_TYPE,
+  FRAME_BODY,
+  FRAME_END,
+  FRAME_HEADER,
+  FRAME_METHOD,
+} from "./wire";
+
 const SHORTSTR_MAX = 255;
 const PERSISTENT = 2;
-
-// Property flags; the content header lists the values in this order.
-const FLAG_CONTENT_TYPE = 1 << 15;
-const FLAG_HEADERS = 1 << 13;
-const FLAG_DELIVERY_MODE = 1 << 12;
-const FLAG_CORRELATION_ID = 1 << 10;
-const FLAG_REPLY_TO = 1 << 9;
-const FLAG_MESSAGE_ID = 1 << 7;
-const FLAG_TIMESTAMP = 1 << 6;
-const FLAG_TYPE = 1 << 5;
 
 /** The message properties this encoder writes; any other property needs amqplib. */
 export interface PublishProperties {
@@ -127,7 +128,7 @@ export function encodePublishFrames(
   o = out.writeUInt8(FRAME_METHOD, o);
   o = out.writeUInt16BE(channel, o);
   o = out.writeUInt32BE(methodSize, o);
-  o = out.writeUInt16BE(BASIC_CLASS, o);
+  o = out.writeUInt16BE(CLASS_BASIC, o);
   o = out.writeUInt16BE(BASIC_PUBLISH, o);
   o = out.writeUInt16BE(0, o); // reserved (ticket)
   o = writeShortString(out, o, f.exchange, exchangeLength);
@@ -139,7 +140,7 @@ export function encodePublishFrames(
   o = out.writeUInt8(FRAME_HEADER, o);
   o = out.writeUInt16BE(channel, o);
   o = out.writeUInt32BE(headerSize, o);
-  o = out.writeUInt16BE(BASIC_CLASS, o);
+  o = out.writeUInt16BE(CLASS_BASIC, o);
   o = out.writeUInt16BE(0, o); // weight
   o = out.writeUInt32BE(0, o); // body size, high 32 bits
   o = out.writeUInt32BE(bodySize, o);
