@@ -90,7 +90,7 @@ export async function runBrokerEventFloor(
       }
     }
     while ((confirmed < events || sink.received < events) && performance.now() < deadline) {
-      if (sink.failed) throw new Error(`the bench's event sink failed: ${sink.failed.message}`);
+      sink.throwIfFailed();
       await Bun.sleep(1);
     }
     // Ends when the last confirm and the last event are in (polled every millisecond).

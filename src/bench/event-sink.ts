@@ -44,9 +44,10 @@ export class EventSink {
     return sink;
   }
 
-  /** Why the sink stopped receiving before it was closed, if it did. */
-  get failed(): Error | undefined {
-    return this.consumer?.failed;
+  /** Throws when the sink stopped receiving before it was closed, so a run never waits it out. */
+  throwIfFailed(): void {
+    const failed = this.consumer?.failed;
+    if (failed) throw new Error(`the bench's event sink failed: ${failed.message}`);
   }
 
   /** Closes the sink's connection; its queue goes with it. */

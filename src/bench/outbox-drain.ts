@@ -163,7 +163,7 @@ export async function runOutboxDrainBench(
           `outbox drain timed out after ${timeoutMs} ms: XLEN ${length}, received ${sink.received} of ${events}`,
         );
       }
-      if (sink.failed) throw new Error(`the bench's event sink failed: ${sink.failed.message}`);
+      sink.throwIfFailed();
       await Bun.sleep(10);
       length = await valkey.xlen(keys.events);
       if (performance.now() >= nextReport) {
@@ -186,7 +186,7 @@ export async function runOutboxDrainBench(
       firstReadSeconds: round((drainStart - started) / 1000),
       drainSeconds: round(drainSeconds),
       lastEventSeconds: round((sink.lastReceivedAt - drainStart) / 1000),
-      firstEventAfterSeconds: round((sink.firstReceivedAt - drainStart) / 1000),
+      firstEventSeconds: round((sink.firstReceivedAt - drainStart) / 1000),
       eventsPerSecond: Math.round(events / drainSeconds),
       received: sink.received,
       duplicates: sink.duplicates,

@@ -37,11 +37,14 @@ export interface BenchRunOptions {
   keepStack: boolean;
 }
 
+/** Where the event benches' events end up; every event boundary statement names it. */
+const sinkQueueStatement =
+  "the bench's sink queue (exclusive, bound to every event exchange, read without acks by the bench's lean AMQP consumer)";
+
 const boundaryStatements: Record<string, string> = {
   conductor:
     "publish to matching:commands.p<N> -> conductor decode, dedup lookup, match, one atomic commit per batch, durability wait, ack + RPC reply; timer stops when every command's durable reply is received (outbox not running)",
-  "full-pipeline":
-    "publish -> conductor (as above) -> Valkey stream -> outbox publish with confirms -> event exchanges -> the bench's sink queue (exclusive, bound to every event exchange, read without acks by the bench's lean AMQP consumer); timer stops when every command is processed, the stream is drained and every event is received by the sinks",
+  "full-pipeline": `publish -> conductor (as above) -> Valkey stream -> outbox publish with confirms -> event exchanges -> ${sinkQueueStatement}; timer stops when every command is processed, the stream is drained and every event is received by the sinks`,
   "round-trip":
     "client view: command sent as RPC (replyTo) -> conductor -> durable commit -> reply received; latency from each command's scheduled send time",
 };
@@ -400,7 +403,7 @@ async function brokerEventReport(
   });
   return {
     boundary: "broker",
-    boundaryStatement: `the broker alone, carrying the outbox's traffic: the outbox's publisher (one confirm channel, persistent, mandatory, messageId, type, x-partition-offset header, up to ${config.outboxWindow} unconfirmed) -> event exchanges -> the outbox-drain bench's sink queue (exclusive, read without acks by the bench's lean AMQP consumer); no datastore, no stream. The ceiling of the outbox-drain boundary on this broker and machine`,
+    boundaryStatement: `the broker alone, carrying the outbox's traffic: the outbox's publisher (one confirm channel, persistent, mandatory, messageId, type, x-partition-offset header, up to ${config.outboxWindow} unconfirmed) -> event exchanges -> ${sinkQueueStatement}; no datastore, no stream. The ceiling of the outbox-drain boundary on this broker and machine`,
     durability: "broker only: persistent messages, publisher confirms; no datastore involved",
     workload: `${events} events of the alternating mix (rested, filled, filled, deal), ${result.bodyBytes} bytes on average`,
     commands: events,
@@ -527,6 +530,7 @@ function outboxDrainToReport(
     backlogWriteSeconds: num("backlogWriteSeconds"),
     outboxStartSeconds: num("outboxStartSeconds"),
     firstReadSeconds: num("firstReadSeconds"),
+    firstEventSeconds: num("firstEventSeconds"),
     lastEventSeconds: num("lastEventSeconds"),
     published: num("published"),
     unroutable: num("unroutable"),
@@ -535,8 +539,7 @@ function outboxDrainToReport(
   };
   return {
     boundary: "outbox-drain",
-    boundaryStatement:
-      "a backlog of N events already in the partition's Valkey stream -> outbox (lease, XREADGROUP, publish with confirms in a sliding window, XACK+XDEL of the confirmed prefix) -> event exchanges -> the bench's sink queue (exclusive, bound to every event exchange, read without acks by the bench's lean AMQP consumer); timer runs from the outbox's first read (the last poll, every 5 ms, that saw its consumer group read nothing) until XLEN is 0 and every event was received",
+    boundaryStatement: `a backlog of N events already in the partition's Valkey stream -> outbox (lease, XREADGROUP, publish with confirms in a sliding window, XACK+XDEL of the confirmed prefix) -> event exchanges -> ${sinkQueueStatement}; timer runs from the outbox's first read (the last poll, every 5 ms, that saw its consumer group read nothing) until XLEN is 0 and every event was received`,
     durability: `${config.durability} (checked at outbox boot); the stream is acknowledged only after broker confirms`,
     workload: `${events} events of the alternating mix (rested, filled, filled, deal)`,
     commands: events,

@@ -8,57 +8,73 @@ import { FrameSplitter, LeanConsumer, type LeanDelivery } from "../../src/bench/
 import { eventually } from "../support/eventually";
 import { testStack } from "../support/stack";
 
-test("delivers message id, correlation id and the whole body, in order", async () => {
+/**
+ * Runs `body` with a lean consumer of a fresh exchange and an amqplib confirm channel that
+ * publishes to it; both are closed afterwards.
+ */
+async function withConsumer(
+  onDelivery: (delivery: LeanDelivery) => void,
+  body: (consumer: LeanConsumer, channel: amqp.ConfirmChannel, exchange: string) => Promise<void>,
+): Promise<void> {
   const { brokerUrl } = await testStack();
-  const exchange = `lean-test-${Date.now().toString(36)}`;
-  const received: LeanDelivery[] = [];
+  const exchange = `lean-test-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
   const consumer = await LeanConsumer.open({
     url: brokerUrl,
     name: "lean-consumer-test",
     exchanges: [exchange],
-    onDelivery: (delivery) => received.push(delivery),
+    onDelivery,
   });
   const connection = await amqp.connect(brokerUrl);
   try {
     const channel = await connection.createConfirmChannel();
-    // Larger than the broker's frame size (128 KiB): it arrives as several body frames.
-    const large = Buffer.alloc(300_000);
-    for (let i = 0; i < large.length; i++) large[i] = i % 251;
-    const messages: [string, Buffer, amqp.Options.Publish][] = [
-      [
-        "every property",
-        Buffer.from('{"a":1}'),
-        {
-          contentType: "application/json",
-          contentEncoding: "identity",
-          headers: { "x-partition-offset": "1-0", n: 7 },
-          persistent: true,
-          priority: 1,
-          correlationId: "corr-1",
-          replyTo: "nowhere",
-          expiration: "60000",
-          messageId: "id-1",
-          type: "order.filled.v1",
-        },
-      ],
-      ["no properties", Buffer.from("plain"), {}],
-      ["empty body", Buffer.alloc(0), { messageId: "id-3" }],
-      ["large body", large, { messageId: "id-4" }],
-    ];
-    for (const [, body, options] of messages) channel.publish(exchange, exchange, body, options);
-    await channel.waitForConfirms();
-    await eventually("all four deliveries", () => received.length === messages.length);
-    expect(received.map((d) => d.messageId)).toEqual(["id-1", undefined, "id-3", "id-4"]);
-    expect(received[0]!.correlationId).toBe("corr-1");
-    expect(received[1]!.correlationId).toBeUndefined();
-    for (let i = 0; i < messages.length; i++) {
-      expect(Buffer.compare(received[i]!.body, messages[i]![1])).toBe(0);
-    }
+    await body(consumer, channel, exchange);
     await channel.close();
   } finally {
     await consumer.close();
     await connection.close().catch(() => undefined);
   }
+}
+
+test("delivers message id, correlation id and the whole body, in order", async () => {
+  const received: LeanDelivery[] = [];
+  await withConsumer(
+    (delivery) => received.push(delivery),
+    async (_consumer, channel, exchange) => {
+      // Larger than the broker's frame size (128 KiB): it arrives as several body frames.
+      const large = Buffer.alloc(300_000);
+      for (let i = 0; i < large.length; i++) large[i] = i % 251;
+      const messages: [string, Buffer, amqp.Options.Publish][] = [
+        [
+          "every property",
+          Buffer.from('{"a":1}'),
+          {
+            contentType: "application/json",
+            contentEncoding: "identity",
+            headers: { "x-partition-offset": "1-0", n: 7 },
+            persistent: true,
+            priority: 1,
+            correlationId: "corr-1",
+            replyTo: "nowhere",
+            expiration: "60000",
+            messageId: "id-1",
+            type: "order.filled.v1",
+          },
+        ],
+        ["no properties", Buffer.from("plain"), {}],
+        ["empty body", Buffer.alloc(0), { messageId: "id-3" }],
+        ["large body", large, { messageId: "id-4" }],
+      ];
+      for (const [, body, options] of messages) channel.publish(exchange, exchange, body, options);
+      await channel.waitForConfirms();
+      await eventually("all four deliveries", () => received.length === messages.length);
+      expect(received.map((d) => d.messageId)).toEqual(["id-1", undefined, "id-3", "id-4"]);
+      expect(received[0]!.correlationId).toBe("corr-1");
+      expect(received[1]!.correlationId).toBeUndefined();
+      for (let i = 0; i < messages.length; i++) {
+        expect(Buffer.compare(received[i]!.body, messages[i]![1])).toBe(0);
+      }
+    },
+  );
 }, 30_000);
 
 test("a declaration the broker refuses fails open() with the broker's reason", async () => {
@@ -114,28 +130,15 @@ test("the frame splitter refuses a frame without its end marker or over the size
 });
 
 test("a delivery callback that throws ends the consumer with that error", async () => {
-  const { brokerUrl } = await testStack();
-  const exchange = `lean-test-throw-${Date.now().toString(36)}`;
-  const consumer = await LeanConsumer.open({
-    url: brokerUrl,
-    name: "lean-consumer-test",
-    exchanges: [exchange],
-    onDelivery: () => {
-      throw new Error("callback refused");
-    },
-  });
-  const connection = await amqp.connect(brokerUrl);
-  try {
-    const channel = await connection.createConfirmChannel();
+  const refuse = () => {
+    throw new Error("callback refused");
+  };
+  await withConsumer(refuse, async (consumer, channel, exchange) => {
     channel.publish(exchange, exchange, Buffer.from("x"), { messageId: "m" });
     await channel.waitForConfirms();
     await eventually("the consumer failed", () => consumer.failed !== undefined);
     expect(consumer.failed?.message).toBe("callback refused");
-    await channel.close();
-  } finally {
-    await consumer.close();
-    await connection.close().catch(() => undefined);
-  }
+  });
 }, 30_000);
 
 test("an amqps:// URL is refused rather than sent in plain text", async () => {

@@ -140,6 +140,8 @@ describe("matchd bench pipeline boundaries", () => {
     const extra = report.extra as Record<string, number>;
     // The first read comes after the spawn, and the timed window covers the last event.
     expect(extra.firstReadSeconds).toBeGreaterThan(0);
+    expect(extra.firstEventSeconds).toBeGreaterThan(0);
+    expect(extra.firstEventSeconds!).toBeLessThanOrEqual(extra.lastEventSeconds!);
     expect(report.seconds as number).toBeGreaterThanOrEqual(extra.lastEventSeconds!);
     expect(code).toBe(0);
   }, 120_000);
