@@ -151,6 +151,10 @@ export async function startRabbitmq({
     RABBITMQ_CONF_ENV_FILE: `${dir}/rabbitmq-env.conf`,
     RABBITMQ_ENABLED_PLUGINS_FILE: `${dir}/enabled_plugins`,
     RABBITMQ_PID_FILE: `${dir}/rabbitmq.pid`,
+    // Unbound schedulers: RabbitMQ pins each scheduler thread to its own core, and where
+    // Valkey and matchd share those cores a pinned scheduler waits for its one core while
+    // the other may be idle. Unbound, the outbox drain ran ~6 % faster (README).
+    RABBITMQ_SCHEDULER_BIND_TYPE: "u",
   };
   const processes: RecordedProcess[] = [];
   const record = (spawned: RecordedProcess) => {

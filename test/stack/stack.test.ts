@@ -129,6 +129,19 @@ describe("local stack", () => {
     }
   });
 
+  test("the broker's scheduler threads may run on every core the node may use", () => {
+    const beam = info.pids["rabbitmq-beam"]!;
+    const allowed = (status: string) => /^Cpus_allowed_list:\s*(\S+)$/m.exec(status)?.[1];
+    const nodeCores = allowed(readFileSync(`/proc/${beam}/status`, "utf8"));
+    const schedulers = readdirSync(`/proc/${beam}/task`).filter((task) =>
+      /^\d+_scheduler/.test(readFileSync(`/proc/${beam}/task/${task}/comm`, "utf8")),
+    );
+    expect(schedulers.length).toBeGreaterThan(0);
+    for (const task of schedulers) {
+      expect(allowed(readFileSync(`/proc/${beam}/task/${task}/status`, "utf8"))).toBe(nodeCores);
+    }
+  });
+
   test("stackDown stops every recorded process and leaves none behind", async () => {
     const { stopped } = await stackDown({ dir });
     expect(stopped.sort()).toEqual(Object.keys(info.pids).sort());
