@@ -40,4 +40,22 @@ for (const file of fs.readdirSync(dir).filter((f) => f.endsWith(".json")).sort()
   const r = JSON.parse(fs.readFileSync(`${dir}/${file}`, "utf8"));
   const l = r.latencyMs;
   console.log(`| ${file.replace(".json", "")} | ${r.boundary} | ${r.workload} | ${r.commands} | ${r.commandsPerSecond} | ${l.p50} | ${l.p99} | ${l.p999} | ${l.max} | ${r.invariants.ok ? "ok" : "FAILED"} |`);
+}
+// The figures the README quotes from outside the columns above, so that every run keeps
+// them (the JSON reports are overwritten by the next run).
+const extra = (name) => {
+  try {
+    return JSON.parse(fs.readFileSync(`${dir}/${name}.json`, "utf8")).extra ?? {};
+  } catch {
+    return {};
+  }
+};
+const resting = extra("domain-resting");
+const datastore = extra("datastore");
+console.log("");
+console.log(`- domain-resting: ${resting.restingOrders} resting orders, RSS ${resting.rssMiB?.toFixed(1)} MiB`);
+console.log(`- datastore tx/s: memory x1 ${datastore["memory x1 tx/s"]}, x8 ${datastore["memory x8 tx/s"]}; aof-replicated x1 ${datastore["aof-replicated x1 tx/s"]}, x8 ${datastore["aof-replicated x8 tx/s"]}`);
+for (const name of ["broker-rate1000", "broker-rate2500"]) {
+  const lag = extra(name).sendLagMs;
+  if (lag !== undefined) console.log(`- ${name}: bench send lag ms ${typeof lag === "string" ? lag : JSON.stringify(lag)}`);
 }' "$out"
