@@ -5,9 +5,8 @@
 // and received by the same sink. No datastore, no stream: its throughput is the ceiling the
 // outbox-drain boundary can reach with this broker here.
 
-import { eventExchanges } from "../infra/amqp/topology";
 import type { Logger } from "../infra/log";
-import type { OutboxEvent } from "../outbox/envelope";
+import { decodeEntry, type OutboxEvent } from "../outbox/envelope";
 import { type ConfirmOutcome, EventPublisher } from "../outbox/publisher";
 import { EventSink } from "./event-sink";
 import { LatencyHistogram, type Percentiles } from "./histogram";
@@ -45,8 +44,10 @@ export async function runBrokerEventFloor(
   let bodyBytes = 0;
   for (let n = 0; n < events; n++) {
     const body = buildEnvelope(0, runId, n);
-    const { eventId, type } = JSON.parse(body) as Pick<OutboxEvent, "eventId" | "type">;
-    outboxEvents.push({ entryId: `1-${n}`, eventId, type, exchange: eventExchanges[type], body });
+    // The outbox's own decoding, so the events are exactly what it would publish.
+    const decoded = decodeEntry({ id: `1-${n}`, fields: ["event", body] });
+    if (!decoded.ok) throw new Error(`bench envelope ${n} does not decode: ${decoded.reason}`);
+    outboxEvents.push(decoded.event);
     bodyBytes += Buffer.byteLength(body);
   }
 

@@ -13,10 +13,10 @@ export class SeenEvents {
 
   /**
    * Records `eventId` of the command with index `command` (undefined: a command the bench
-   * did not send); false when it was received before.
+   * did not send); false when it was received before. `colon`: the id's first colon, which
+   * the caller has usually found already to read the command id.
    */
-  isNew(eventId: string, command: number | undefined): boolean {
-    const colon = eventId.indexOf(":");
+  isNew(eventId: string, command: number | undefined, colon = eventId.indexOf(":")): boolean {
     const ordinal = Number(eventId.slice(colon + 1, eventId.indexOf(":", colon + 1)));
     if (command !== undefined && Number.isInteger(ordinal) && ordinal >= 0 && ordinal < 31) {
       const bit = 1 << ordinal;

@@ -60,11 +60,12 @@ export class EventSink {
       this.foreign++;
       return;
     }
-    const command = Number(eventId.slice(this.prefix.length, eventId.indexOf(":")));
+    const colon = eventId.indexOf(":");
+    const command = Number(eventId.slice(this.prefix.length, colon));
     // Outside the run's command range the id still counts once, through the set of other ids.
     const known =
       Number.isInteger(command) && command >= 0 && command < this.commands ? command : undefined;
-    if (!this.seen.isNew(eventId, known)) {
+    if (!this.seen.isNew(eventId, known, colon)) {
       this.duplicates++;
       return;
     }

@@ -167,8 +167,9 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
         // Event ids are `<commandId>:<ordinal>:<type>`; every event carries one.
         const eventId = message.messageId;
         if (eventId === undefined) return;
-        const i = indexOf.get(eventId.slice(0, eventId.indexOf(":")));
-        if (!seen.isNew(eventId, i)) {
+        const colon = eventId.indexOf(":");
+        const i = indexOf.get(eventId.slice(0, colon));
+        if (!seen.isNew(eventId, i, colon)) {
           duplicateEvents++;
           return;
         }

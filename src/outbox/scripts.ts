@@ -2,7 +2,7 @@
  * The outbox's Lua scripts: the lease's renew and release, and the stream acknowledgement.
  * Run them with runScript / runEncodedScript from infra/valkey/lua-script.
  */
-import { luaScript as script } from "../infra/valkey/lua-script";
+import { luaScript } from "../infra/valkey/lua-script";
 
 /**
  * Extends the lease only while this process still owns it.
@@ -12,7 +12,7 @@ import { luaScript as script } from "../infra/valkey/lua-script";
  * Returns 1 when the lease was extended, 0 when someone else (or no one) holds it.
  * Emits nothing.
  */
-export const renewLeaseScript = script(
+export const renewLeaseScript = luaScript(
   "renew-lease",
   `if redis.call("GET", KEYS[1]) == ARGV[1] then
   return redis.call("PEXPIRE", KEYS[1], ARGV[2])
@@ -28,7 +28,7 @@ return 0
  * ARGV[1] = this process's owner id
  * Returns 1 when the lease was deleted, 0 otherwise. Emits nothing.
  */
-export const releaseLeaseScript = script(
+export const releaseLeaseScript = luaScript(
   "release-lease",
   `if redis.call("GET", KEYS[1]) == ARGV[1] then
   return redis.call("DEL", KEYS[1])
@@ -46,7 +46,7 @@ return 0
  * A script rather than MULTI: one command to encode and parse instead of five, and just as
  * atomic. Lua's unpack takes at most ~8,000 values, hence the outbox's ack batch bound.
  */
-export const acknowledgeScript = script(
+export const acknowledgeScript = luaScript(
   "acknowledge",
   `local n = tonumber(ARGV[2])
 redis.call('XACK', KEYS[1], ARGV[1], unpack(ARGV, 3, 2 + n))
