@@ -153,7 +153,7 @@ export async function startRabbitmq({
     RABBITMQ_PID_FILE: `${dir}/rabbitmq.pid`,
     // Unbound schedulers: RabbitMQ pins each scheduler thread to its own core, and where
     // Valkey and matchd share those cores a pinned scheduler waits for its one core while
-    // the other may be idle. Unbound, the outbox drain ran ~6 % faster (README).
+    // the other may be idle. Unbound, the outbox drain ran ~6.6 % faster (median, README).
     RABBITMQ_SCHEDULER_BIND_TYPE: "u",
   };
   const processes: RecordedProcess[] = [];
