@@ -28,6 +28,7 @@ const benchValued = new Set([
   "--outbox-url",
   "--pairs",
   "--flow",
+  "--sink",
 ]);
 const stackValued = new Set(["--dir"]);
 

@@ -33,15 +33,35 @@ export class EventSink {
     this.seen = new SeenEvents(commands);
   }
 
-  static async open(brokerUrl: string, runId: string, commands: number): Promise<EventSink> {
+  /**
+   * `deferred`: the queue is bound but not consumed until startReceiving(), so it collects the
+   * run's events meanwhile and queued() counts them.
+   */
+  static async open(
+    brokerUrl: string,
+    runId: string,
+    commands: number,
+    { deferred = false }: { deferred?: boolean } = {},
+  ): Promise<EventSink> {
     const sink = new EventSink(runId, commands);
     sink.consumer = await LeanConsumer.open({
       url: brokerUrl,
       name: "matchd-bench-sink",
       exchanges: allEventExchanges,
       onDelivery: (delivery) => sink.record(delivery.messageId ?? ""),
+      deferConsume: deferred,
     });
     return sink;
+  }
+
+  /** Starts receiving (a deferred sink; a no-op otherwise). */
+  async startReceiving(): Promise<void> {
+    await this.consumer?.consume();
+  }
+
+  /** Messages waiting in the sink's queue (any run's). */
+  async queued(): Promise<number> {
+    return (await this.consumer?.messageCount()) ?? 0;
   }
 
   /** Throws when the sink stopped receiving before it was closed, so a run never waits it out. */

@@ -51,6 +51,11 @@ export interface LeanConsumerOptions {
   /** Direct exchanges to declare (durable) and bind the queue to, routing key = exchange name. */
   exchanges: readonly string[];
   onDelivery(delivery: LeanDelivery): void;
+  /**
+   * Declare and bind the queue but start consuming only when consume() is called, so the queue
+   * collects what is routed to it meanwhile (see messageCount()).
+   */
+  deferConsume?: boolean;
 }
 
 type Waiter = {
@@ -117,6 +122,7 @@ export class LeanConsumer {
   private bodyBytes = 0;
   /** The queue the broker named. */
   queue = "";
+  private consuming = false;
 
   /** Bytes the socket has not taken yet (Bun's write may take part of a buffer). */
   private unsent: Buffer | undefined;
@@ -163,6 +169,7 @@ export class LeanConsumer {
       try {
         await consumer.handshake(url, options.name);
         await consumer.subscribe(options.exchanges);
+        if (options.deferConsume !== true) await consumer.consume();
       } catch (error) {
         socket.end();
         throw error;
@@ -258,13 +265,32 @@ export class LeanConsumer {
         ]),
       );
     }
+  }
+
+  /** Starts the deliveries (once; open() does it unless deferConsume was set). */
+  async consume(): Promise<void> {
+    if (this.consuming) return;
+    this.consuming = true;
     const noAck = 2;
     await this.call(
       1,
       BASIC,
       20,
-      Buffer.concat([u16(0), shortstr(this.queue), shortstr(""), octet(noAck), emptyTable]),
+      Buffer.concat([u16(0), shortstr(this.queue), shortstr(""), octet(noAck), u32(0)]),
     );
+  }
+
+  /** The messages ready in the queue, as a passive queue.declare reports them. */
+  async messageCount(): Promise<number> {
+    const passive = 1;
+    const declared = await this.call(
+      1,
+      QUEUE,
+      10,
+      Buffer.concat([u16(0), shortstr(this.queue), octet(passive), u32(0)]),
+    );
+    // declare-ok: queue name (short string), message count, consumer count.
+    return declared.readUInt32BE(1 + declared[0]!);
   }
 
   /** Sends a synchronous method and resolves with the arguments of its -ok (method id + 1). */

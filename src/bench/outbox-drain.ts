@@ -28,7 +28,15 @@ export interface OutboxDrainOptions {
   log?: (line: string) => void;
   /** Gives up after this long; default scales with the backlog (at least 60 s). */
   timeoutMs?: number;
+  /**
+   * "queued": the drain ends when the stream is empty and the sink's queue holds every event;
+   * the sink reads and checks them after the timed window. "live" (the default): the sink
+   * consumes during the drain, and the drain ends when it has received every event.
+   */
+  sink?: SinkMode;
 }
+
+export type SinkMode = "live" | "queued";
 
 const xaddChunk = 5000;
 
@@ -130,7 +138,9 @@ export async function runOutboxDrainBench(
     await deleteKeys(valkey, keys.prefix);
 
     // Each event's command number is below `events` (2 commands per 4 events).
-    sink = await EventSink.open(config.brokerUrl, runId, events);
+    const sinkMode = options.sink ?? "live";
+    const queued = sinkMode === "queued";
+    sink = await EventSink.open(config.brokerUrl, runId, events, { deferred: queued });
 
     const backlogStarted = performance.now();
     for (let from = 0; from < events; from += xaddChunk) {
@@ -156,22 +166,42 @@ export async function runOutboxDrainBench(
     const ready = performance.now();
     const drainStart = await firstRead;
     let length = backlogLength;
+    // A queued sink's count is read only once the stream is empty: until then it cannot be full.
+    let inQueue = 0;
+    const arrived = (): number => (queued ? inQueue : sink!.received);
     let nextReport = ready + 1000;
-    while (length > 0 || sink.received < events) {
+    while (length > 0 || arrived() < events) {
       if (performance.now() - started > timeoutMs) {
         throw new Error(
-          `outbox drain timed out after ${timeoutMs} ms: XLEN ${length}, received ${sink.received} of ${events}`,
+          `outbox drain timed out after ${timeoutMs} ms: XLEN ${length}, ${queued ? "queued" : "received"} ${arrived()} of ${events}`,
         );
       }
       sink.throwIfFailed();
       await Bun.sleep(10);
       length = await valkey.xlen(keys.events);
+      if (queued && length === 0) inQueue = await sink.queued();
       if (performance.now() >= nextReport) {
-        log(`XLEN ${length}, received ${sink.received} of ${events}`);
+        log(`XLEN ${length}, ${queued ? "queued" : "received"} ${arrived()} of ${events}`);
         nextReport += 1000;
       }
     }
     const drained = performance.now();
+    let receiveSeconds: number | undefined;
+    if (queued) {
+      // Outside the timed window: read the queue and check every event arrived, each once.
+      const receiving = performance.now();
+      await sink.startReceiving();
+      while (sink.received < events) {
+        if (performance.now() - started > timeoutMs) {
+          throw new Error(
+            `the sink read ${sink.received} of ${events} events from its queue within ${timeoutMs} ms`,
+          );
+        }
+        sink.throwIfFailed();
+        await Bun.sleep(10);
+      }
+      receiveSeconds = round((performance.now() - receiving) / 1000);
+    }
     const metrics = (await (await fetch(outbox.metricsUrl)).json()) as Record<string, unknown>;
     const latency = (metrics.matching_outbox_confirm_latency_seconds ?? {}) as HistogramJson;
     const drainSeconds = (drained - drainStart) / 1000;
@@ -179,14 +209,17 @@ export async function runOutboxDrainBench(
       boundary: "outbox-drain",
       events,
       window,
+      sink: sinkMode,
       readCount: config.outboxReadCount,
       durability: config.durability,
       backlogWriteSeconds: round(backlogSeconds),
       outboxStartSeconds: round((ready - started) / 1000),
       firstReadSeconds: round((drainStart - started) / 1000),
       drainSeconds: round(drainSeconds),
-      lastEventSeconds: round((sink.lastReceivedAt - drainStart) / 1000),
-      firstEventSeconds: round((sink.firstReceivedAt - drainStart) / 1000),
+      // A queued sink receives after the window: its read time is reported instead.
+      lastEventSeconds: queued ? undefined : round((sink.lastReceivedAt - drainStart) / 1000),
+      firstEventSeconds: queued ? undefined : round((sink.firstReceivedAt - drainStart) / 1000),
+      sinkReadSeconds: receiveSeconds,
       eventsPerSecond: Math.round(events / drainSeconds),
       received: sink.received,
       duplicates: sink.duplicates,

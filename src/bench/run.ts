@@ -12,7 +12,7 @@ import { runDatastoreBench } from "./datastore-bench";
 import { runDomainBench, runRestingMemoryBench } from "./domain-bench";
 import { collectEnvironment, environmentFacts } from "./environment";
 import { renderHtmlReport } from "./html-report";
-import { runOutboxDrainBench } from "./outbox-drain";
+import { runOutboxDrainBench, type SinkMode } from "./outbox-drain";
 import { type PipelineBoundary, resetPartition, runPipelineBench } from "./pipeline-bench";
 import type { BenchReport } from "./report";
 import { renderReport } from "./report";
@@ -73,7 +73,7 @@ export async function runBench(boundary: string, options: BenchRunOptions): Prom
     process.stderr.write(`matchd: --workload must be one of ${workloadNames.join(", ")}\n`);
     return 2;
   }
-  const flowProblem = checkFlow(boundary, flags);
+  const flowProblem = checkFlow(boundary, flags) ?? checkSink(boundary, flags);
   if (flowProblem !== undefined) {
     // Refused before any stack starts.
     process.stderr.write(`matchd: ${flowProblem}\n`);
@@ -90,6 +90,15 @@ export async function runBench(boundary: string, options: BenchRunOptions): Prom
     }
     throw error;
   }
+}
+
+/** What is wrong with `--sink` for this boundary, if anything. */
+function checkSink(boundary: string, flags: ReadonlyMap<string, string>): string | undefined {
+  const sink = flags.get("--sink");
+  if (sink === undefined) return undefined;
+  if (boundary !== "outbox-drain") return `--sink is a flag of outbox-drain, not of ${boundary}`;
+  if (sink !== "live" && sink !== "queued") return `--sink must be live or queued, got ${sink}`;
+  return undefined;
 }
 
 /** What is wrong with `--flow` for this boundary, if anything. */
@@ -485,9 +494,12 @@ async function outboxDrainReport(
   progress: (line: string) => void,
 ): Promise<BenchReport> {
   const events = intFlag(flags, "--events", intFlag(flags, "--commands", 100_000, 1), 1);
+  // checkSink has refused anything else.
+  const sink: SinkMode = flags.get("--sink") === "queued" ? "queued" : "live";
   const result = await runOutboxDrainBench({
     config,
     events,
+    sink,
     window: config.outboxWindow,
     log: progress,
     startOutbox: async (extraArgs) => {
@@ -530,8 +542,10 @@ function outboxDrainToReport(
     backlogWriteSeconds: num("backlogWriteSeconds"),
     outboxStartSeconds: num("outboxStartSeconds"),
     firstReadSeconds: num("firstReadSeconds"),
+    sink: result.sink === "queued" ? "queued" : "live",
     firstEventSeconds: num("firstEventSeconds"),
     lastEventSeconds: num("lastEventSeconds"),
+    sinkReadSeconds: num("sinkReadSeconds"),
     published: num("published"),
     unroutable: num("unroutable"),
     confirmLatencyNote:
@@ -539,7 +553,11 @@ function outboxDrainToReport(
   };
   return {
     boundary: "outbox-drain",
-    boundaryStatement: `a backlog of N events already in the partition's Valkey stream -> outbox (lease, XREADGROUP, publish with confirms in a sliding window, XACK+XDEL of the confirmed prefix) -> event exchanges -> ${sinkQueueStatement}; timer runs from the outbox's first read (the last poll, every 5 ms, that saw its consumer group read nothing) until XLEN is 0 and every event was received`,
+    boundaryStatement: `a backlog of N events already in the partition's Valkey stream -> outbox (lease, XREADGROUP, publish with confirms in a sliding window, XACK+XDEL of the confirmed prefix) -> event exchanges -> ${sinkQueueStatement}; timer runs from the outbox's first read (the last poll, every 5 ms, that saw its consumer group read nothing) until XLEN is 0 and ${
+      result.sink === "queued"
+        ? "the sink's queue holds every event (read by the sink and checked after the timed window)"
+        : "the sink, reading throughout, has received every event"
+    }`,
     durability: `${config.durability} (checked at outbox boot); the stream is acknowledged only after broker confirms`,
     workload: `${events} events of the alternating mix (rested, filled, filled, deal)`,
     commands: events,

@@ -71,6 +71,9 @@ flags:
   --commands N        commands to time (default depends on the boundary)
   --events N          backlog size for outbox-drain, events for broker --flow events (default 100000)
   --flow F            broker: commands (default) | events
+  --sink S            outbox-drain: live (default: the sink reads during the drain, which ends when
+                      it has every event) | queued (the drain ends when the stream is empty and the
+                      sink's queue holds every event; the sink reads and checks them afterwards)
   --seed S            workload seed (default 1)
   --warmup N          commands run first and not timed
   --rate R            offer R commands/s (open loop) instead of closed loop

@@ -44,3 +44,34 @@ test("the sink counts this run's events once, and notes duplicates and foreign m
     await connection.close().catch(() => undefined);
   }
 }, 30_000);
+
+test("a deferred sink's queue holds the run's events until it starts receiving", async () => {
+  const { brokerUrl } = await testStack();
+  const connection = await amqp.connect(brokerUrl);
+  let sink: EventSink | undefined;
+  try {
+    const runId = `deferred-sink-test-${Date.now().toString(36)}`;
+    const opened = await EventSink.open(brokerUrl, runId, 10, { deferred: true });
+    sink = opened;
+    const publisher = await connection.createConfirmChannel();
+    const exchange = eventExchanges["deal.executed.v1"];
+    for (let command = 0; command < 3; command++) {
+      const messageId = `${runId}-${command}:2:deal.executed.v1`;
+      publisher.publish(exchange, exchange, Buffer.from("{}"), { messageId });
+    }
+    await publisher.waitForConfirms();
+    // Confirmed means routed to the queue: all three wait there, none received yet.
+    await eventually(
+      "three messages in the sink's queue",
+      async () => (await opened.queued()) === 3,
+    );
+    expect(opened.received).toBe(0);
+    await opened.startReceiving();
+    await eventually("the three received", () => opened.received === 3);
+    expect(await opened.queued()).toBe(0);
+    expect(opened.duplicates).toBe(0);
+  } finally {
+    await sink?.close();
+    await connection.close().catch(() => undefined);
+  }
+}, 30_000);

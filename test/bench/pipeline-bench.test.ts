@@ -146,6 +146,39 @@ describe("matchd bench pipeline boundaries", () => {
     expect(code).toBe(0);
   }, 120_000);
 
+  test("outbox-drain --sink queued: timed until the stream is empty and the sink's queue holds every event, read and checked after", async () => {
+    const { code, report } = await bench(["outbox-drain", "--events", "2000", "--sink", "queued"]);
+    expect(report.invariants).toMatchObject({
+      ok: true,
+      eventsReceivedBySinks: 2000,
+      duplicatesReceived: 0,
+    });
+    const extra = report.extra as Record<string, unknown>;
+    expect(extra.sink).toBe("queued");
+    // Received only after the window: no arrival times inside it, a read time after it.
+    expect(extra.lastEventSeconds).toBe(-1);
+    expect(extra.sinkReadSeconds as number).toBeGreaterThan(0);
+    expect(code).toBe(0);
+  }, 120_000);
+
+  test("--sink is refused outside outbox-drain and with an unknown mode, before any stack starts", async () => {
+    for (const [args, message] of [
+      [["conductor", "--sink", "queued"], "--sink is a flag of outbox-drain"],
+      [["outbox-drain", "--sink", "later"], "--sink must be live or queued, got later"],
+    ] as const) {
+      const child = Bun.spawn([...matchdCommand, "bench", ...args], {
+        stdout: "pipe",
+        stderr: "pipe",
+      });
+      const [stderr, exitCode] = await Promise.all([
+        new Response(child.stderr).text(),
+        child.exited,
+      ]);
+      expect(exitCode).toBe(2);
+      expect(stderr).toContain(message);
+    }
+  }, 30_000);
+
   test("broker --flow events: the outbox's publisher alone, every event confirmed and received once", async () => {
     const { code, report } = await bench(["broker", "--flow", "events", "--events", "2000"]);
     expect(report.boundary).toBe("broker");
