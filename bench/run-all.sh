@@ -26,6 +26,7 @@ run conductor conductor --commands 20000
 run conductor-batch1 conductor --commands 2000 --batch-max 1
 run outbox-drain outbox-drain --events 100000
 run outbox-drain-window1 outbox-drain --events 5000 --window 1
+run outbox-drain-queued outbox-drain --events 100000 --sink queued
 run full-pipeline full-pipeline --commands 20000 --report "$out/full-pipeline.html"
 run full-pipeline-rate2500 full-pipeline --rate 2500 --duration 20
 run full-pipeline-rate1500 full-pipeline --rate 1500 --duration 20

@@ -12,7 +12,10 @@ node_modules/.bin/tsc --noEmit -p .
 node_modules/.bin/biome check src test bench
 
 stack_dir=$(mktemp -d -t matchd-test-stack-XXXXXX)
-cleanup() { ./matchd stack down --dir "$stack_dir" >/dev/null 2>&1 || true; }
+cleanup() {
+  ./matchd stack down --dir "$stack_dir" >/dev/null 2>&1 || true
+  rm -rf "$stack_dir"
+}
 trap cleanup EXIT
 ./matchd stack up --dir "$stack_dir" >/dev/null
 set -a

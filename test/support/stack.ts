@@ -2,10 +2,10 @@
  * The real servers integration tests talk to: the stack that the test command started
  * (its URLs in the environment), or else a private stack started once for this run.
  */
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { stackUp } from "../../src/stack/index";
+import { stackDown, stackUp } from "../../src/stack/index";
 
 export interface TestStack {
   datastoreUrl: string;
@@ -14,6 +14,8 @@ export interface TestStack {
 }
 
 let started: Promise<TestStack> | undefined;
+/** The directory of the private stack this run started, if it started one. */
+let privateStackDir: string | undefined;
 
 export function testStack(): Promise<TestStack> {
   started ??= resolveStack();
@@ -30,16 +32,26 @@ async function resolveStack(): Promise<TestStack> {
     };
   }
   const dir = mkdtempSync(join(tmpdir(), "matchd-test-stack-"));
+  privateStackDir = dir;
   const info = await stackUp({ dir });
-  process.on("exit", () => {
-    // An exit handler cannot await, so stop the stack from a synchronous child process.
-    Bun.spawnSync([...matchdCommand, "stack", "down", "--dir", dir]);
-  });
   return {
     datastoreUrl: info.datastoreUrl,
     replicaUrl: info.replicaUrl,
     brokerUrl: info.brokerUrl,
   };
+}
+
+/**
+ * Stops and removes the private stack this run started, if any: the test preload calls it
+ * after the last test file. (bun test does not run process "exit" handlers, which this used.)
+ */
+export async function stopPrivateStack(): Promise<void> {
+  const dir = privateStackDir;
+  if (dir === undefined) return;
+  privateStackDir = undefined;
+  await started?.catch(() => undefined);
+  await stackDown({ dir });
+  rmSync(dir, { recursive: true, force: true });
 }
 
 /** A partition number no other test in this run uses, so keys and queues never collide. */
