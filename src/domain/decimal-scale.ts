@@ -105,7 +105,9 @@ export function parseScaledValue(text: unknown, decimals: number): Scaled | Deci
 function classifyBadCharacter(text: string, c: number): DecimalError {
   if (c === 101 || c === 69)
     return { problem: "exponent", reason: "exponent notation not accepted" };
-  if (c === 45 && text.length > 1) return { problem: "negative", reason: "negative value" };
+  // Negative only when the text starts with the sign: "1-2" is simply not a number.
+  if (c === 45 && text.charCodeAt(0) === 45 && text.length > 1)
+    return { problem: "negative", reason: "negative value" };
   return { problem: "bad-decimal", reason: "not a plain decimal number" };
 }
 

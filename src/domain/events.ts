@@ -85,7 +85,7 @@ export interface DealExecutedPayload {
   pairId: number;
   price: string;
   volume: string;
-  /** price × volume rounded down to quoteDecimals. */
+  /** price × volume rounded to quoteDecimals in the book's favour: up against a resting ask, down against a resting bid. */
   quoteVolume: string;
   makerOrderId: string;
   makerUserId: string;

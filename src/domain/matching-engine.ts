@@ -274,8 +274,8 @@ export class MatchingEngine {
         }
         const done = this.fill(book, level, maker, taker, amountDecimals, log, changes);
         if (done) return false;
-        // A quote-sized taker can leave the maker partly filled with budget left over (quote
-        // rounding returns a little); retry the same maker so FIFO priority holds.
+        // A quote-sized taker that leaves the maker partly filled has less budget left than
+        // one smallest volume unit costs at this price; the retry finds nothing affordable.
         if (maker.remaining === 0) maker = next;
       }
     }
@@ -297,7 +297,8 @@ export class MatchingEngine {
     const scaleShift = maker.priceDecimals + maker.amountDecimals;
     let volume: Scaled;
     if (taker.quoteSized) {
-      // Round the affordable volume down so the quote spent never exceeds the budget.
+      // Round the affordable volume down: price × volume <= budget, and the budget is a whole
+      // number of quote units, so the quote rounded up stays within it.
       const affordable = divScaled(
         mulScaled(taker.budget, pow10Value(scaleShift)),
         mulScaled(price, pow10Value(maker.quoteDecimals)),
@@ -309,10 +310,7 @@ export class MatchingEngine {
       // biome-ignore lint/complexity/useMathMinMax: Math.min does not accept bigint Scaled values.
       volume = taker.remaining < maker.remaining ? taker.remaining : maker.remaining;
     }
-    const quote = quoteOf(price, volume, maker.quoteDecimals, scaleShift);
-    // Volume whose quote rounds to zero would be free: a quote-sized bid stops instead
-    // (its remainder is cancelled). This also bounds the same-maker retries below.
-    if (taker.quoteSized && quote === 0) return true;
+    const quote = quoteOf(price, volume, maker.quoteDecimals, scaleShift, maker.side === "ask");
     const makerBefore = maker.remaining;
     const takerBefore = taker.quoteSized ? taker.executed : taker.remaining;
     maker.remaining = subScaled(makerBefore, volume);
@@ -324,6 +322,8 @@ export class MatchingEngine {
     // Conservation: both sides move by the same positive amount and nothing goes negative.
     if (
       volume <= 0 ||
+      // A quote-sized bid takes asks, whose quotes round up: never free, never over budget.
+      (taker.quoteSized && quote <= 0) ||
       maker.remaining < 0 ||
       taker.remaining < 0 ||
       taker.budget < 0 ||
@@ -783,14 +783,26 @@ function executedOf(taker: Taker): Scaled {
   return taker.quoteSized ? taker.executed : subScaled(taker.volumeTotal, taker.remaining);
 }
 
-/** price × volume × 10^quoteDecimals / 10^scaleShift, rounded down, without leaving exactness. */
-function quoteOf(price: Scaled, volume: Scaled, quoteDecimals: number, scaleShift: number): Scaled {
+/**
+ * price × volume × 10^quoteDecimals / 10^scaleShift, rounded to a whole quote unit in the
+ * book's favour, without leaving exactness: up when the maker sells (the resting ask is never
+ * paid less than its price, and a fill never moves volume for nothing), down when the maker
+ * buys (the resting bid never pays more than its price).
+ */
+function quoteOf(
+  price: Scaled,
+  volume: Scaled,
+  quoteDecimals: number,
+  scaleShift: number,
+  roundUp: boolean,
+): Scaled {
   const product = mulScaled(price, volume);
-  // Dividing first keeps the usual case (quote decimals <= price + amount decimals) on numbers;
-  // multiplying by a power of ten and dividing by it again gives the same floor.
-  return quoteDecimals <= scaleShift
-    ? divScaled(product, pow10Value(scaleShift - quoteDecimals))
-    : mulScaled(product, pow10Value(quoteDecimals - scaleShift));
+  // With more quote decimals than price and amount decimals together the quote is exact.
+  if (quoteDecimals >= scaleShift)
+    return mulScaled(product, pow10Value(quoteDecimals - scaleShift));
+  const unit = pow10Value(scaleShift - quoteDecimals);
+  const floor = divScaled(product, unit);
+  return roundUp && mulScaled(floor, unit) !== product ? addScaled(floor, 1) : floor;
 }
 
 function rejectInfo(target: CommandEnvelope | RejectTarget): RejectTarget {

@@ -116,11 +116,13 @@ export class PlaceValidator {
     }
     const isLimit = payload.type === "limit";
     let price: Scaled = 0;
+    // A market order trades at the makers' prices and ignores its own, but the field must still
+    // be a decimal (producers send "0"): garbage there is a malformed command, not a default.
+    const parsedPrice = this.priceMemo.parse(payload.price, priceDecimals);
+    if (typeof parsedPrice === "object") return decimalReject("price", parsedPrice);
     if (isLimit) {
-      const parsed = this.priceMemo.parse(payload.price, priceDecimals);
-      if (typeof parsed === "object") return decimalReject("price", parsed);
-      if (parsed === 0) return { code: ResultCodes.nonPositive, reason: "price: zero" };
-      price = parsed;
+      if (parsedPrice === 0) return { code: ResultCodes.nonPositive, reason: "price: zero" };
+      price = parsedPrice;
     }
     const volume = this.volumeMemo.parse(payload.volume, amountDecimals);
     if (typeof volume === "object") return decimalReject("volume", volume);

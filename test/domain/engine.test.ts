@@ -109,21 +109,36 @@ describe("limit orders", () => {
     });
   });
 
-  test("deal quote volume rounds down to quoteDecimals", () => {
+  // Quotes round to quoteDecimals in the book's favour: up when the maker sells, down when it buys.
+  const dust = { priceDecimals: 2, amountDecimals: 8, quoteDecimals: 2 };
+
+  test("a deal against a resting ask rounds its quote up: the ask is never paid less than its price", () => {
     const engine = engineWith(
-      place({
-        id: "a1",
-        side: "ask",
-        price: "0.03",
-        volume: "0.33333333",
-        userId: "m",
-        quoteDecimals: 2,
-      }),
+      place({ id: "a1", side: "ask", price: "0.03", volume: "0.33333333", userId: "m", ...dust }),
     );
+    const out = engine.apply(place({ id: "b1", price: "0.03", volume: "0.33333333", ...dust }));
+    // 0.03 x 0.33333333 = 0.0099999999 -> 0.01.
+    expect(payload(out, 2)).toMatchObject({ volume: "0.33333333", quoteVolume: "0.01" });
+  });
+
+  test("dust bought from a resting ask costs one quote unit, never nothing", () => {
+    const engine = engineWith(
+      place({ id: "a1", side: "ask", price: "100", volume: "1", userId: "m", ...dust }),
+    );
+    const out = engine.apply(place({ id: "b1", price: "100", volume: "0.00001", ...dust }));
+    expect(types(out)).toEqual(["order.updated.v1", "order.filled.v1", "deal.executed.v1"]);
+    expect(payload(out, 2)).toMatchObject({ volume: "0.00001", quoteVolume: "0.01" });
+    engine.check();
+  });
+
+  test("a deal against a resting bid rounds its quote down: the bid never pays more than its price", () => {
+    const engine = engineWith(place({ id: "b1", price: "100", volume: "1", userId: "m", ...dust }));
     const out = engine.apply(
-      place({ id: "b1", price: "0.03", volume: "0.33333333", quoteDecimals: 2 }),
+      place({ id: "a1", side: "ask", price: "100", volume: "0.00001", ...dust }),
     );
-    expect(payload(out, 2)).toMatchObject({ volume: "0.33333333", quoteVolume: "0" });
+    // 100 x 0.00001 = 0.001 -> 0.00: the taker chose to sell dust at the bid's price.
+    expect(payload(out, 2)).toMatchObject({ volume: "0.00001", quoteVolume: "0" });
+    engine.check();
   });
 });
 
@@ -230,8 +245,9 @@ describe("market orders", () => {
     });
   });
 
-  test("quote-sized market bid never takes volume whose quote rounds to zero", () => {
-    // 0.01 buys 3.33 at 0.003, but 3.33 x 0.003 = 0.00999 rounds to a quote of 0.00: free volume.
+  test("quote-sized market bid pays a rounded-up quote, within its budget", () => {
+    // 0.01 affords 3.33 at 0.003; 3.33 x 0.003 = 0.00999 rounds up to the whole budget.
+    const precisions = { priceDecimals: 3, amountDecimals: 2, quoteDecimals: 2 };
     const engine = engineWith(
       place({
         id: "a1",
@@ -239,9 +255,7 @@ describe("market orders", () => {
         price: "0.003",
         volume: "1000000",
         userId: "m",
-        priceDecimals: 3,
-        amountDecimals: 2,
-        quoteDecimals: 2,
+        ...precisions,
       }),
     );
     const out = engine.apply(
@@ -252,13 +266,67 @@ describe("market orders", () => {
         volume: "0",
         volumeTotal: "0",
         quoteVolume: "0.01",
-        priceDecimals: 3,
-        amountDecimals: 2,
-        quoteDecimals: 2,
+        ...precisions,
       }),
     );
-    expect(out.events.map((e) => e.type)).toEqual(["order.cancelled.v1"]);
-    expect(out.result).toMatchObject({ orderStatus: "cancelled", executedVolume: "0" });
+    expect(types(out)).toEqual(["order.updated.v1", "order.filled.v1", "deal.executed.v1"]);
+    expect(payload(out, 2)).toMatchObject({ volume: "3.33", quoteVolume: "0.01" });
+    expect(out.result).toMatchObject({ orderStatus: "filled", executedVolume: "3.33" });
+    engine.check();
+  });
+
+  test("quote-sized market bid never buys more than its budget pays for at the maker's price", () => {
+    // 3 affords one unit at 1.9, which costs 1.9 -> 2; the 1 left buys nothing more.
+    const precisions = { priceDecimals: 1, amountDecimals: 0, quoteDecimals: 0 };
+    const engine = engineWith(
+      place({ id: "a1", side: "ask", price: "1.9", volume: "10", userId: "m", ...precisions }),
+    );
+    const out = engine.apply(
+      place({
+        id: "q1",
+        type: "market",
+        price: "0",
+        volume: "0",
+        volumeTotal: "0",
+        quoteVolume: "3",
+        ...precisions,
+      }),
+    );
+    expect(types(out)).toEqual(["order.updated.v1", "deal.executed.v1", "order.cancelled.v1"]);
+    expect(payload(out, 1)).toMatchObject({ volume: "1", quoteVolume: "2" });
+    expect(payload(out, 2)).toMatchObject({ reason: "market-remainder", quoteVolume: "1" });
+    expect(out.result).toMatchObject({ orderStatus: "cancelled", executedVolume: "1" });
+    engine.check();
+  });
+
+  test("a dust ask at the best price does not stop a quote-sized market bid", () => {
+    const precisions = { priceDecimals: 2, amountDecimals: 8, quoteDecimals: 2 };
+    const engine = engineWith(
+      place({ id: "a1", side: "ask", price: "100", volume: "0.00001", userId: "m", ...precisions }),
+      place({ id: "a2", side: "ask", price: "100", volume: "1", userId: "m", ...precisions }),
+    );
+    const out = engine.apply(
+      place({
+        id: "q1",
+        type: "market",
+        price: "0",
+        volume: "0",
+        volumeTotal: "0",
+        quoteVolume: "50",
+        ...precisions,
+      }),
+    );
+    expect(types(out)).toEqual([
+      "order.filled.v1",
+      "deal.executed.v1",
+      "order.updated.v1",
+      "order.filled.v1",
+      "deal.executed.v1",
+    ]);
+    // The dust costs 0.01; the 49.99 left buys 0.4999 at 100.
+    expect(payload(out, 1)).toMatchObject({ volume: "0.00001", quoteVolume: "0.01" });
+    expect(payload(out, 4)).toMatchObject({ volume: "0.4999", quoteVolume: "49.99" });
+    expect(out.result).toMatchObject({ orderStatus: "filled", executedVolume: "0.49991" });
     engine.check();
   });
 
@@ -399,6 +467,17 @@ describe("validation rejects", () => {
     ["zero volume", { volume: "0" }, ResultCodes.nonPositive],
     ["negative volume", { volume: "-1" }, ResultCodes.nonPositive],
     ["non-numeric price", { price: "abc" }, ResultCodes.badDecimal],
+    ["a minus sign inside a number", { volume: "1-2", volumeTotal: "3" }, ResultCodes.badDecimal],
+    [
+      "market order with a non-numeric price",
+      { type: "market", price: "abc" },
+      ResultCodes.badDecimal,
+    ],
+    [
+      "market order with a negative price",
+      { type: "market", price: "-5" },
+      ResultCodes.nonPositive,
+    ],
     ["exponent", { price: "1e2" }, ResultCodes.badDecimal],
     [
       "absurd magnitude",

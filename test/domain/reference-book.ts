@@ -190,9 +190,10 @@ export class ReferenceBook {
     }
     const limit = p.type === "limit";
     let price = new Decimal(0);
+    // Every order's price must be a decimal; only a limit order's must be positive.
+    const v = parse(p.price, p.priceDecimals);
+    if (!(v instanceof Decimal)) return reject(v.problem, `price: ${v.reason}`);
     if (limit) {
-      const v = parse(p.price, p.priceDecimals);
-      if (!(v instanceof Decimal)) return reject(v.problem, `price: ${v.reason}`);
       if (v.isZero()) return reject(ResultCodes.nonPositive, "price: zero");
       price = v;
     }
@@ -333,9 +334,11 @@ export class ReferenceBook {
       } else {
         fill = Decimal.min(remaining, m.remaining);
       }
-      const quote = m.price.times(fill).toDecimalPlaces(m.qd, Decimal.ROUND_DOWN);
-      // A quote-sized bid never takes volume that rounds to a zero quote: it stops there.
-      if (quoteSized && quote.isZero()) break;
+      // The quote rounds in the book's favour: a resting ask is paid at least its price, a
+      // resting bid pays at most its price.
+      const quote = m.price
+        .times(fill)
+        .toDecimalPlaces(m.qd, m.side === "ask" ? Decimal.ROUND_UP : Decimal.ROUND_DOWN);
       m.remaining = m.remaining.minus(fill);
       executed = executed.plus(fill);
       if (quoteSized) budget = budget.minus(quote);

@@ -83,9 +83,9 @@ function toCommand(
     payload.type = "market";
     payload.price = "0";
   }
-  // Quote-sized bids only where quotes are exact: with rounded quotes a tiny price lets a huge
-  // budget retry the same maker once per smallest unit, which takes effectively forever.
-  if (op.kind === 8 && config.quoteDecimals >= config.priceDecimals + config.amountDecimals) {
+  // Quote-sized bids everywhere, rounded quotes included: a quote rounded up (the maker is an
+  // ask) leaves less budget than one more unit costs, so a partly filled maker ends the sweep.
+  if (op.kind === 8) {
     payload.type = "market";
     payload.side = "bid";
     payload.price = "0";
