@@ -56,8 +56,15 @@ export class EventPublisher {
     onUnroutable: (exchange: string) => void,
   ): Promise<EventPublisher> {
     const connection = await connectBroker(url, connectionName);
+    // amqplib emits 'error' whether or not anyone listens, and an unheard 'error' is thrown:
+    // a 406 on a declaration or a socket reset while opening would crash the outbox instead
+    // of failing this open(), which the caller retries with backoff. The same failure also
+    // rejects the pending call, so the events themselves need no handling here.
+    const heardWhileOpening = () => undefined;
+    connection.on("error", heardWhileOpening);
     try {
       const channel = await connection.createConfirmChannel();
+      channel.on("error", heardWhileOpening);
       await declareEventExchanges(channel);
       return new EventPublisher(connection, channel, log, onUnroutable);
     } catch (error) {

@@ -5,7 +5,9 @@
  * Every check dedups by messageId the way a consumer's inbox would.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import amqp from "amqplib";
 import Redis from "ioredis";
+import { eventExchanges } from "../../src/infra/amqp/topology";
 import { outboxConsumerGroup, partitionKeys } from "../../src/infra/valkey/keys";
 import { type TestStack, testStack, uniquePartition } from "../support/stack";
 import {
@@ -384,6 +386,37 @@ describe("outbox", () => {
     expect(inbox.firstDeliveryOrderKept()).toBe(true);
     await b.stop();
   }, 30_000);
+  test("a refused exchange declaration is retried with backoff, never a crash, until it is fixed", async () => {
+    const partition = uniquePartition();
+    await deletePartitionKeys(valkey, partition);
+    await writeEvents(valkey, partition, 0, 20);
+    const exchange = eventExchanges["order.rested.v1"];
+    const admin = await amqp.connect(stack.brokerUrl);
+    const redeclare = async (type: "direct" | "fanout") => {
+      const channel = await admin.createChannel();
+      await channel.deleteExchange(exchange);
+      await channel.assertExchange(exchange, type, { durable: true });
+      await channel.close();
+    };
+    try {
+      // Another type under the contract's name: every declaration by the outbox gets a 406.
+      await redeclare("fanout");
+      const child = await outbox(partition);
+      await eventually(
+        "two refused opens",
+        () => child.stderr().split("cannot open the broker channel").length > 2,
+      );
+      expect(child.process.exitCode).toBeNull();
+      expect(child.stderr()).not.toContain("uncaught");
+      await redeclare("direct");
+      const inbox = await inboxFor(partition);
+      await inbox.waitFor(20, 30_000);
+      expect(inbox.firstDeliveryOrderKept()).toBe(true);
+    } finally {
+      await redeclare("direct").catch(() => undefined);
+      await admin.close().catch(() => undefined);
+    }
+  }, 60_000);
 });
 
 function compareIds(a: string, b: string): number {

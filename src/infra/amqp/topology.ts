@@ -40,6 +40,9 @@ export async function declareCommandTopology(
 ): Promise<void> {
   const queue = commandQueue(partition);
   const setup = await connection.createChannel();
+  // A refused declaration closes the channel with an 'error' event as well as rejecting the
+  // call; amqplib throws an unheard 'error', so each channel here listens (see below).
+  setup.on("error", ignoreChannelError);
   await setup.assertExchange(commandExchange, "direct", { durable: true });
   await setup.assertQueue(commandDeadLetterQueue, { durable: true });
   try {
@@ -48,6 +51,7 @@ export async function declareCommandTopology(
   } catch (error) {
     // The failed declare closed that channel; check the existing queue passively.
     const check = await connection.createChannel();
+    check.on("error", ignoreChannelError);
     const existing = await check.checkQueue(queue);
     log.warn("command queue exists with other arguments; using it as it is", {
       queue,
@@ -61,6 +65,9 @@ export async function declareCommandTopology(
   await setup.bindQueue(queue, commandExchange, queue);
   await setup.close();
 }
+
+/** The rejected call reports the failure; the channel's 'error' event only needs a listener. */
+function ignoreChannelError(): void {}
 
 export async function declareEventExchanges(channel: Channel): Promise<void> {
   for (const exchange of allEventExchanges) {
