@@ -274,6 +274,7 @@ export class DeliveryLoop {
         const entries: StreamEntry[] = await (readAhead ??
           this.stream.readNew(this.readCount, this.readBlockMs));
         readAhead = null;
+        if (entries.length === 0 && this.outstanding === 0) this.caughtUp();
         if (entries.length === this.readCount) {
           // A full batch means a backlog: fetch the next one while this one is published.
           readAhead = this.stream.readNew(this.readCount, 0);
@@ -351,6 +352,9 @@ export class DeliveryLoop {
         this.failedEntryId = null;
         this.unroutableExchange = null;
         this.attempt = 0;
+      } else if (record.event.exchange === this.unroutableExchange) {
+        // That exchange routes again (its failed entry may be gone, deleted by someone else).
+        this.unroutableExchange = null;
       }
       this.advancePrefix();
     } else {
@@ -368,6 +372,17 @@ export class DeliveryLoop {
       this.requestInterrupt("broker");
     }
     this.wakeup.wake();
+  }
+
+  /**
+   * Everything up to the end of the stream is confirmed: whatever failed before is behind us,
+   * even when it failed with nothing in flight (an idle connection dropped) or its entry was
+   * deleted meanwhile, so the backoff starts from the beginning again at the next failure.
+   */
+  private caughtUp(): void {
+    this.failedEntryId = null;
+    this.unroutableExchange = null;
+    this.attempt = 0;
   }
 
   /** Moves the confirmed contiguous prefix into the acknowledgement buffer. */

@@ -386,6 +386,34 @@ describe("outbox", () => {
     expect(inbox.firstDeliveryOrderKept()).toBe(true);
     await b.stop();
   }, 30_000);
+  test("broker outages while idle never grow the backoff: each retry starts from the first step", async () => {
+    const partition = uniquePartition();
+    await deletePartitionKeys(valkey, partition);
+    const proxy = await startTcpProxy(stack.brokerUrl);
+    cleanups.push(() => proxy.close());
+    const child = await outbox(partition, [], {}, { ...stack, brokerUrl: proxy.url });
+    const attempts = () =>
+      [...child.stderr().matchAll(/"outbox retrying after backoff".*?"attempt":(\d+)/g)].map(
+        (match) => Number(match[1]),
+      );
+    // The attempt number of the first retry after each outage (a reconnect that lands inside
+    // the outage fails again and counts up; the next outage must start from 1 again).
+    const firstRetries: number[] = [];
+    for (let outage = 1; outage <= 3; outage++) {
+      await eventually("ready with nothing to publish", async () => {
+        return (await fetch(`http://127.0.0.1:${child.port}/readyz`)).status === 200;
+      });
+      // Let the reconnected session read the (empty) stream before the next cut.
+      await Bun.sleep(1500);
+      const before = attempts().length;
+      proxy.outage(300);
+      await eventually(`a retry after outage ${outage}`, () => attempts().length > before, 20_000);
+      firstRetries.push(attempts()[before]!);
+    }
+    // Without the reset the counter carries over from one outage to the next (1, 2, 3, ...).
+    expect(firstRetries).toEqual([1, 1, 1]);
+  }, 60_000);
+
   test("a refused exchange declaration is retried with backoff, never a crash, until it is fixed", async () => {
     const partition = uniquePartition();
     await deletePartitionKeys(valkey, partition);

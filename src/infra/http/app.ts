@@ -21,6 +21,12 @@ export interface HttpAppOptions {
   routes?: (app: Hono) => void;
 }
 
+/**
+ * How long /metrics waits for beforeMetrics: a datastore that hangs (a blackholed host keeps
+ * its socket looking connected) must not hang the scrape; the gauges keep their last values.
+ */
+export const metricsRefreshTimeoutMs = 500;
+
 export function createHttpApp({ metrics, readiness, beforeMetrics, routes }: HttpAppOptions): Hono {
   const app = new Hono();
   app.get("/healthz", (c) => c.json({ status: "alive" }));
@@ -29,7 +35,7 @@ export function createHttpApp({ metrics, readiness, beforeMetrics, routes }: Htt
     return c.json(state, state.ready ? 200 : 503);
   });
   app.get("/metrics", async (c) => {
-    if (beforeMetrics) await beforeMetrics().catch(() => undefined);
+    if (beforeMetrics) await refreshWithin(beforeMetrics, metricsRefreshTimeoutMs);
     const accept = c.req.header("accept") ?? "";
     if (/text\/plain|openmetrics/i.test(accept)) {
       return c.text(metrics.toPrometheus(), 200, { "content-type": "text/plain; version=0.0.4" });
@@ -48,4 +54,14 @@ export interface HttpServer {
 export function serveHttp(app: Hono, port: number): HttpServer {
   const server = Bun.serve({ port, hostname: "0.0.0.0", fetch: app.fetch });
   return { port: server.port ?? port, stop: () => server.stop(true) };
+}
+
+/** Runs `refresh` and waits for it at most `timeoutMs`; it never throws. */
+async function refreshWithin(refresh: () => Promise<void>, timeoutMs: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timedOut = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, timeoutMs);
+  });
+  await Promise.race([refresh().catch(() => undefined), timedOut]);
+  clearTimeout(timer);
 }
