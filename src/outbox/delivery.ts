@@ -1,7 +1,8 @@
 /**
  * The outbox delivery loop: while this process holds the partition's lease, read the
- * events stream in order (own pending first, then entries claimed from a dead
- * consumer, then new ones), publish each event on one confirm channel with a sliding
+ * events stream in order (first everything other consumers left pending is claimed, then
+ * this consumer's pending list is delivered from its start, then new entries), publish
+ * each event on one confirm channel with a sliding
  * window of unconfirmed events, and advance the stream only over the confirmed
  * contiguous prefix. Any broker failure stops the session, lets outstanding publishes
  * settle, and retries from the first unconfirmed entry with backoff, forever.
@@ -38,7 +39,14 @@ interface InFlight {
   outcome: ConfirmOutcome | null;
 }
 
-type StopReason = "stop" | "lease-lost" | "broker" | "group-missing" | "datastore";
+type StopReason =
+  | "stop"
+  | "lease-lost"
+  | "broker"
+  | "group-missing"
+  | "datastore"
+  /** Another consumer holds entries that were read while this one was reading new ones. */
+  | "others-pending";
 
 /** Thrown inside a session to unwind it; the reason says what happens next. */
 class SessionInterrupted extends Error {
@@ -117,9 +125,8 @@ export class DeliveryLoop {
 
   /**
    * A datastore connection came back. A read in flight when it dropped may have moved
-   * entries into this consumer's pending list with its reply lost (ioredis resends the
-   * read, which then returns later entries), so the session restarts: it re-delivers its
-   * own pending entries first, in order, before reading new ones.
+   * entries into this consumer's pending list with its reply lost, so the session
+   * restarts: it re-delivers its own pending entries first, in order, before reading new ones.
    */
   datastoreReconnected(): void {
     this.requestInterrupt("datastore");
@@ -191,9 +198,9 @@ export class DeliveryLoop {
       }
       if (await this.stream.ensureGroup())
         this.log.info("consumer group created", { group: this.stream.group });
-      await this.stream.forgetIdleConsumers().catch(() => 0);
+      await this.stream.forgetIdleConsumers(this.claimIdleMs).catch(() => 0);
+      await this.claimOthers();
       await this.deliverOwnPending();
-      await this.deliverClaimed();
       await this.deliverNew();
     } catch (error) {
       if (error instanceof SessionInterrupted) {
@@ -212,6 +219,11 @@ export class DeliveryLoop {
       case "broker":
       case "datastore":
         return "retry";
+      case "others-pending":
+        this.log.warn(
+          "another consumer took entries from the stream while this one read; claiming them before reading on",
+        );
+        return "again";
       case "group-missing":
         this.log.warn(
           "events stream or consumer group vanished; recreating the group and continuing",
@@ -224,7 +236,29 @@ export class DeliveryLoop {
     }
   }
 
-  /** After a restart or lease change: re-deliver what this consumer read but never acknowledged. */
+  /**
+   * Takes over what other consumers (a dead or demoted holder) left pending, without
+   * publishing: until nobody else has pending entries nothing is delivered, since those
+   * entries are older than anything read after them. Waits while they are not yet idle enough.
+   */
+  private async claimOthers(): Promise<void> {
+    for (;;) {
+      this.checkInterrupt();
+      await this.stream.claimIdle(this.claimIdleMs, this.readCount);
+      const others = await this.stream.othersPending();
+      if (others === 0) return;
+      this.log.info("waiting for another consumer's pending entries to become claimable", {
+        pending: others,
+        claimIdleMs: this.claimIdleMs,
+      });
+      await this.wakeup.wait(Math.min(1000, this.claimIdleMs / 2));
+    }
+  }
+
+  /**
+   * Delivers this consumer's pending list (what it read or claimed but never acknowledged)
+   * from the start, so in stream order, before anything new.
+   */
   private async deliverOwnPending(): Promise<void> {
     let cursor = "0";
     for (;;) {
@@ -243,29 +277,6 @@ export class DeliveryLoop {
     }
   }
 
-  /**
-   * Takes over entries a dead consumer left pending. Until nobody else has pending
-   * entries, new ones are not read: that would deliver them ahead of older ones.
-   */
-  private async deliverClaimed(): Promise<void> {
-    for (;;) {
-      let cursor = "0-0";
-      do {
-        this.checkInterrupt();
-        const claimed = await this.stream.claim(cursor, this.claimIdleMs, this.readCount);
-        cursor = claimed.next;
-        await this.publishBatch(claimed.entries);
-      } while (cursor !== "0-0");
-      const others = await this.stream.othersPending();
-      if (others === 0) return;
-      this.log.info("waiting for another consumer's pending entries to become claimable", {
-        pending: others,
-        claimIdleMs: this.claimIdleMs,
-      });
-      await this.wakeup.wait(Math.min(1000, this.claimIdleMs / 2));
-    }
-  }
-
   private async deliverNew(): Promise<void> {
     let readAhead: Promise<StreamEntry[]> | null = null;
     try {
@@ -274,10 +285,18 @@ export class DeliveryLoop {
         const entries: StreamEntry[] = await (readAhead ??
           this.stream.readNew(this.readCount, this.readBlockMs));
         readAhead = null;
-        if (entries.length === 0 && this.outstanding === 0) this.caughtUp();
+        if (entries.length === 0) {
+          if (this.outstanding === 0) this.caughtUp();
+          continue;
+        }
         if (entries.length === this.readCount) {
           // A full batch means a backlog: fetch the next one while this one is published.
           readAhead = this.stream.readNew(this.readCount, 0);
+        }
+        // Entries that another consumer read meanwhile (a late read by a former holder) are
+        // older than these: deliver nothing until they are claimed, which a new session does.
+        if ((await this.stream.othersPending()) > 0) {
+          throw new SessionInterrupted("others-pending");
         }
         await this.publishBatch(entries);
       }

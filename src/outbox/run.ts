@@ -31,7 +31,11 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
   let loop: DeliveryLoop | undefined;
   const connections = ["control", "reader", "writer"].map((role) =>
     watchConnection(
-      createValkey(config.datastoreUrl, { name: `matchd-outbox-p${partition}-${role}` }),
+      createValkey(config.datastoreUrl, {
+        name: `matchd-outbox-p${partition}-${role}`,
+        // Reads are never resent or queued for later (see createValkey).
+        resend: role !== "reader",
+      }),
       role,
       log,
       () => loop?.datastoreReconnected(),
@@ -59,6 +63,9 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
     window: config.outboxWindow,
     readCount: config.outboxReadCount,
     claimIdleMs: config.outboxClaimIdleMs,
+    // A blocking read ends well within the lease's safety margin, so a read sent while the
+    // lease was trusted cannot take entries after a successor may hold it.
+    readBlockMs: Math.max(50, Math.min(1000, Math.floor(lease.safetyMarginMs / 2))),
     openPublisher: () =>
       EventPublisher.open(config.brokerUrl, `matchd-outbox-p${partition}`, log, (exchange) =>
         log.debug("event returned as unroutable", { exchange }),

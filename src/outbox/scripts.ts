@@ -1,5 +1,6 @@
 /**
- * The outbox's Lua scripts: the lease's renew and release, and the stream acknowledgement.
+ * The outbox's Lua scripts: the lease's renew and release, the stream acknowledgement, and
+ * forgetting idle consumers.
  * Run them with runScript / runEncodedScript from infra/valkey/lua-script.
  */
 import { luaScript } from "../infra/valkey/lua-script";
@@ -56,5 +57,31 @@ if #ARGV > 2 + n then
   return redis.call('HLEN', KEYS[2])
 end
 return -1
+`,
+);
+
+/**
+ * Deletes the group's consumers other than this one that have nothing pending and have been
+ * idle at least ARGV[3] ms (earlier incarnations of the outbox), so the consumer list does not
+ * grow with every restart. One script: a consumer that reads between a separate check and
+ * XGROUP DELCONSUMER would lose its fresh pending entries with it.
+ * KEYS[1] = the events stream
+ * ARGV[1] = the group, ARGV[2] = this consumer's name, ARGV[3] = minimum idle milliseconds
+ * Returns the number of consumers deleted.
+ */
+export const forgetIdleConsumersScript = luaScript(
+  "forget-idle-consumers",
+  `local removed = 0
+local minIdle = tonumber(ARGV[3])
+for _, info in ipairs(redis.call('XINFO', 'CONSUMERS', KEYS[1], ARGV[1])) do
+  local fields = {}
+  for i = 1, #info, 2 do fields[info[i]] = info[i + 1] end
+  if fields['name'] ~= ARGV[2] and tonumber(fields['pending']) == 0
+      and tonumber(fields['idle']) >= minIdle then
+    redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], fields['name'])
+    removed = removed + 1
+  end
+end
+return removed
 `,
 );

@@ -6,9 +6,9 @@
  */
 import { replyCode, type Valkey } from "../infra/valkey/client";
 import type { PartitionKeys } from "../infra/valkey/keys";
-import { runEncodedScript } from "../infra/valkey/lua-script";
+import { runEncodedScript, runScript } from "../infra/valkey/lua-script";
 import { entryTimeMs, type StreamEntry } from "./envelope";
-import { acknowledgeScript } from "./scripts";
+import { acknowledgeScript, forgetIdleConsumersScript } from "./scripts";
 
 /** An operating error of the stream: `code` is the datastore's reply code when there is one. */
 export class StreamError extends Error {
@@ -105,25 +105,31 @@ export class OutboxStream {
     return { entries, vanished, lastId };
   }
 
-  /** Entries pending for other consumers longer than `minIdleMs`, taken over by this one. */
-  async claim(
-    cursor: string,
-    minIdleMs: number,
-    count: number,
-  ): Promise<{ next: string; entries: StreamEntry[] }> {
-    const reply = (await this.reader.call(
-      "XAUTOCLAIM",
-      this.keys.events,
-      this.group,
-      this.consumer,
-      minIdleMs,
-      cursor,
-      "COUNT",
-      count,
-    )) as [string, [string, string[] | null][], string[]?];
-    const entries: StreamEntry[] = [];
-    for (const [id, fields] of reply[1] ?? []) if (fields) entries.push({ id, fields });
-    return { next: reply[0], entries };
+  /**
+   * Moves every entry pending for another consumer longer than `minIdleMs` into this
+   * consumer's pending list without reading it (JUSTID); deleted entries drop out of the group.
+   * Delivery then reads this consumer's pending list from the start, so claimed entries and
+   * entries it held already go out together in stream order. Returns how many were claimed.
+   */
+  async claimIdle(minIdleMs: number, count: number): Promise<number> {
+    let cursor = "0-0";
+    let claimed = 0;
+    do {
+      const reply = (await this.reader.call(
+        "XAUTOCLAIM",
+        this.keys.events,
+        this.group,
+        this.consumer,
+        minIdleMs,
+        cursor,
+        "COUNT",
+        count,
+        "JUSTID",
+      )) as [string, string[]];
+      cursor = reply[0];
+      claimed += reply[1]?.length ?? 0;
+    } while (cursor !== "0-0");
+    return claimed;
   }
 
   /** New entries (`>`), waiting up to `blockMs` when there are none (0 = do not wait). */
@@ -158,27 +164,17 @@ export class OutboxStream {
   }
 
   /**
-   * Removes consumers that have nothing pending (earlier incarnations of this outbox)
-   * so the group's consumer list does not grow with every restart.
+   * Removes consumers other than this one that have nothing pending and have been idle at
+   * least `minIdleMs` (earlier incarnations of this outbox), atomically (see the script).
    */
-  async forgetIdleConsumers(): Promise<number> {
-    const reply = (await this.writer.call(
-      "XINFO",
-      "CONSUMERS",
-      this.keys.events,
-      this.group,
-    )) as unknown[][];
-    let removed = 0;
-    for (const info of reply) {
-      const fields = new Map<string, unknown>();
-      for (let i = 0; i + 1 < info.length; i += 2) fields.set(String(info[i]), info[i + 1]);
-      const name = String(fields.get("name"));
-      if (name !== this.consumer && Number(fields.get("pending")) === 0) {
-        await this.writer.call("XGROUP", "DELCONSUMER", this.keys.events, this.group, name);
-        removed++;
-      }
-    }
-    return removed;
+  async forgetIdleConsumers(minIdleMs: number): Promise<number> {
+    const removed = await runScript(
+      this.writer,
+      forgetIdleConsumersScript,
+      [this.keys.events],
+      [this.group, this.consumer, minIdleMs],
+    );
+    return Number(removed);
   }
 
   /** Advances the stream past delivered entries: XACK, XDEL and HDEL of attempt counters, atomically. */

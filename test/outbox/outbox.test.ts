@@ -12,6 +12,7 @@ import { outboxConsumerGroup, partitionKeys } from "../../src/infra/valkey/keys"
 import { type TestStack, testStack, uniquePartition } from "../support/stack";
 import {
   deletePartitionKeys,
+  envelope,
   eventually,
   Inbox,
   isRoutable,
@@ -386,6 +387,73 @@ describe("outbox", () => {
     expect(inbox.firstDeliveryOrderKept()).toBe(true);
     await b.stop();
   }, 30_000);
+  test("entries another consumer left pending go out before this consumer's own pending ones, in stream order", async () => {
+    const partition = uniquePartition();
+    const keys = partitionKeys(partition);
+    await deletePartitionKeys(valkey, partition);
+    await writeEvents(valkey, partition, 0, 10);
+    await valkey.call("XGROUP", "CREATE", keys.events, outboxConsumerGroup, "0", "MKSTREAM");
+    // Someone else holds the lease, so the outbox waits as a standby.
+    await valkey.set(keys.outboxLease, "another-outbox", "PX", 60_000);
+    const child = await outbox(partition, ["--claim-idle-ms", "100"]);
+    const owner = /"outbox started".*?"owner":"([^"]+)"/.exec(child.stderr())?.[1];
+    expect(owner).toBeDefined();
+    // A former holder read the first five; this outbox, in an earlier session, the next five.
+    const read = (consumer: string) =>
+      valkey.call(
+        "XREADGROUP",
+        "GROUP",
+        outboxConsumerGroup,
+        consumer,
+        "COUNT",
+        "5",
+        "STREAMS",
+        keys.events,
+        ">",
+      );
+    await read("former-holder");
+    await read(owner!);
+    await Bun.sleep(200);
+    const inbox = await inboxFor(partition);
+    await valkey.del(keys.outboxLease);
+    await inbox.waitFor(10, 20_000);
+    // Delivering its own pending list first would send 5..9 before 0..4.
+    expect(inbox.deliveries.slice(0, 10).map((d) => d.seq)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(inbox.firstDeliveryOrderKept()).toBe(true);
+  }, 30_000);
+
+  test("entries a former holder reads late are delivered, and before anything read after them", async () => {
+    const partition = uniquePartition();
+    const keys = partitionKeys(partition);
+    await deletePartitionKeys(valkey, partition);
+    const inbox = await inboxFor(partition);
+    await outbox(partition, ["--claim-idle-ms", "100"]);
+    await writeEvents(valkey, partition, 0, 3);
+    await inbox.waitFor(3, 20_000);
+    // A late read by a former holder, atomic with the writes so the holder's own blocked
+    // read cannot take these entries first.
+    const late = valkey.multi();
+    for (let n = 3; n < 6; n++)
+      late.xadd(keys.events, "*", "event", JSON.stringify(envelope(partition, n)));
+    late.call(
+      "XREADGROUP",
+      "GROUP",
+      outboxConsumerGroup,
+      "former-holder",
+      "COUNT",
+      "10",
+      "STREAMS",
+      keys.events,
+      ">",
+    );
+    await late.exec();
+    await writeEvents(valkey, partition, 6, 9);
+    // Without the check the holder publishes 6..8 and leaves 3..5 pending with the former holder.
+    await inbox.waitFor(9, 20_000);
+    expect(inbox.deliveries.map((d) => d.seq).slice(0, 9)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
+    await eventually("stream drained", async () => (await streamLength(partition)) === 0);
+  }, 30_000);
+
   test("broker outages while idle never grow the backoff: each retry starts from the first step", async () => {
     const partition = uniquePartition();
     await deletePartitionKeys(valkey, partition);
