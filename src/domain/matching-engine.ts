@@ -313,31 +313,40 @@ export class MatchingEngine {
     const quote = quoteOf(price, volume, maker.quoteDecimals, scaleShift, maker.side === "ask");
     const makerBefore = maker.remaining;
     const takerBefore = taker.quoteSized ? taker.executed : taker.remaining;
-    maker.remaining = subScaled(makerBefore, volume);
-    level.total = subScaled(level.total, volume);
-    taker.executed = addScaled(taker.executed, volume);
-    if (taker.quoteSized) taker.budget = subScaled(taker.budget, quote);
-    else taker.remaining = subScaled(taker.remaining, volume);
-    const takerAfter = taker.quoteSized ? taker.executed : taker.remaining;
-    // Conservation: both sides move by the same positive amount and nothing goes negative.
+    const makerAfter = subScaled(makerBefore, volume);
+    const levelAfter = subScaled(level.total, volume);
+    const executedAfter = addScaled(taker.executed, volume);
+    const remainingAfter = taker.quoteSized ? taker.remaining : subScaled(taker.remaining, volume);
+    const budgetAfter = taker.quoteSized ? subScaled(taker.budget, quote) : taker.budget;
+    // Invariants, checked before anything changes so that a violation leaves the book as it was.
     if (
       volume <= 0 ||
-      // A quote-sized bid takes asks, whose quotes round up: never free, never over budget.
+      // Nothing goes negative, and a maker never holds more than it was accepted with.
+      makerAfter < 0 ||
+      makerAfter > maker.accepted ||
+      levelAfter < 0 ||
+      remainingAfter < 0 ||
+      budgetAfter < 0 ||
+      // The taker never fills beyond its accepted volume; a quote-sized bid takes asks, whose
+      // quotes round up, so it never trades for nothing.
+      (!taker.quoteSized && executedAfter > taker.accepted) ||
       (taker.quoteSized && quote <= 0) ||
-      maker.remaining < 0 ||
-      taker.remaining < 0 ||
-      taker.budget < 0 ||
-      level.total < 0 ||
-      subScaled(makerBefore, maker.remaining) !==
+      // Maker and taker volumes change by the same amount (the arithmetic may switch between
+      // numbers and bigints, and must stay exact either way).
+      subScaled(makerBefore, makerAfter) !==
         (taker.quoteSized
-          ? subScaled(takerAfter, takerBefore)
-          : subScaled(takerBefore, takerAfter)) ||
-      (!taker.quoteSized && taker.executed > taker.accepted)
+          ? subScaled(executedAfter, takerBefore)
+          : subScaled(takerBefore, remainingAfter))
     ) {
       throw new MatchingInvariantError(
         `fill broke conservation: maker ${maker.id} taker ${taker.id} volume ${volume}`,
       );
     }
+    maker.remaining = makerAfter;
+    level.total = levelAfter;
+    taker.executed = executedAfter;
+    taker.remaining = remainingAfter;
+    taker.budget = budgetAfter;
     // Reuse existing canonical texts when the fill is a whole remaining volume (the common case).
     const volumeText =
       volume === makerBefore

@@ -8,6 +8,7 @@ import {
   MatchingInvariantError,
   ResultCodes,
 } from "../../src/domain/index";
+import type { PairBook } from "../../src/domain/order-book";
 import { cancel, place } from "./helpers";
 
 const types = (outcome: CommandOutcome) => outcome.events.map((e) => e.type);
@@ -553,6 +554,20 @@ describe("state management", () => {
     const engine = engineWith(place({ id: "b1" }));
     const order = { ...engine.getOrder("b1")!, id: "b2", volume: "-1" };
     expect(() => engine.loadRestingOrder(order)).toThrow(MatchingInvariantError);
+  });
+
+  test("a fill that would break conservation throws before it changes anything", () => {
+    const engine = engineWith(place({ id: "b1", volume: "2", userId: "m" }));
+    // Corrupt the resting bid the way only a bug could: it claims to have been accepted with
+    // less than it still holds, so any fill would leave it above its accepted volume.
+    const books = (engine as unknown as { books: Map<number, PairBook> }).books;
+    books.get(1)!.bids[0]!.head!.accepted = 0;
+    const before = engine.digest();
+    expect(() => engine.apply(place({ id: "a1", side: "ask", volume: "1" }))).toThrow(
+      MatchingInvariantError,
+    );
+    expect(engine.digest()).toBe(before);
+    expect(engine.getOrder("b1")?.volume).toBe("2");
   });
 
   test("clear empties everything", () => {
