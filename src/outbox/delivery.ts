@@ -285,18 +285,20 @@ export class DeliveryLoop {
         const entries: StreamEntry[] = await (readAhead ??
           this.stream.readNew(this.readCount, this.readBlockMs));
         readAhead = null;
-        if (entries.length === 0) {
-          if (this.outstanding === 0) this.caughtUp();
-          continue;
-        }
         if (entries.length === this.readCount) {
           // A full batch means a backlog: fetch the next one while this one is published.
           readAhead = this.stream.readNew(this.readCount, 0);
         }
-        // Entries that another consumer read meanwhile (a late read by a former holder) are
-        // older than these: deliver nothing until they are claimed, which a new session does.
+        // A read by another consumer since the session claimed everything (a former holder's
+        // read that ran late: sent before its lease ran out, or resent or queued by its client
+        // across a reconnect) took entries older than these. Deliver nothing until a new
+        // session has claimed them; an idle outbox finds them at its next empty read.
         if ((await this.stream.othersPending()) > 0) {
           throw new SessionInterrupted("others-pending");
+        }
+        if (entries.length === 0) {
+          if (this.outstanding === 0) this.caughtUp();
+          continue;
         }
         await this.publishBatch(entries);
       }
@@ -443,7 +445,9 @@ export class DeliveryLoop {
             error,
             entries: batch.length,
           });
-          this.requestInterrupt("broker");
+          // A datastore failure, not a broker one: no publish retry is counted, and a vanished
+          // group is recreated at once.
+          this.requestInterrupt(isMissingGroup(error) ? "group-missing" : "datastore");
           return;
         }
       }

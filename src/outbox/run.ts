@@ -31,11 +31,7 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
   let loop: DeliveryLoop | undefined;
   const connections = ["control", "reader", "writer"].map((role) =>
     watchConnection(
-      createValkey(config.datastoreUrl, {
-        name: `matchd-outbox-p${partition}-${role}`,
-        // Reads are never resent or queued for later (see createValkey).
-        resend: role !== "reader",
-      }),
+      createValkey(config.datastoreUrl, { name: `matchd-outbox-p${partition}-${role}` }),
       role,
       log,
       () => loop?.datastoreReconnected(),

@@ -2,32 +2,17 @@
  * Creates ioredis connections with the options matchd relies on: a command issued while
  * disconnected waits in the offline queue for one reconnect attempt at most
  * (maxRetriesPerRequest 1), commands in flight at a disconnect are resent (the conductor's
- * commit is safe against that; the outbox's reader opts out), and reconnects back off to 2 s.
+ * commit and the outbox's reads are safe against that), and reconnects back off to 2 s.
  */
 import Redis from "ioredis";
 
 export type Valkey = Redis;
 
-export function createValkey(
-  url: string,
-  options: {
-    name: string;
-    lazy?: boolean;
-    /**
-     * false: a command in flight at a disconnect fails instead of being resent, and one issued
-     * while disconnected fails at once instead of waiting for the reconnect. For the outbox's
-     * reads: a read that runs late, after the lease has passed on, takes entries into a
-     * consumer that no longer publishes them.
-     */
-    resend?: boolean;
-  },
-): Valkey {
-  const resend = options.resend ?? true;
+export function createValkey(url: string, options: { name: string; lazy?: boolean }): Valkey {
   return new Redis(url, {
     connectionName: options.name,
     lazyConnect: options.lazy ?? false,
-    enableOfflineQueue: resend,
-    autoResendUnfulfilledCommands: resend,
+    enableOfflineQueue: true,
     maxRetriesPerRequest: 1,
     connectTimeout: 3000,
     // Backoff capped at 2 s: reconnects forever, never hammers a restarting server.
