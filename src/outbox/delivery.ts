@@ -15,7 +15,7 @@ import type { PartitionLease } from "./lease";
 import type { OutboxMetrics } from "./metrics";
 import type { ConfirmOutcome, EventPublisher } from "./publisher";
 import { Wakeup } from "./signal";
-import { type AckItem, isMissingGroup, type OutboxStream } from "./stream-reader";
+import { type AckItem, isMissingGroup, type NewEntries, type OutboxStream } from "./stream-reader";
 
 export interface DeliveryOptions {
   stream: OutboxStream;
@@ -278,11 +278,11 @@ export class DeliveryLoop {
   }
 
   private async deliverNew(): Promise<void> {
-    let readAhead: Promise<StreamEntry[]> | null = null;
+    let readAhead: Promise<NewEntries> | null = null;
     try {
       for (;;) {
         this.checkInterrupt();
-        const entries: StreamEntry[] = await (readAhead ??
+        const { entries, othersPending } = await (readAhead ??
           this.stream.readNew(this.readCount, this.readBlockMs));
         readAhead = null;
         if (entries.length === this.readCount) {
@@ -293,9 +293,7 @@ export class DeliveryLoop {
         // read that ran late: sent before its lease ran out, or resent or queued by its client
         // across a reconnect) took entries older than these. Deliver nothing until a new
         // session has claimed them; an idle outbox finds them at its next empty read.
-        if ((await this.stream.othersPending()) > 0) {
-          throw new SessionInterrupted("others-pending");
-        }
+        if (othersPending > 0) throw new SessionInterrupted("others-pending");
         if (entries.length === 0) {
           if (this.outstanding === 0) this.caughtUp();
           continue;

@@ -33,6 +33,12 @@ export interface StreamStats {
   oldestEntryMs: number | null;
 }
 
+export interface NewEntries {
+  entries: StreamEntry[];
+  /** Entries pending for other consumers right after the read. */
+  othersPending: number;
+}
+
 export interface AckItem {
   entryId: string;
   eventId: string;
@@ -132,35 +138,60 @@ export class OutboxStream {
     return claimed;
   }
 
-  /** New entries (`>`), waiting up to `blockMs` when there are none (0 = do not wait). */
-  async readNew(count: number, blockMs: number): Promise<StreamEntry[]> {
-    const args: (string | number)[] = ["GROUP", this.group, this.consumer, "COUNT", count];
-    if (blockMs > 0) args.push("BLOCK", blockMs);
-    args.push("STREAMS", this.keys.events, ">");
-    const reply = await this.reader.call("XREADGROUP", ...args);
-    return firstStreamEntries(reply).map((item) => {
+  /**
+   * New entries (`>`), waiting up to `blockMs` when there are none (0 = do not wait), with how
+   * many entries other consumers had pending right after the read. A read that does not wait
+   * goes in one MULTI with the pending count, so a backlog costs no extra round trip.
+   */
+  async readNew(count: number, blockMs: number): Promise<NewEntries> {
+    const read: (string | number)[] = ["GROUP", this.group, this.consumer, "COUNT", count];
+    if (blockMs > 0) read.push("BLOCK", blockMs);
+    read.push("STREAMS", this.keys.events, ">");
+    let reply: unknown;
+    let others: number;
+    if (blockMs > 0) {
+      reply = await this.reader.call("XREADGROUP", ...read);
+      others = await this.othersPending();
+    } else {
+      const results = await this.reader
+        .multi()
+        .call("XREADGROUP", ...read)
+        .call("XPENDING", this.keys.events, this.group)
+        .exec();
+      if (results === null) throw new StreamError("EXECABORT", "read transaction was aborted");
+      const [[readError, readReply], [pendingError, pendingReply]] = results as [
+        [Error | null, unknown],
+        [Error | null, unknown],
+      ];
+      if (readError) throw readError;
+      if (pendingError) throw pendingError;
+      reply = readReply;
+      others = this.othersIn(pendingReply);
+    }
+    const entries = firstStreamEntries(reply).map((item) => {
       const [id, fields] = item as [string, string[]];
       return { id, fields };
     });
+    return { entries, othersPending: others };
   }
 
   /** How many entries are pending for consumers other than this one (0 when the group is missing). */
   async othersPending(): Promise<number> {
     try {
-      const reply = (await this.writer.call("XPENDING", this.keys.events, this.group)) as [
-        number,
-        string | null,
-        string | null,
-        [string, string][] | null,
-      ];
-      let others = 0;
-      for (const [consumer, count] of reply[3] ?? [])
-        if (consumer !== this.consumer) others += Number(count);
-      return others;
+      return this.othersIn(await this.writer.call("XPENDING", this.keys.events, this.group));
     } catch (error) {
       if (isMissingGroup(error)) return 0;
       throw error;
     }
+  }
+
+  /** Entries pending for other consumers in an XPENDING summary reply. */
+  private othersIn(summary: unknown): number {
+    const reply = summary as [number, string | null, string | null, [string, string][] | null];
+    let others = 0;
+    for (const [consumer, count] of reply[3] ?? [])
+      if (consumer !== this.consumer) others += Number(count);
+    return others;
   }
 
   /**
