@@ -38,7 +38,11 @@ export interface OrderRestedPayload {
   /** Remaining volume now resting. */
   volume: string;
   volumeTotal: string;
-  /** Volume this order executed as a taker before it rested. */
+  /**
+   * Volume of the order executed so far: volumeTotal minus the volume now resting (so it also
+   * counts what a producer's volume < volumeTotal says was executed before this command). The
+   * command's result reports only what this command executed.
+   */
   executedVolume: string;
   timestamp: number;
   stp: StpMode;
