@@ -149,8 +149,10 @@ export async function runBrokerFloor(options: BrokerFloorOptions): Promise<Broke
       }
     }
     await publisher.waitForConfirms();
+    // The timed window covers the publisher's confirms as well as the last delivery.
+    const confirmedAt = performance.now();
     await waitUntil(() => received === total);
-    if (timedEnd === 0) timedEnd = performance.now();
+    timedEnd = Math.max(timedEnd === 0 ? performance.now() : timedEnd, confirmedAt);
     flushAck();
     // Closing the consumer returns anything unacknowledged to the queue, so an ack that
     // never arrived shows up as a message left behind.

@@ -19,6 +19,10 @@ export interface DatastoreBenchRow {
   /** One transaction: EXEC round trip, plus the durability wait under aof-replicated. */
   latencyMs: Percentiles;
   durabilityTimeouts: number;
+  /** Stream entries the row's commits left in its key spaces (each commit appends one). */
+  committed: number;
+  /** Commits the row made: warm-up plus timed. */
+  commitsMade: number;
   /** Per-second throughput and latency plus the latency histogram, for the HTML report. */
   series: ReportSeries;
 }
@@ -218,7 +222,12 @@ async function runRow(spec: {
     const seconds = (Bun.nanoseconds() - startedNs) / 1e9;
     const all = new LatencyHistogram();
     for (const h of histograms) all.merge(h);
+    // What the commits really wrote: one stream entry each, counted before the cleanup.
+    let committed = 0;
+    for (const keys of keySpaces) committed += await conns[0]!.xlen(keys.events);
     return {
+      committed,
+      commitsMade: all.count + spec.warmupPerConnection * count,
       policy,
       connections: count,
       transactions: all.count,

@@ -6,7 +6,7 @@
  */
 import type { ConfirmChannel } from "amqplib";
 import type { Config } from "../config/schema";
-import type { CommandEnvelope } from "../domain/index";
+import { type CommandEnvelope, MatchingEngine } from "../domain/index";
 import { connectBroker } from "../infra/amqp/connect";
 import { FramePublisher } from "../infra/amqp/fast-publish";
 import { allEventExchanges, commandExchange, commandQueue } from "../infra/amqp/topology";
@@ -73,8 +73,11 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
   const total = options.warmup + options.commands;
   const bodies: Buffer[] = [];
   const ids: string[] = [];
+  // Every command sent, in order: replayed in-process at the end for the expected book digest.
+  const sent: CommandEnvelope[] = [];
   const encode = (command: CommandEnvelope) => {
     ids.push(command.commandId);
+    sent.push(command);
     bodies.push(Buffer.from(JSON.stringify(command)));
   };
   for (const command of prefill) encode(command);
@@ -376,7 +379,13 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
     digest?: string;
     restingOrders?: number;
   };
-  check("finalBookDigest", digest.digest ?? "unavailable", digest.digest !== undefined);
+  // The conductor's books must be exactly what the domain makes of the same commands in the
+  // same order (the queue has one active consumer, so the order is the publishing order).
+  const reference = new MatchingEngine();
+  for (const command of sent) reference.apply(command);
+  const expectedDigest = reference.digest();
+  check("finalBookDigest", digest.digest ?? "unavailable", digest.digest === expectedDigest);
+  invariants.expectedBookDigest = expectedDigest;
   invariants.restingOrdersAtEnd = digest.restingOrders ?? -1;
 
   // Each point covers (previous point, tSeconds]; the last one is the partial final second.

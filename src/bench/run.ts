@@ -462,6 +462,7 @@ async function datastoreReport(
     extra[`${row.policy} x${row.connections} latency ms`] = JSON.stringify(row.latencyMs);
   }
   extra["durability wait alone ms"] = JSON.stringify(result.waitDurableMs);
+  const committedAsMade = result.rows.every((row) => row.committed === row.commitsMade);
   extra["server appendfsync"] = String(result.server.appendfsync);
   const report: BenchReport = {
     boundary: "datastore",
@@ -475,8 +476,17 @@ async function datastoreReport(
     commandsPerSecond: Math.round(durable.txPerSecond),
     latencyMs: durable.latencyMs,
     invariants: {
-      ok: result.durabilityTimeouts === 0 && result.keysLeft === 0,
+      ok:
+        result.durabilityTimeouts === 0 &&
+        committedAsMade &&
+        result.server.replicasBefore >= 1 &&
+        result.server.replicasAfter >= 1 &&
+        result.keysLeft === 0,
       durabilityTimeouts: result.durabilityTimeouts,
+      everyCommitWritten: committedAsMade,
+      commitsWritten: result.rows.reduce((sum, row) => sum + row.committed, 0),
+      replicasBefore: result.server.replicasBefore,
+      replicasAfter: result.server.replicasAfter,
       keysLeftBehind: result.keysLeft,
     },
     environment,

@@ -28,6 +28,8 @@ export interface Workload {
   /** The i-th timed command; stateful generators require i = 0, 1, 2, ... in order. */
   next(i: number): CommandEnvelope;
   expectedEventsPerCommand?: number;
+  /** Events and resting orders the first `commands` commands must leave, when known exactly. */
+  expectedAfter?(commands: number): { events: number; resting: number };
 }
 
 /** 2024-01-01T00:00:00Z: commands are stamped epoch + index milliseconds, never with a clock. */
@@ -307,6 +309,16 @@ function sweep(factory: CommandFactory, pairId: number, orderId: OrderIdOf): Wor
             price: "0",
             volume: String(SWEEP_LEVELS),
           }),
+    // A cycle: each ask rests (1 event); the market bid fills all of them (maker filled and a
+    // deal per ask, then the taker filled), and the book is empty again.
+    expectedAfter: (commands) => {
+      const cycles = Math.floor(commands / (SWEEP_LEVELS + 1));
+      const asksSince = commands % (SWEEP_LEVELS + 1);
+      return {
+        events: cycles * (SWEEP_LEVELS + 2 * SWEEP_LEVELS + 1) + asksSince,
+        resting: asksSince,
+      };
+    },
   };
 }
 
