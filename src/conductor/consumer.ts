@@ -71,6 +71,8 @@ export class CommandConsumer {
     await channel.prefetch(this.config.prefetch);
     const output = await connection.createConfirmChannel();
     output.on("error", (error: Error) => this.log.warn("output channel error", { error }));
+    // Replies and dead letters need this channel: losing it reconnects like the command channel.
+    output.on("close", () => this.lost("output channel closed", generation));
     this.channel = channel;
     this.output = output;
     this.replies = new FramePublisher(output);
@@ -110,7 +112,14 @@ export class CommandConsumer {
   ack(batch: readonly Delivery[]): boolean {
     const last = batch[batch.length - 1];
     if (!last || last.generation !== this.generation || !this.channel) return false;
-    this.channel.ack(last.message, true);
+    try {
+      this.channel.ack(last.message, true);
+    } catch (error) {
+      // amqplib throws on a channel that is closing: the batch is redelivered, and the
+      // redelivery finds its stored results.
+      this.log.warn("acknowledgement on a closing channel", { error });
+      return false;
+    }
     return true;
   }
 
@@ -129,10 +138,15 @@ export class CommandConsumer {
   reply(message: ConsumeMessage, body: string): void {
     const { replyTo, correlationId } = message.properties;
     if (!replyTo || !this.replies) return;
-    this.replies.publish("", replyTo, body, false, {
-      correlationId,
-      contentType: "application/json",
-    });
+    try {
+      this.replies.publish("", replyTo, body, false, {
+        correlationId,
+        contentType: "application/json",
+      });
+    } catch (error) {
+      // A closing channel: the client can still read its result at GET /commands/:commandId.
+      this.log.warn("reply on a closing channel", { error, correlationId });
+    }
   }
 
   /** Publishes an unreadable message to the dead-letter queue and waits for the broker's confirm. */

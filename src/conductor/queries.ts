@@ -6,8 +6,19 @@ import type { Hono } from "hono";
 import type { MatchingEngine } from "../domain/index";
 import type { ConductorStore } from "./store";
 
-export function queryRoutes(engine: MatchingEngine, store: ConductorStore) {
+export function queryRoutes(
+  engine: MatchingEngine,
+  store: ConductorStore,
+  /** False while the books are being (re)loaded: they may hold a failed batch's effects. */
+  loaded: () => boolean,
+) {
   return (app: Hono): void => {
+    for (const path of ["/books/*", "/orders/*", "/digest"]) {
+      app.use(path, async (c, next) => {
+        if (!loaded()) return c.json({ error: "books are being reloaded from the datastore" }, 503);
+        await next();
+      });
+    }
     app.get("/books/:pairId", (c) => {
       const pairId = Number(c.req.param("pairId"));
       const depth = Number(c.req.query("depth") ?? "10");

@@ -18,18 +18,32 @@ import { queryRoutes } from "./queries";
 import { Conductor } from "./service";
 import { ConductorStore } from "./store";
 
+/**
+ * A datastore command unanswered this long fails (its batch is requeued and the books are
+ * reloaded). Generous: a batch's commit script and a chunk of the book load take milliseconds.
+ */
+const conductorCommandTimeoutMs = 10_000;
+
 export async function runConductor(config: Config, log: Logger): Promise<number> {
   log.info("conductor starting", { config: describeConfig(config), durability: config.durability });
   await enforceDurabilityPolicy(config, log);
 
+  // Listening first: a SIGTERM while the datastore or the broker is still unreachable at boot
+  // ends the process cleanly (exit 0) instead of killing it.
+  const signalled = new Promise<string>((resolve) => {
+    process.once("SIGTERM", () => resolve("SIGTERM"));
+    process.once("SIGINT", () => resolve("SIGINT"));
+  });
   const keys = partitionKeys(config.partition);
   const writer = createValkey(config.datastoreUrl, {
     name: `matchd-conductor-p${config.partition}`,
+    commandTimeoutMs: conductorCommandTimeoutMs,
   });
   writer.on("error", () => undefined); // reported through failed commits and /readyz
   const engine = new MatchingEngine();
   const reader = createValkey(config.datastoreUrl, {
     name: `matchd-conductor-p${config.partition}-reader`,
+    commandTimeoutMs: conductorCommandTimeoutMs,
   });
   reader.on("error", () => undefined); // reported through failed lookups and /readyz
   const store = new ConductorStore(writer, keys, reader);
@@ -59,32 +73,39 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
         reasons,
       };
     },
-    routes: queryRoutes(engine, store),
+    routes: queryRoutes(engine, store, () => owner.loaded),
   });
   const http = serveHttp(app, config.httpPort);
   log.info("http listening", { port: http.port });
 
   // Load now to be ready fast; ownership (a new epoch, and a reload) is claimed when the
   // first command arrives, i.e. when this conductor becomes the active consumer.
-  for (let delayMs = 100; ; delayMs = Math.min(delayMs * 2, 5000)) {
-    try {
-      await owner.reload();
-      break;
-    } catch (error) {
-      log.warn("cannot load books yet; retrying", { error, delayMs });
-      await Bun.sleep(delayMs);
+  const booted = (async () => {
+    for (let delayMs = 100; ; delayMs = Math.min(delayMs * 2, 5000)) {
+      try {
+        await owner.reload();
+        break;
+      } catch (error) {
+        log.warn("cannot load books yet; retrying", { error, delayMs });
+        await Bun.sleep(delayMs);
+      }
     }
+    await consumer.startWithRetry();
+    return "booted";
+  })();
+  if ((await Promise.race([booted, signalled])) !== "booted") {
+    log.info("conductor stopping before it started consuming");
+    await http.stop();
+    writer.disconnect();
+    reader.disconnect();
+    await consumer.close().catch(() => undefined);
+    return 0;
   }
-  await consumer.startWithRetry();
   owner.start();
 
-  const signalled = new Promise<string>((resolve) => {
-    process.once("SIGTERM", () => resolve("SIGTERM"));
-    process.once("SIGINT", () => resolve("SIGINT"));
-  });
   const fenced = (async () => {
-    while (!owner.fenced) await Bun.sleep(200);
-    return "fenced";
+    while (!owner.fenced && owner.crashed === undefined) await Bun.sleep(200);
+    return owner.fenced ? "fenced" : "crashed";
   })();
   const reason = await Promise.race([signalled, fenced]);
   log.info("conductor stopping", { reason });
@@ -95,6 +116,6 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
   writer.disconnect();
   reader.disconnect();
   log.info("conductor stopped", { reason, digest: engine.digest() });
-  // A fenced conductor exits non-zero so a supervisor notices the takeover.
-  return reason === "fenced" ? 4 : 0;
+  // A fenced conductor exits non-zero so a supervisor notices the takeover; a failed loop too.
+  return reason === "fenced" ? 4 : reason === "crashed" ? 1 : 0;
 }

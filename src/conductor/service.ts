@@ -49,6 +49,8 @@ export class Conductor {
   private readonly unacknowledged = new Map<string, number>();
   /** Set when another conductor took the partition over: this one must exit. */
   fenced = false;
+  /** Set when the batch loop itself failed unexpectedly: this one must exit. */
+  crashed: Error | undefined;
   loaded = false;
   lastFailure: string | undefined;
 
@@ -95,7 +97,12 @@ export class Conductor {
 
   start(): void {
     this.running = true;
-    this.stopped = this.loop();
+    this.stopped = this.loop().catch((error: unknown) => {
+      // Nothing is acknowledged after this; the process exits non-zero (see run.ts) so a
+      // supervisor restarts it, rather than serving HTTP in front of a dead loop.
+      this.crashed = error instanceof Error ? error : new Error(String(error));
+      this.log.error("batch loop failed; stopping", { error: this.crashed });
+    });
   }
 
   /** Stops after the batch in flight is committed and acknowledged. */
@@ -139,6 +146,10 @@ export class Conductor {
           await this.takeOwnership();
           this.claimedGeneration = generation;
         }
+        // WAITAOF covers only the writes of its own physical connection: if the writer
+        // reconnected between this commit and the end of its wait (a resent WAITAOF on a fresh
+        // connection answers at once), the batch is not known to be durable and fails instead.
+        const connection = this.store.writerConnection();
         const committed = await commitBatch(
           {
             config: this.config,
@@ -154,7 +165,14 @@ export class Conductor {
         const committedAt = performance.now();
         const durable =
           this.config.durability === "aof-replicated"
-            ? this.store.waitDurable(this.config.durabilityTimeoutMs)
+            ? this.store.waitDurable(this.config.durabilityTimeoutMs).then((waitedMs) => {
+                if (this.store.writerConnection() !== connection) {
+                  throw new Error(
+                    "the datastore connection was re-established between the commit and its durability wait",
+                  );
+                }
+                return waitedMs;
+              })
             : Promise.resolve(0);
         // Observed by finish(); this only keeps an early rejection from being "unhandled".
         durable.catch(() => undefined);
@@ -226,6 +244,8 @@ export class Conductor {
   }
 
   private async fail(batch: Delivery[], error: unknown, inFlight: InFlight[] = []): Promise<void> {
+    // The books may hold this batch's uncommitted effects until the reload: no query reads them.
+    this.loaded = false;
     // Let every outstanding durability wait settle before the connection is reused.
     await Promise.allSettled(inFlight.map((f) => f.durable));
     // Committed but never acknowledged: their redelivery is their first counted outcome.

@@ -4,7 +4,7 @@
  * loading the partition's books back into the engine.
  */
 import type { RestingOrder, Side, StpMode } from "../domain/index";
-import type { Valkey } from "../infra/valkey/client";
+import { connectionGeneration, type Valkey } from "../infra/valkey/client";
 import { waitDurable } from "../infra/valkey/durability";
 import type { PartitionKeys } from "../infra/valkey/keys";
 import { luaScript, runEncodedScript } from "../infra/valkey/lua-script";
@@ -32,9 +32,6 @@ export interface DedupLookup {
 }
 
 export class ConductorStore {
-  /** Pairs already in the `pairs` set, as of the last load plus this process's commits. */
-  private knownPairs = new Set<number>();
-
   constructor(
     /** The one connection that commits: WAITAOF waits for this connection's writes. */
     private readonly writer: Valkey,
@@ -93,7 +90,6 @@ export class ConductorStore {
   /** Reads every resting order of the partition, in FIFO order per book side. */
   async loadRestingOrders(): Promise<RestingOrder[]> {
     const pairIds = (await this.writer.smembers(this.keys.pairs)).map(Number).sort((a, b) => a - b);
-    this.knownPairs = new Set(pairIds);
     const members: string[] = [];
     for (const pairId of pairIds) {
       for (const side of ["bid", "ask"] as const) {
@@ -127,11 +123,15 @@ export class ConductorStore {
 
   /** Records a pair that had a resting order (also one that rested and left within a batch). */
   stagePair(batch: CommitBuilder, pairId: number): void {
-    // The pairs set only grows; add a pair once (a failed commit reloads and resets this).
-    if (!this.knownPairs.has(pairId)) {
-      batch.sadd(this.keys.pairs, String(pairId));
-      this.knownPairs.add(pairId);
-    }
+    // Added with every batch that touches the pair, not once: the set may be deleted under a
+    // running conductor (a harness deleting keys in chunks), and an order resting in a pair
+    // missing from it would be skipped by the next load. SADD of a member is idempotent.
+    batch.sadd(this.keys.pairs, String(pairId));
+  }
+
+  /** See connectionGeneration: compared around a commit and its durability wait. */
+  writerConnection(): number {
+    return connectionGeneration(this.writer);
   }
 
   stageRemovedOrder(batch: CommitBuilder, order: RestingOrder): void {

@@ -2,7 +2,8 @@
  * The replica stops under load (on a private primary + replica pair, so the shared stack
  * is untouched): nothing is acknowledged or replied while WAITAOF cannot be satisfied;
  * once a replica is back on the same port and directory, every command completes, each
- * applied once.
+ * applied once. A durability wait that ioredis resends on a fresh connection after a cut
+ * (where WAITAOF answers at once) never acknowledges a batch.
  */
 import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
 import { mkdtempSync } from "node:fs";
@@ -12,6 +13,7 @@ import amqp, { type ChannelModel } from "amqplib";
 import { createWorkload } from "../../src/bench/workloads";
 import { type RunningValkey, startValkey } from "../../src/stack/index";
 import { waitForReplicatedAof } from "../../src/stack/valkey";
+import { startTcpProxy } from "../outbox/helpers";
 import { type TestStack, testStack, uniquePartition } from "../support/stack";
 import {
   disposeAll,
@@ -135,6 +137,75 @@ test("replica down: nothing acknowledged; replica back: everything completes onc
     expect(await conductor.stop()).toBe(0);
     expect(await publisher.messageCount(partition)).toBe(0);
   } finally {
+    await channel.close().catch(() => undefined);
+    store.close();
+    await publisher.deleteQueue(partition);
+  }
+}, 90_000);
+
+test("a durability wait resent on a new datastore connection never acknowledges a batch", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "matchd-resent-wait-"));
+  const primary = await startValkey({ dir: join(dir, "primary"), appendonly: true });
+  servers.push(primary);
+  const replica = await startValkey({
+    dir: join(dir, "replica"),
+    appendonly: true,
+    replicaOf: `127.0.0.1:${primary.port}`,
+  });
+  servers.push(replica);
+  await waitForReplicatedAof(primary, replica, 20_000);
+  // The conductor reaches the primary through a proxy, so its connections can be cut.
+  const proxy = await startTcpProxy(primary.url);
+  const partition = uniquePartition();
+  const store = new PartitionStore(primary.url, partition);
+  const channel = await rpc.createChannel();
+  let paused = false;
+  try {
+    const { queue: replyQueue } = await channel.assertQueue("", {
+      exclusive: true,
+      autoDelete: true,
+    });
+    const replies = new Set<string>();
+    await channel.consume(
+      replyQueue,
+      (message) => message && replies.add(String(message.properties.correlationId)),
+      { noAck: true },
+    );
+    const workload = createWorkload("alternating", { seed: 52, partition, partitionCount });
+    const commands = Array.from({ length: 3 }, (_, i) => workload.next(i));
+    const publish = (command: (typeof commands)[number]) =>
+      publisher.publish(partition, [command], {
+        replyTo: replyQueue,
+        correlationId: command.commandId,
+      });
+    const conductor = await startConductor(stack, partition, {
+      datastoreUrl: proxy.url,
+      extraArgs: ["--durability-timeout-ms", "3000"],
+    });
+    await publish(commands[0]!);
+    await eventually("the first command replied", () => replies.size === 1);
+
+    // The replica stops acknowledging: the next commit cannot become durable.
+    process.kill(replica.pid, "SIGSTOP");
+    paused = true;
+    await publish(commands[1]!);
+    await Bun.sleep(500);
+    // Cut the conductor's connections while it waits: ioredis resends the WAITAOF on a fresh
+    // connection, where it answers at once because that connection has written nothing.
+    proxy.outage(100);
+    await Bun.sleep(2000);
+    expect(replies.has(commands[1]!.commandId)).toBe(false);
+
+    process.kill(replica.pid, "SIGCONT");
+    paused = false;
+    await eventually("replied once the replica fsyncs again", () => replies.size === 2, 30_000);
+    await publish(commands[2]!);
+    await eventually("the next command replied", () => replies.size === 3, 15_000);
+    await expectEventsOnce(store, commands);
+    expect(await conductor.stop()).toBe(0);
+  } finally {
+    if (paused) process.kill(replica.pid, "SIGCONT");
+    await proxy.close();
     await channel.close().catch(() => undefined);
     store.close();
     await publisher.deleteQueue(partition);

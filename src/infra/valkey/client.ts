@@ -8,8 +8,33 @@ import Redis from "ioredis";
 
 export type Valkey = Redis;
 
-export function createValkey(url: string, options: { name: string; lazy?: boolean }): Valkey {
-  return new Redis(url, {
+/** How many times each connection became ready: a change means a new physical connection. */
+const readyCounts = new WeakMap<Valkey, number>();
+
+/**
+ * The number of the connection's current physical connection (bumped on every 'ready'). WAITAOF
+ * waits only for writes made on its own physical connection, and ioredis resends a command that
+ * was in flight at a disconnect on the next one, where a WAITAOF would return at once: a caller
+ * that needs a write durable compares this before the write and after the wait.
+ */
+export function connectionGeneration(valkey: Valkey): number {
+  return readyCounts.get(valkey) ?? 0;
+}
+
+export function createValkey(
+  url: string,
+  options: {
+    name: string;
+    lazy?: boolean;
+    /**
+     * Rejects a command not answered within this many milliseconds (none by default): a server
+     * that stops answering while its socket stays open must not hang the caller for ever.
+     */
+    commandTimeoutMs?: number;
+  },
+): Valkey {
+  const client = new Redis(url, {
+    ...(options.commandTimeoutMs === undefined ? {} : { commandTimeout: options.commandTimeoutMs }),
     connectionName: options.name,
     lazyConnect: options.lazy ?? false,
     enableOfflineQueue: true,
@@ -18,6 +43,8 @@ export function createValkey(url: string, options: { name: string; lazy?: boolea
     // Backoff capped at 2 s: reconnects forever, never hammers a restarting server.
     retryStrategy: (attempt) => Math.min(50 * 2 ** Math.min(attempt, 6), 2000),
   });
+  client.on("ready", () => readyCounts.set(client, connectionGeneration(client) + 1));
+  return client;
 }
 
 /** Parses a Redis INFO section into key/value pairs. */

@@ -151,10 +151,28 @@ export async function waitDurable(valkey: Valkey, timeoutMs: number): Promise<nu
   for (;;) {
     const elapsed = performance.now() - started;
     const slice = Math.max(1, Math.min(waitSliceMs, Math.ceil(timeoutMs - elapsed)));
-    [local, replicas] = await waitAof(valkey, slice);
+    // A server that stops answering (a blackholed host keeps the socket open) must not hold the
+    // wait past its deadline: the reply is raced against it.
+    const reply = await withinMs(waitAof(valkey, slice), timeoutMs - elapsed + slice);
+    if (reply === undefined) throw new DurabilityTimeoutError(timeoutMs, local, replicas);
+    [local, replicas] = reply;
     if (local >= 1 && replicas >= 1) return performance.now() - started;
     if (performance.now() - started >= timeoutMs) {
       throw new DurabilityTimeoutError(timeoutMs, local, replicas);
     }
+  }
+}
+
+/** `promise`'s value, or undefined when `ms` pass first (a late rejection is then ignored). */
+export async function withinMs<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), Math.max(0, ms));
+  });
+  promise.catch(() => undefined);
+  try {
+    return await Promise.race([promise, expired]);
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -1,0 +1,22 @@
+// The conductor's process lifecycle: a SIGTERM that arrives while it is still waiting for
+// an unreachable broker at boot ends it cleanly, with exit 0.
+
+import { afterEach, expect, test } from "bun:test";
+import { freePorts } from "../../src/stack/process";
+import { testStack, uniquePartition } from "../support/stack";
+import { disposeAll, eventually, startConductor } from "./helpers";
+
+afterEach(disposeAll);
+
+test("SIGTERM while the broker is unreachable at boot exits 0", async () => {
+  const stack = await testStack();
+  const closedPort = (await freePorts(1))[0]!;
+  const conductor = await startConductor(
+    { ...stack, brokerUrl: `amqp://guest:guest@127.0.0.1:${closedPort}/` },
+    uniquePartition(),
+    { waitReady: false },
+  );
+  await eventually("retrying the broker", () => conductor.log().includes("broker not reachable"));
+  expect(await conductor.stop()).toBe(0);
+  expect(conductor.log()).toContain("before it started consuming");
+}, 30_000);
