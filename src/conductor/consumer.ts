@@ -33,6 +33,11 @@ export class CommandConsumer {
   private replies: FramePublisher | undefined;
   private consumerTag: string | undefined;
   private generation = 0;
+
+  /** True while `generation` is the channel deliveries currently arrive on. */
+  isCurrent(generation: number): boolean {
+    return this.connected && generation === this.generation;
+  }
   private pending: Delivery[] = [];
   private stopping = false;
   /** Failed connection attempts in a row; the reconnect backoff grows with it. */

@@ -277,8 +277,15 @@ export class Conductor {
     for (;;) {
       await Bun.sleep(backoffDelayMs(this.failureAttempts++, conductorBackoff));
       try {
-        if (error instanceof FencedError) await this.takeOwnership();
-        else await this.reload();
+        // After a keyspace reset, only a conductor still on the channel its batch came from
+        // (still the active consumer) claims the partition again; a stale one just reloads and
+        // claims when deliveries reach it again, instead of fencing the live owner.
+        const stillActive = batch.length > 0 && this.consumer.isCurrent(batch[0]!.generation);
+        if (error instanceof FencedError && stillActive) await this.takeOwnership();
+        else {
+          if (error instanceof FencedError) this.claimedGeneration = -1;
+          await this.reload();
+        }
         return;
       } catch (reloadError) {
         this.log.warn("reload failed; retrying", { error: reloadError });

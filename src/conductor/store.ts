@@ -7,11 +7,29 @@ import type { RestingOrder, Side, StpMode } from "../domain/index";
 import { connectionGeneration, type Valkey } from "../infra/valkey/client";
 import { waitDurable } from "../infra/valkey/durability";
 import type { PartitionKeys } from "../infra/valkey/keys";
-import { luaScript, runEncodedScript } from "../infra/valkey/lua-script";
+import { luaScript, runEncodedScript, runScript } from "../infra/valkey/lua-script";
 import { type CommitBuilder, commitScript, orderHashFields } from "./commit-script";
 
 /** The commit script, run by SHA (its source once, after a restart or SCRIPT FLUSH). */
 const commitLua = luaScript("commit", commitScript);
+
+/**
+ * Draws the next epoch and makes it the partition's owner epoch, atomically: a separate INCR
+ * and SET could let a slower claimant overwrite a newer epoch with its older one.
+ * KEYS[1] = the epoch counter, KEYS[2] = owner-epoch. Returns the new epoch.
+ */
+const claimOwnershipLua = luaScript(
+  "claim-ownership",
+  `local epoch = redis.call('INCR', KEYS[1])
+local current = tonumber(redis.call('GET', KEYS[2]) or '0')
+if current >= epoch then
+  epoch = current + 1
+  redis.call('SET', KEYS[1], epoch)
+end
+redis.call('SET', KEYS[2], epoch)
+return epoch
+`,
+);
 
 export class FencedError extends Error {
   readonly code = "FENCED";
@@ -43,9 +61,20 @@ export class ConductorStore {
     private readonly reader: Valkey = writer,
   ) {}
 
-  /** Takes ownership of the partition: every earlier owner's commits are fenced from now on. */
+  /**
+   * Takes ownership of the partition: every earlier owner's commits are fenced from now on.
+   * The epoch comes from a counter that outlives a reset of the `matching:` keyspace, so a
+   * stale owner's epoch can never be issued again and match after a reset.
+   */
   async claimOwnership(): Promise<number> {
-    return Number(await this.writer.incr(this.keys.ownerEpoch));
+    return Number(
+      await runScript(
+        this.writer,
+        claimOwnershipLua,
+        [this.keys.ownerEpochCounter, this.keys.ownerEpoch],
+        [],
+      ),
+    );
   }
 
   async lookup(commandIds: readonly string[], orderIds: readonly string[]): Promise<DedupLookup> {

@@ -340,6 +340,9 @@ export async function removePartition(
   partition: number,
 ): Promise<void> {
   await store.deleteAll();
+  // The epoch counter outlives deleteAll (as it outlives any harness's reset); a test's
+  // partition is gone for good, so its counter goes too.
+  await store.valkey.del(store.keys.ownerEpochCounter);
   store.close();
   await publisher.deleteQueue(partition);
 }

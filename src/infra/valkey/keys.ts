@@ -20,6 +20,8 @@ export interface PartitionKeys {
   outboxAttempts: string;
   /** Extension: written by a batch of pure redeliveries so its durability wait has a write to cover. */
   conductorHeartbeat: string;
+  /** Extension: the counter ownership epochs are drawn from; it survives a keyspace reset. */
+  ownerEpochCounter: string;
 }
 
 export const outboxConsumerGroup = "matching-outbox-v1";
@@ -39,5 +41,8 @@ export function partitionKeys(partition: number): PartitionKeys {
     pairs: `${prefix}pairs`,
     outboxAttempts: `${prefix}outbox-attempts`,
     conductorHeartbeat: `${prefix}conductor-heartbeat`,
+    // Outside the `matching:` prefix on purpose, in the same hash slot: harnesses that delete
+    // every `matching:*` key keep it, so an epoch is never issued twice (see claimOwnership).
+    ownerEpochCounter: `fencing:{matching-p${partition}}:owner-epoch-counter`,
   };
 }
