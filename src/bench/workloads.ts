@@ -209,7 +209,8 @@ function mixed(
   return {
     name: "mixed",
     description:
-      "10% post-only, 70% limit, 20% market, 50% buy; 20% of limits cancelled ~100 commands later; " +
+      "placements 10% post-only, 70% limit, 20% market, 50% buy; 20% of the limits are cancelled " +
+      "once 100 newer cancels wait (~700 commands later), on top of the placements; " +
       "prefilled with 10,000 orders on 1,000 levels (500 per side, 10 per level)",
     pairIds: [pairId],
     prefill: () => {
