@@ -6,6 +6,7 @@ import {
   type CommandOutcome,
   MatchingEngine,
   MatchingInvariantError,
+  type PlaceOrderPayload,
   ResultCodes,
 } from "../../src/domain/index";
 import type { PairBook } from "../../src/domain/order-book";
@@ -13,6 +14,19 @@ import { cancel, place } from "./helpers";
 
 const types = (outcome: CommandOutcome) => outcome.events.map((e) => e.type);
 const payload = (outcome: CommandOutcome, index: number) => outcome.events[index]!.payload;
+
+/** A market bid sized in quote currency: it buys what `quoteVolume` pays for. */
+function quoteBid(id: string, quoteVolume: string, precisions: Partial<PlaceOrderPayload>) {
+  return place({
+    id,
+    type: "market",
+    price: "0",
+    volume: "0",
+    volumeTotal: "0",
+    quoteVolume,
+    ...precisions,
+  });
+}
 
 function engineWith(...commands: ReturnType<typeof place>[]): MatchingEngine {
   const engine = new MatchingEngine();
@@ -259,17 +273,7 @@ describe("market orders", () => {
         ...precisions,
       }),
     );
-    const out = engine.apply(
-      place({
-        id: "q1",
-        type: "market",
-        price: "0",
-        volume: "0",
-        volumeTotal: "0",
-        quoteVolume: "0.01",
-        ...precisions,
-      }),
-    );
+    const out = engine.apply(quoteBid("q1", "0.01", precisions));
     expect(types(out)).toEqual(["order.updated.v1", "order.filled.v1", "deal.executed.v1"]);
     expect(payload(out, 2)).toMatchObject({ volume: "3.33", quoteVolume: "0.01" });
     expect(out.result).toMatchObject({ orderStatus: "filled", executedVolume: "3.33" });
@@ -282,17 +286,7 @@ describe("market orders", () => {
     const engine = engineWith(
       place({ id: "a1", side: "ask", price: "1.9", volume: "10", userId: "m", ...precisions }),
     );
-    const out = engine.apply(
-      place({
-        id: "q1",
-        type: "market",
-        price: "0",
-        volume: "0",
-        volumeTotal: "0",
-        quoteVolume: "3",
-        ...precisions,
-      }),
-    );
+    const out = engine.apply(quoteBid("q1", "3", precisions));
     expect(types(out)).toEqual(["order.updated.v1", "deal.executed.v1", "order.cancelled.v1"]);
     expect(payload(out, 1)).toMatchObject({ volume: "1", quoteVolume: "2" });
     expect(payload(out, 2)).toMatchObject({ reason: "market-remainder", quoteVolume: "1" });
@@ -306,17 +300,7 @@ describe("market orders", () => {
       place({ id: "a1", side: "ask", price: "100", volume: "0.00001", userId: "m", ...precisions }),
       place({ id: "a2", side: "ask", price: "100", volume: "1", userId: "m", ...precisions }),
     );
-    const out = engine.apply(
-      place({
-        id: "q1",
-        type: "market",
-        price: "0",
-        volume: "0",
-        volumeTotal: "0",
-        quoteVolume: "50",
-        ...precisions,
-      }),
-    );
+    const out = engine.apply(quoteBid("q1", "50", precisions));
     expect(types(out)).toEqual([
       "order.filled.v1",
       "deal.executed.v1",
