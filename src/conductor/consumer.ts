@@ -183,6 +183,11 @@ export class CommandConsumer {
   async close(): Promise<void> {
     this.stopping = true;
     this.connected = false;
+    // The channels close first, each with its own close-ok: frames queued on a channel (the
+    // last batch's acknowledgement, its replies) reach the broker before it, whereas closing
+    // the connection at once could overtake them and leave a committed batch unacknowledged.
+    await this.output?.close().catch(() => undefined);
+    await this.channel?.close().catch(() => undefined);
     // Unacknowledged deliveries go back to the queue when the channel closes.
     await this.connection?.close().catch(() => undefined);
   }

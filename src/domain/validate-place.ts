@@ -87,9 +87,9 @@ export class ParsedPlace {
 }
 
 /**
- * Validates order.place payloads. Check order: envelope/payload pair, precisions, price (limit
- * only), volume, volumeTotal, quoteVolume, positivity of the sizing field, volume <= volumeTotal,
- * option combinations. Parses go through per-field memos, and the result is one reused object.
+ * Validates order.place payloads. Check order: envelope/payload pair, precisions, price (a
+ * decimal for every order, positive for a limit), volume, volumeTotal, quoteVolume, positivity
+ * of the sizing field, volume <= volumeTotal, option combinations. Parses go through per-field memos, and the result is one reused object.
  */
 export class PlaceValidator {
   private readonly priceMemo = new DecimalMemo();

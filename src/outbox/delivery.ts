@@ -295,7 +295,10 @@ export class DeliveryLoop {
         // session has claimed them; an idle outbox finds them at its next empty read.
         if (othersPending > 0) throw new SessionInterrupted("others-pending");
         if (entries.length === 0) {
-          if (this.outstanding === 0) this.caughtUp();
+          // Caught up only when nothing failed meanwhile (a return or nack that arrived while
+          // the read waited) and everything published so far was acknowledged by the broker.
+          this.checkInterrupt();
+          if (this.outstanding === 0 && this.head === this.queue.length) this.caughtUp();
           continue;
         }
         await this.publishBatch(entries);

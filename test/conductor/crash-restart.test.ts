@@ -148,3 +148,55 @@ describe("kill -9 and restart", () => {
     }
   }, 120_000);
 });
+
+describe("graceful stop mid-run", () => {
+  test("SIGTERM under load: exactly the committed commands are acknowledged, a restart finishes the rest once", async () => {
+    const partition = uniquePartition();
+    const store = new PartitionStore(suite.stack.datastoreUrl, partition);
+    try {
+      const workload = createWorkload("alternating", { seed: 43, partition, partitionCount });
+      const n = 2000;
+      const commands = Array.from({ length: n }, (_, i) => workload.next(i));
+      const ids = commands.map((c) => c.commandId);
+      await suite.publisher.declare(partition);
+      await suite.publisher.publish(partition, commands);
+      const first = await startConductor(suite.stack, partition, {
+        extraArgs: ["--batch-max", "20"],
+      });
+      await eventually(
+        "a part processed",
+        async () => (await first.metric("matching_commands_processed_total")) >= 400,
+        30_000,
+      );
+      expect(await first.stop()).toBe(0);
+      // Unacknowledged deliveries went back to the queue when its channel closed: what is
+      // left is exactly what has no stored result (nothing committed was left unacknowledged,
+      // nothing acknowledged was left uncommitted).
+      const stored = (await store.storedResults(ids)).size;
+      expect(stored).toBeLessThan(n);
+      await eventually(
+        "the unacknowledged back in the queue",
+        async () => (await suite.publisher.messageCount(partition)) === n - stored,
+        10_000,
+        async () => `(queue ${await suite.publisher.messageCount(partition)}, stored ${stored})`,
+      );
+      const second = await startConductor(suite.stack, partition);
+      await eventually(
+        "every command has a stored result",
+        async () => (await store.storedResults(ids)).size === n,
+        60_000,
+      );
+      await eventually(
+        "queue drained",
+        async () => (await suite.publisher.messageCount(partition)) === 0,
+      );
+      expect(await store.eventCount()).toBe(2 * n);
+      await expectEventsOnce(store, commands);
+      const digest = (await (await fetch(`${second.url}/digest`)).json()) as { digest: string };
+      expect(digest.digest).toBe(reference(commands).digest);
+      expect(await second.stop()).toBe(0);
+    } finally {
+      await removePartition(store, suite.publisher, partition);
+    }
+  }, 90_000);
+});

@@ -123,11 +123,12 @@ describe("outbox", () => {
     const partition = uniquePartition();
     await deletePartitionKeys(valkey, partition);
     const inbox = await inboxFor(partition);
-    await writeEvents(valkey, partition, 0, 300);
+    // Enough events that the drain, one confirm at a time, outlasts several metrics polls.
+    await writeEvents(valkey, partition, 0, 2000);
     const child = await outbox(partition, ["--window", "1", "--read-count", "50"]);
     // In-flight events sampled while the backlog drains (after it, the gauge is 0 anyway).
     const inFlight: number[] = [];
-    while (inbox.byId.size < 300) {
+    while (inbox.byId.size < 2000) {
       const metrics = await child.metrics();
       if (metricNumber(metrics, "matching_outbox_stream_length") > 0)
         inFlight.push(metricNumber(metrics, "matching_outbox_in_flight"));

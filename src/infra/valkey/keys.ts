@@ -1,6 +1,9 @@
 /**
  * Every datastore key of a partition, built in one place from the contract's prefix
- * `matching:{matching-p<N>}:` so that one partition's keys share one hash slot.
+ * `matching:{matching-p<N>}:` so that one partition's keys share one hash slot. One
+ * exception, by design: the fencing epoch counter lives under `fencing:{matching-p<N>}:`
+ * (same hash slot) so that a reset of every `matching:*` key keeps it; a datastore user
+ * restricted by ACL must be allowed `fencing:*` too.
  */
 
 export interface PartitionKeys {
