@@ -355,6 +355,32 @@ describe("outbox", () => {
     await child.stop();
   }, 30_000);
 
+  test("a holder that loses its lease in the middle of a drain stops publishing within its window", async () => {
+    const partition = uniquePartition();
+    const keys = partitionKeys(partition);
+    await deletePartitionKeys(valkey, partition);
+    const inbox = await inboxFor(partition);
+    await writeEvents(valkey, partition, 0, 50_000);
+    const child = await outbox(partition, ["--lease-ttl-ms", "1500", "--window", "200"]);
+    await eventually("a part delivered", () => inbox.byId.size >= 2000, 20_000);
+    // Someone else owns the lease now: the next renewal (every 500 ms) fails.
+    await valkey.set(keys.outboxLease, "someone-else", "PX", 60_000);
+    await eventually(
+      "lease lost",
+      async () => metricNumber(await child.metrics(), "matching_outbox_lease_held") === 0,
+      5000,
+    );
+    // Events published before the loss may still arrive (at most one window); then nothing.
+    const atLoss = inbox.byId.size;
+    await Bun.sleep(1000);
+    const settled = inbox.byId.size;
+    expect(settled - atLoss).toBeLessThanOrEqual(200);
+    await Bun.sleep(1000);
+    expect(inbox.byId.size).toBe(settled);
+    expect(await streamLength(partition)).toBeGreaterThan(0);
+    await child.stop();
+  }, 60_000);
+
   test("a holder that loses its lease stops publishing at once and resumes when it gets it back", async () => {
     const partition = uniquePartition();
     const keys = partitionKeys(partition);
