@@ -23,7 +23,7 @@ export function resolveConfig(
       values[setting.key] = parsed.data;
     } else {
       problems.push(
-        `${setting.env} (${setting.flag}): got ${JSON.stringify(raw)}; accepted: ${setting.accepted} [from ${source}]`,
+        `${setting.env} (${setting.flag}): got ${JSON.stringify(raw === undefined ? raw : redactCredentials(raw))}; accepted: ${setting.accepted} [from ${source}]`,
       );
     }
   }
@@ -61,4 +61,12 @@ export function redactUrl(value: string): string {
     // Never echo an unparseable URL: it may still hold a password.
     return "(unparseable URL)";
   }
+}
+
+/**
+ * The text with any URL password replaced by ***, parseable or not: a rejected value is
+ * echoed in the error, and `amqp://user:secret@host:99999/` fails to parse yet holds a secret.
+ */
+export function redactCredentials(text: string): string {
+  return text.replace(/(\/\/[^/@:\s]*:)[^@\s]*@/g, "$1***@");
 }

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import Redis from "ioredis";
 import { type RunningValkey, startValkey } from "../../src/stack/index";
 import { matchdCommand, spawnMatchd, testStack } from "../support/stack";
 
@@ -92,6 +93,26 @@ describe("durability policy at boot", () => {
     await child.exited;
     const seen = log();
     expect(seen).toContain("DURABILITY POLICY memory");
+  });
+
+  test("a user denied CONFIG still passes; one denied COMMAND gets a failed check, not a crash", async () => {
+    const admin = new Redis(lonePrimary.url);
+    try {
+      await admin.call("ACL", "SETUSER", "noconfig", "on", ">pw", "~*", "&*", "+@all", "-config");
+      await admin.call("ACL", "SETUSER", "nocommand", "on", ">pw", "~*", "&*", "+@all", "-command");
+      const url = (user: string) => lonePrimary.url.replace("redis://", `redis://${user}:pw@`);
+      const noConfig = await matchd(["check"], { MATCHING_DATASTORE_URL: url("noconfig") });
+      // Only the missing replica fails: appendonly is read from INFO, not CONFIG.
+      expect(noConfig.stdout).toContain("PASS appendonly on");
+      expect(noConfig.stdout).toContain("FAIL replica connected");
+      expect(noConfig.code).toBe(3);
+      const noCommand = await matchd(["check"], { MATCHING_DATASTORE_URL: url("nocommand") });
+      expect(noCommand.stdout).toContain("FAIL WAITAOF supported: could not be checked");
+      expect(noCommand.code).toBe(3);
+      expect(noCommand.stderr).not.toContain("at ");
+    } finally {
+      admin.disconnect();
+    }
   });
 
   test("everything passes against the private stack (exit 0)", async () => {

@@ -29,6 +29,23 @@ describe("resolveConfig", () => {
     expect(result.ok && result.config.partition).toBe(3);
   });
 
+  test("a rejected URL is echoed without its password, parseable or not", () => {
+    const result = resolveConfig(
+      {
+        MATCHING_BROKER_URL: "amqp://user:s3cret@host:99999/",
+        MATCHING_DATASTORE_URL: "http://admin:hunter2@host:1/",
+      },
+      new Map(),
+      "conductor",
+    );
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    const text = result.problems.join("\n");
+    expect(text).not.toContain("s3cret");
+    expect(text).not.toContain("hunter2");
+    expect(text).toContain("amqp://user:***@host:99999/");
+  });
+
   test("every bad value is reported, naming variable, flag and accepted values", () => {
     const result = resolveConfig(
       {

@@ -50,7 +50,20 @@ export async function checkDatastore(
   if (policy === "memory") return outcomes;
 
   const version = server.get("valkey_version") ?? server.get("redis_version") ?? "0";
-  const hasWaitAof = await commandExists(valkey, "waitaof");
+  // Each check turns its own error (a command renamed or denied by ACL, say) into a failed
+  // check, so the process refuses with exit 3 and the reason instead of crashing.
+  const failed = (name: string, error: unknown): CheckOutcome => ({
+    name,
+    ok: false,
+    detail: `could not be checked: ${(error as Error).message}`,
+  });
+  let hasWaitAof = false;
+  try {
+    hasWaitAof = await commandExists(valkey, "waitaof");
+  } catch (error) {
+    outcomes.push(failed("WAITAOF supported", error));
+    return outcomes;
+  }
   outcomes.push({
     name: "WAITAOF supported",
     ok: hasWaitAof,
@@ -59,7 +72,13 @@ export async function checkDatastore(
       : `server ${version} has no WAITAOF (needs Redis/Valkey >= 7.2); install valkey-server >= 7.2 (Debian 12: bookworm-backports)`,
   });
 
-  const replication = parseInfo(await valkey.info("replication"));
+  let replication: Map<string, string>;
+  try {
+    replication = parseInfo(await valkey.info("replication"));
+  } catch (error) {
+    outcomes.push(failed("primary role", error));
+    return outcomes;
+  }
   const role = replication.get("role") ?? "unknown";
   outcomes.push({
     name: "primary role",
@@ -70,8 +89,14 @@ export async function checkDatastore(
         : `server is a ${role === "slave" ? "replica" : role}, not a primary; point MATCHING_DATASTORE_URL at the primary`,
   });
 
-  const appendonly = (await valkey.config("GET", "appendonly")) as string[];
-  const aofOn = appendonly[1] === "yes";
+  // INFO persistence rather than CONFIG GET: managed servers often deny or rename CONFIG.
+  let aofOn: boolean;
+  try {
+    aofOn = parseInfo(await valkey.info("persistence")).get("aof_enabled") === "1";
+  } catch (error) {
+    outcomes.push(failed("appendonly on", error));
+    return outcomes;
+  }
   outcomes.push({
     name: "appendonly on",
     ok: aofOn,
