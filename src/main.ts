@@ -102,7 +102,7 @@ async function main(argv: string[]): Promise<number> {
       if (extra.length > 0) fail(`unexpected argument ${extra[0]}`, usage);
       return runBench(boundary, {
         config,
-        env: benchEnvironment(),
+        env: benchEnvironment(args.flags),
         flags: args.flags,
         json: args.switches.has("--json"),
         keepStack: args.switches.has("--keep-stack"),
@@ -112,11 +112,17 @@ async function main(argv: string[]): Promise<number> {
   return 2;
 }
 
-/** Whether the user pointed the bench at running services (it reads no env itself). */
-function benchEnvironment(): { datastoreGiven: boolean; brokerGiven: boolean } {
+/**
+ * Whether the user pointed the bench at running services, by environment or by flag (flags
+ * win everywhere; the bench reads no env itself).
+ */
+function benchEnvironment(flags: ReadonlyMap<string, string>): {
+  datastoreGiven: boolean;
+  brokerGiven: boolean;
+} {
   return {
-    datastoreGiven: Boolean(process.env.MATCHING_DATASTORE_URL),
-    brokerGiven: Boolean(process.env.MATCHING_BROKER_URL),
+    datastoreGiven: Boolean(process.env.MATCHING_DATASTORE_URL) || flags.has("--datastore-url"),
+    brokerGiven: Boolean(process.env.MATCHING_BROKER_URL) || flags.has("--broker-url"),
   };
 }
 

@@ -3,9 +3,12 @@
  * needs (private stack, conductor, outbox), runs it, prints the report (table or
  * JSON, optionally HTML), tears everything down, and exits 1 on a failed invariant.
  */
-import { writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { Config } from "../config/schema";
 import { createValkey } from "../infra/valkey/client";
+import { stackDown } from "../stack/index";
 import { runBrokerEventFloor } from "./broker-event-floor";
 import { runBrokerFloor } from "./broker-floor";
 import { runDatastoreBench } from "./datastore-bench";
@@ -16,7 +19,7 @@ import { runOutboxDrainBench, type SinkMode } from "./outbox-drain";
 import { type PipelineBoundary, resetPartition, runPipelineBench } from "./pipeline-bench";
 import type { BenchReport } from "./report";
 import { renderReport } from "./report";
-import { ensureStack, type ServiceProcess, startService } from "./services";
+import { type BenchStack, ensureStack, type ServiceProcess, startService } from "./services";
 import { workloadNames } from "./workloads";
 
 export const benchBoundaries: readonly string[] = [
@@ -69,14 +72,19 @@ export async function runBench(boundary: string, options: BenchRunOptions): Prom
   const { flags } = options;
   const progress = (line: string) => process.stderr.write(`[bench] ${line}\n`);
   const workload = flags.get("--workload") ?? "alternating";
-  if (!(workloadNames as readonly string[]).includes(workload)) {
-    process.stderr.write(`matchd: --workload must be one of ${workloadNames.join(", ")}\n`);
-    return 2;
-  }
-  const flowProblem = checkFlow(boundary, flags) ?? checkSink(boundary, flags);
-  if (flowProblem !== undefined) {
-    // Refused before any stack starts.
-    process.stderr.write(`matchd: ${flowProblem}\n`);
+  const workloadProblem = (workloadNames as readonly string[]).includes(workload)
+    ? undefined
+    : `--workload must be one of ${workloadNames.join(", ")}, got ${workload}`;
+  // Every flag problem at once, and before any stack starts.
+  const problems = [
+    workloadProblem,
+    checkFlow(boundary, flags),
+    checkSink(boundary, flags),
+    ...checkNumbers(boundary, flags),
+  ];
+  const found = problems.filter((problem): problem is string => problem !== undefined);
+  if (found.length > 0) {
+    process.stderr.write(found.map((problem) => `matchd: ${problem}\n`).join(""));
     return 2;
   }
   try {
@@ -90,6 +98,35 @@ export async function runBench(boundary: string, options: BenchRunOptions): Prom
     }
     throw error;
   }
+}
+
+/** Minimum value of each integer flag (the boundaries read them with these bounds). */
+const integerFlags: Record<string, number> = {
+  "--seed": 0,
+  "--commands": 1,
+  "--events": 1,
+  "--rate": 1,
+  "--duration": 1,
+  "--warmup": 0,
+  "--connections": 1,
+  "--resting": 0,
+};
+
+/** Every integer flag that is out of range, and --duration without a rate. */
+function checkNumbers(boundary: string, flags: ReadonlyMap<string, string>): string[] {
+  const problems: string[] = [];
+  for (const [name, min] of Object.entries(integerFlags)) {
+    const raw = flags.get(name);
+    if (raw === undefined) continue;
+    const value = Number(raw);
+    if (!Number.isSafeInteger(value) || value < min) {
+      problems.push(`${name} must be an integer >= ${min}, got ${raw}`);
+    }
+  }
+  // round-trip runs at 1,000/s unless told otherwise, so it takes --duration alone.
+  if (flags.has("--duration") && !flags.has("--rate") && boundary !== "round-trip")
+    problems.push("--duration needs --rate (closed loop runs a command count)");
+  return problems;
 }
 
 /** What is wrong with `--sink` for this boundary, if anything. */
@@ -139,29 +176,42 @@ async function runWithStack(
   progress: (line: string) => void,
 ): Promise<number> {
   const { config, flags } = options;
-  const stack = await ensureStack({
-    config,
-    datastoreGiven: options.env.datastoreGiven,
-    brokerGiven: options.env.brokerGiven,
-    dir: flags.get("--dir"),
-    keep: options.keepStack,
-    progress,
-  });
   const services: ServiceProcess[] = [];
+  let stack: BenchStack | undefined;
+  // A private stack this run starts in a fresh directory: an interrupt while it is still
+  // starting stops whatever of it runs already (stack.json lists each process as it starts).
+  const ownDir =
+    options.env.datastoreGiven || options.env.brokerGiven
+      ? undefined
+      : (flags.get("--dir") ?? mkdtempSync(join(tmpdir(), "matchd-bench-")));
+  const startingFresh = ownDir !== undefined && !existsSync(join(ownDir, "stack.json"));
   const cleanup = async () => {
     for (const service of services.reverse()) await service.stop().catch(() => undefined);
-    await stack.teardown();
+    if (stack !== undefined) await stack.teardown();
+    else if (startingFresh && !options.keepStack && ownDir !== undefined)
+      await stackDown({ dir: ownDir }).catch(() => undefined);
   };
   const onSignal = () => {
     progress("interrupted; tearing down");
     void cleanup().finally(() => process.exit(130));
   };
+  // Listening before the stack starts: RabbitMQ takes seconds to boot, and a Ctrl-C then
+  // would otherwise leave its detached servers running.
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
+  const active = await ensureStack({
+    config,
+    datastoreGiven: options.env.datastoreGiven,
+    brokerGiven: options.env.brokerGiven,
+    dir: ownDir,
+    keep: options.keepStack,
+    progress,
+  });
+  stack = active;
   try {
     const base = {
-      "--datastore-url": stack.datastoreUrl,
-      "--broker-url": stack.brokerUrl,
+      "--datastore-url": active.datastoreUrl,
+      "--broker-url": active.brokerUrl,
       "--partition": config.partition,
       "--partition-count": config.partitionCount,
       "--durability": config.durability,
@@ -169,14 +219,14 @@ async function runWithStack(
       "--log-level": config.logLevel,
     };
     const environment = await collectEnvironment({
-      datastoreUrl: stack.datastoreUrl,
-      brokerUrl: stack.brokerUrl,
+      datastoreUrl: active.datastoreUrl,
+      brokerUrl: active.brokerUrl,
     });
     const envFacts = Object.fromEntries(environmentFacts(environment));
     const effective: Config = {
       ...config,
-      datastoreUrl: stack.datastoreUrl,
-      brokerUrl: stack.brokerUrl,
+      datastoreUrl: active.datastoreUrl,
+      brokerUrl: active.brokerUrl,
     };
 
     let report: BenchReport;
@@ -189,7 +239,7 @@ async function runWithStack(
       report = await outboxDrainReport(effective, flags, base, envFacts, services, progress);
     } else {
       const pipelineBoundary = boundary as PipelineBoundary;
-      const valkey = createValkey(stack.datastoreUrl, { name: "matchd-bench-reset" });
+      const valkey = createValkey(active.datastoreUrl, { name: "matchd-bench-reset" });
       const deleted = await resetPartition(valkey, config.partition);
       valkey.disconnect();
       if (deleted > 0)
@@ -242,8 +292,8 @@ async function runWithStack(
       const result = await runPipelineBench({
         boundary: pipelineBoundary,
         config: effective,
-        datastoreUrl: stack.datastoreUrl,
-        brokerUrl: stack.brokerUrl,
+        datastoreUrl: active.datastoreUrl,
+        brokerUrl: active.brokerUrl,
         conductorUrl: conductor,
         outboxUrl: outbox,
         workload,

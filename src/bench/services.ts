@@ -49,7 +49,7 @@ export async function ensureStack(options: {
   }
   if (options.datastoreGiven !== options.brokerGiven) {
     throw new Error(
-      "give both MATCHING_DATASTORE_URL and MATCHING_BROKER_URL, or neither (a private stack is started)",
+      "give both the datastore and the broker URL (MATCHING_DATASTORE_URL / --datastore-url and MATCHING_BROKER_URL / --broker-url), or neither (a private stack is started)",
     );
   }
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), "matchd-bench-"));
@@ -61,7 +61,8 @@ export async function ensureStack(options: {
     brokerUrl: info.brokerUrl,
     privateStack: true,
     teardown: async () => {
-      if (done || options.keep) return;
+      // A stack someone else started in --dir (`matchd stack up`) is theirs to stop.
+      if (done || options.keep || info.reused === true) return;
       done = true;
       options.progress("stopping private stack");
       await stackDown({ dir });

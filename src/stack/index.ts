@@ -31,6 +31,8 @@ export interface StackInfo {
   /** Never set today: the management plugin is off because it slows the node's boot. */
   managementUrl?: string;
   pids: Record<string, number>;
+  /** True when stackUp found this stack already running in `dir` and started nothing. */
+  reused?: boolean;
 }
 
 /**
@@ -104,7 +106,7 @@ export async function stackUp({
     const running = existing.processes.filter((p) => isRunning(p.pid, p.startTicks));
     if (existing.status === "up" && running.length === existing.processes.length) {
       log(`stack in ${root} is already running; reusing it`);
-      return toInfo(existing);
+      return { ...toInfo(existing), reused: true };
     }
     if (running.length > 0) {
       throw new StackError(

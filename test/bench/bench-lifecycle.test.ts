@@ -1,0 +1,84 @@
+// The bench's own lifecycle, from the command line: bad flags are all reported before any
+// stack starts, an interrupt while its private stack is still starting leaves no server
+// behind, and a stack someone else started in --dir is left running.
+
+import { expect, test } from "bun:test";
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { stackDown, stackUp } from "../../src/stack/index";
+import { eventually } from "../support/eventually";
+import { matchdCommand } from "../support/stack";
+
+function bench(args: string[], env: Record<string, string> = {}) {
+  const child = Bun.spawn([...matchdCommand, "bench", ...args], {
+    env: { ...process.env, MATCHING_DATASTORE_URL: "", MATCHING_BROKER_URL: "", ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  let stderr = "";
+  const reading = (async () => {
+    const decoder = new TextDecoder();
+    for await (const chunk of child.stderr) stderr += decoder.decode(chunk);
+  })();
+  return { child, stderr: () => stderr, reading };
+}
+
+/** Processes whose command line mentions `dir` (the stack's servers all do). */
+function processesUnder(dir: string): string[] {
+  const found: string[] = [];
+  for (const pid of readdirSync("/proc").filter((name) => /^\d+$/.test(name))) {
+    try {
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ");
+      if (cmdline.includes(dir) && !cmdline.includes("bun test")) found.push(`${pid} ${cmdline}`);
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return found;
+}
+
+test("every bad bench flag is reported at once, before any stack starts", async () => {
+  const run = bench(["full-pipeline", "--commands", "abc", "--rate", "x", "--workload", "nope"]);
+  expect(await run.child.exited).toBe(2);
+  await run.reading;
+  for (const problem of [
+    "--workload must be one of",
+    "--commands must be an integer >= 1, got abc",
+    "--rate must be an integer >= 1, got x",
+  ])
+    expect(run.stderr()).toContain(problem);
+  expect(run.stderr()).not.toContain("starting private stack");
+}, 30_000);
+
+test("an interrupt while the private stack starts stops what it started", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "matchd-bench-interrupt-"));
+  const run = bench(["conductor", "--commands", "100", "--dir", dir]);
+  // RabbitMQ takes seconds to boot: interrupt once its node is on the way.
+  await eventually("rabbitmq starting", () => run.stderr().includes("rabbitmq"), 30_000);
+  expect(processesUnder(dir).length).toBeGreaterThan(0);
+  run.child.kill("SIGINT");
+  expect(await run.child.exited).toBe(130);
+  await eventually(
+    "no server left",
+    () => processesUnder(dir).length === 0,
+    15_000,
+    () => processesUnder(dir).join("\n"),
+  );
+}, 60_000);
+
+test("a stack already running in --dir is used and left running", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "matchd-bench-reuse-"));
+  const info = await stackUp({ dir });
+  try {
+    const run = bench(["datastore", "--commands", "50", "--dir", dir]);
+    expect(await run.child.exited).toBe(0);
+    await run.reading;
+    expect(run.stderr()).toContain("reusing it");
+    expect(run.stderr()).not.toContain("stopping private stack");
+    expect(processesUnder(dir).length).toBeGreaterThan(0);
+    expect(info.reused).toBeUndefined();
+  } finally {
+    await stackDown({ dir });
+  }
+}, 90_000);
