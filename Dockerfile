@@ -13,9 +13,11 @@ RUN apt-get update && apt-get install -y --no-install-recommends curl ca-certifi
     && useradd --system --uid 10001 --no-create-home matchd
 COPY --from=build /src/matchd /usr/local/bin/matchd
 USER matchd
-ENV MATCHING_HTTP_PORT=3002
 EXPOSE 3002 3035
+# No port is fixed here: the conductor listens on 3002 and the outbox on 3035 by default,
+# or on MATCHING_HTTP_PORT when it is set.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
-  CMD curl -fsS "http://127.0.0.1:${MATCHING_HTTP_PORT}/healthz" || exit 1
+  CMD if [ -n "$MATCHING_HTTP_PORT" ]; then curl -fsS "http://127.0.0.1:$MATCHING_HTTP_PORT/healthz"; \
+      else curl -fsS http://127.0.0.1:3002/healthz || curl -fsS http://127.0.0.1:3035/healthz; fi || exit 1
 ENTRYPOINT ["/usr/local/bin/matchd"]
 CMD ["conductor"]

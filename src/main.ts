@@ -26,7 +26,6 @@ const benchValued = new Set([
   "--report",
   "--conductor-url",
   "--outbox-url",
-  "--pairs",
   "--flow",
   "--sink",
 ]);
@@ -62,14 +61,21 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(usage);
     return 0;
   }
-  if (args.unknown.length > 0) fail(args.unknown.join("; "), usage);
+  if (subcommand === "stack") {
+    if (args.unknown.length > 0) fail(args.unknown.join("; "), usage);
+    return runStackCommand(args.positionals, args.flags, usage);
+  }
 
-  if (subcommand === "stack") return runStackCommand(args.positionals, args.flags, usage);
-
+  // Every problem of the command line and the configuration at once, nothing started.
   const resolved = resolveConfig(process.env, args.flags, subcommand);
-  if (!resolved.ok) {
+  const problems = [
+    ...args.unknown,
+    ...unexpectedArguments(subcommand, args.positionals),
+    ...(resolved.ok ? [] : resolved.problems),
+  ];
+  if (problems.length > 0 || !resolved.ok) {
     process.stderr.write(
-      `matchd: invalid configuration, nothing started:\n${resolved.problems.map((p) => `  - ${p}`).join("\n")}\n`,
+      `matchd: invalid command line or configuration, nothing started:\n${problems.map((p) => `  - ${p}`).join("\n")}\n\n${usage}`,
     );
     return 2;
   }
@@ -78,28 +84,24 @@ async function main(argv: string[]): Promise<number> {
 
   switch (subcommand) {
     case "check":
-      if (args.positionals.length > 0) fail(`unexpected argument ${args.positionals[0]}`, usage);
       return runCheck(config, (line) => process.stdout.write(line + "\n"));
     case "conductor": {
-      if (args.positionals.length > 0) fail(`unexpected argument ${args.positionals[0]}`, usage);
       const { runConductor } = await import("./conductor/run");
       return runConductor(config, log);
     }
     case "outbox": {
-      if (args.positionals.length > 0) fail(`unexpected argument ${args.positionals[0]}`, usage);
       const { runOutbox } = await import("./outbox/run");
       return runOutbox(config, log);
     }
     case "bench": {
       const { runBench, benchBoundaries } = await import("./bench/run");
-      const [boundary, ...extra] = args.positionals;
+      const [boundary] = args.positionals;
       if (boundary === undefined || !benchBoundaries.includes(boundary)) {
         fail(
           boundary === undefined ? "bench needs a boundary" : `unknown boundary ${boundary}`,
           usage,
         );
       }
-      if (extra.length > 0) fail(`unexpected argument ${extra[0]}`, usage);
       return runBench(boundary, {
         config,
         env: benchEnvironment(args.flags),
@@ -110,6 +112,12 @@ async function main(argv: string[]): Promise<number> {
     }
   }
   return 2;
+}
+
+/** Positional arguments the subcommand does not take (bench takes one: its boundary). */
+function unexpectedArguments(subcommand: Subcommand, positionals: readonly string[]): string[] {
+  const extra = subcommand === "bench" ? positionals.slice(1) : positionals;
+  return extra.map((argument) => `unexpected argument ${argument}`);
 }
 
 /**

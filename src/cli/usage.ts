@@ -15,7 +15,7 @@ usage: matchd <command> [flags]
 commands:
   conductor   consume partition N's commands, match, commit atomically, wait for durability, ack
   outbox      move partition N's committed events from Valkey to RabbitMQ, in order, confirmed
-  bench       measure a boundary: domain | datastore | conductor | outbox-drain | full-pipeline | round-trip
+  bench       measure a boundary: domain | datastore | broker | conductor | outbox-drain | full-pipeline | round-trip
   stack       up | down | status: a private local Valkey primary + replica and RabbitMQ node
   check       run the datastore and broker checks of the durability policy, start nothing
 
@@ -83,9 +83,13 @@ flags:
   --dir DIR           where the private stack lives (default a temp dir)
   --json              print one JSON object instead of the table
   --report FILE       also write a self-contained HTML report
+  --keep-stack        leave the private stack running at the end (its directory is printed)
+  --conductor-url URL use a running conductor's /metrics instead of starting one
+  --outbox-url URL    use a running outbox's /metrics instead of starting one
 
-With no MATCHING_DATASTORE_URL / MATCHING_BROKER_URL set, the bench starts its own
-private stack and services and tears them down at the end.
+With no datastore and broker URL given (MATCHING_DATASTORE_URL / --datastore-url and
+MATCHING_BROKER_URL / --broker-url), the bench starts its own private stack and services
+and tears them down at the end; a stack already running in --dir is used and left running.
 
 ${configUsage}`,
 };

@@ -41,6 +41,17 @@ describe("matchd CLI", () => {
     expect(unknownFlag.stderr).toContain("unknown flag --turbo");
   });
 
+  test("unknown flags, extra arguments and bad configuration are reported together", async () => {
+    const all = await matchd(["outbox", "--turbo", "x", "extra", "--partition", "-5"]);
+    expect(all.code).toBe(2);
+    for (const problem of [
+      "unknown flag --turbo",
+      "unexpected argument extra",
+      "MATCHING_PARTITION (--partition)",
+    ])
+      expect(all.stderr).toContain(problem);
+  });
+
   test("a bad --flow is refused with exit 2 before any stack starts", async () => {
     const sideways = await matchd(["bench", "broker", "--flow", "sideways"]);
     expect(sideways.code).toBe(2);
