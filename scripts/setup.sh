@@ -17,17 +17,33 @@ valkey_ok() {
 apt_updated=0
 apt_update() { [ "$apt_updated" = 1 ] || { as_root apt-get update -qq >/dev/null; apt_updated=1; }; }
 
+# The URI of the machine's Debian archive in deb822 sources: the first stanza listing the
+# codename as a suite and signed by Debian's archive key (or, failing that, whose URI ends in
+# /debian), so another vendor's repository for the same codename is never taken for it.
+debian_uri() {
+  awk -v s="$1" '
+    function flush() { if (suite && uri != "" && !best) { if (debian) best = uri; else if (!fallback && uri ~ /\/debian\/?$/) fallback = uri } }
+    FNR == 1 { flush(); uri = ""; suite = 0; debian = 0 }
+    /^[[:space:]]*#/ { next }
+    /^[[:space:]]*$/ { flush(); uri = ""; suite = 0; debian = 0; next }
+    /^URIs:/ { uri = $2 }
+    /^Suites:/ { for (i = 2; i <= NF; i++) if ($i == s) suite = 1 }
+    /^Signed-By:.*debian-archive-keyring/ { debian = 1 }
+    END { flush(); print (best != "" ? best : fallback) }' /etc/apt/sources.list.d/*.sources 2>/dev/null || true
+}
+
 # Adds Debian's backports suite using the URIs of the machine's own Debian source,
 # so no registry host is ever written into this repository.
 add_backports() {
   local codename uris
   codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
-  if grep -rqs "${codename}-backports" /etc/apt/sources.list /etc/apt/sources.list.d/; then return 0; fi
-  uris=$(awk -v s="$codename" '
-    /^URIs:/ { u=$2 } /^Suites:/ { for (i=2;i<=NF;i++) if ($i==s) found=u } END { print found }' \
-    /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
+  # An active (not commented-out) backports entry is enough.
+  if grep -rEqs "^[^#]*[[:space:]]${codename}-backports([[:space:]]|$)" /etc/apt/sources.list /etc/apt/sources.list.d/; then return 0; fi
+  uris=$(debian_uri "$codename")
   if [ -z "$uris" ] && [ -f /etc/apt/sources.list ]; then
-    uris=$(awk -v s="$codename" '$1=="deb" && $3==s { print $2; exit }' /etc/apt/sources.list)
+    # One-line form, options in brackets skipped: deb [signed-by=...] URI suite components
+    uris=$(awk -v s="$codename" '$1=="deb" { i=2; if ($i ~ /^\[/) { while (i<=NF && $i !~ /\]$/) i++; i++ }
+      if ($(i+1)==s) { print $i; exit } }' /etc/apt/sources.list)
   fi
   [ -n "$uris" ] || { log "cannot find the machine's Debian apt source to derive ${codename}-backports"; exit 1; }
   log "adding ${codename}-backports from ${uris}"
