@@ -48,6 +48,31 @@ describe("durability policy at boot", () => {
     expect(stdout).toContain("FAIL appendonly on");
   });
 
+  test("a replica without AOF: the probe write is never fsynced there, check exits 3", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "matchd-boot-replica-"));
+    const primary = await startValkey({ dir: join(dir, "primary"), appendonly: true });
+    const replica = await startValkey({
+      dir: join(dir, "replica"),
+      appendonly: false,
+      replicaOf: `127.0.0.1:${primary.port}`,
+    });
+    servers.push(primary, replica);
+    const admin = new Redis(primary.url);
+    try {
+      // Wait until the replica is attached, so the failure is its missing fsync, not its absence.
+      for (let i = 0; i < 100; i++) {
+        if ((await admin.info("replication")).includes("connected_slaves:1")) break;
+        await Bun.sleep(50);
+      }
+    } finally {
+      admin.disconnect();
+    }
+    const { stdout, code } = await matchd(["check"], { MATCHING_DATASTORE_URL: primary.url });
+    expect(stdout).toContain("PASS replica connected");
+    expect(stdout).toContain("FAIL probe write fsynced on primary and replica");
+    expect(code).toBe(3);
+  }, 30_000);
+
   test("a lone primary: check exits 3 and names the missing replica", async () => {
     const { stdout, code } = await matchd(["check"], { MATCHING_DATASTORE_URL: lonePrimary.url });
     expect(code).toBe(3);
