@@ -288,6 +288,10 @@ export class DeliveryLoop {
         if (entries.length === this.readCount) {
           // A full batch means a backlog: fetch the next one while this one is published.
           readAhead = this.stream.readNew(this.readCount, 0);
+          // Its failure (NOGROUP after a deleted stream, a dropped connection) is seen when it
+          // is awaited; until then it must not count as an unhandled rejection, which ends
+          // the process.
+          readAhead.catch(() => undefined);
         }
         // A read by another consumer since the session claimed everything (a former holder's
         // read that ran late: sent before its lease ran out, or resent or queued by its client

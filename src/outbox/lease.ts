@@ -40,6 +40,8 @@ export class PartitionLease {
   private timer: ReturnType<typeof setTimeout> | undefined;
   private expiryTimer: ReturnType<typeof setTimeout> | undefined;
   private stopped = false;
+  /** The keeper's current round (a SET NX or a renewal), awaited by release(). */
+  private ticking: Promise<void> | undefined;
   /** Who holds the lease when this process does not, for readiness and logs. */
   otherHolder: string | null = null;
 
@@ -77,6 +79,10 @@ export class PartitionLease {
   async release(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    // A SET NX or renewal in flight decides what this process holds: wait for it, so that a
+    // lease it takes at the last moment is deleted too rather than kept for a whole TTL.
+    await this.ticking?.catch(() => undefined);
+    clearTimeout(this.timer);
     clearTimeout(this.expiryTimer);
     const wasHeld = this.held();
     this.expiresAt = 0;
@@ -91,10 +97,16 @@ export class PartitionLease {
     }
   }
 
-  private async tick(): Promise<void> {
+  private tick(): Promise<void> {
+    this.ticking = this.keep();
+    return this.ticking;
+  }
+
+  private async keep(): Promise<void> {
     if (this.stopped) return;
     const sentAt = performance.now();
     let next = this.acquireIntervalMs;
+    let failed = false;
     try {
       if (this.held()) {
         const renewed = await runScript(
@@ -142,10 +154,15 @@ export class PartitionLease {
       // A datastore error leaves the local deadline as it was: the expiry timer stops
       // publishing if renewals keep failing.
       this.log.warn("outbox lease keeper could not reach the datastore", { error });
+      failed = true;
     }
     if (this.held()) {
       this.setHeld(true);
-      next = Math.max(50, Math.floor(this.ttlMs / 3));
+      // After a failed renewal, try again soon rather than a third of the TTL later: a
+      // datastore restart of a few seconds should not cost a lease that is still valid.
+      next = failed
+        ? Math.max(50, Math.floor(this.ttlMs / 10))
+        : Math.max(50, Math.floor(this.ttlMs / 3));
     } else {
       next = Math.max(10, next);
       this.setHeld(false);

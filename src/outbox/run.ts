@@ -31,7 +31,13 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
   let loop: DeliveryLoop | undefined;
   const connections = ["control", "reader", "writer"].map((role) =>
     watchConnection(
-      createValkey(config.datastoreUrl, { name: `matchd-outbox-p${partition}-${role}` }),
+      createValkey(config.datastoreUrl, {
+        name: `matchd-outbox-p${partition}-${role}`,
+        // The lease keeper's connection must not hang on a server that stopped answering.
+        ...(role === "control"
+          ? { commandTimeoutMs: Math.max(250, Math.floor(config.outboxLeaseTtlMs / 4)) }
+          : {}),
+      }),
       role,
       log,
       () => loop?.datastoreReconnected(),
@@ -128,14 +134,13 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
   });
   log.info("outbox shutting down", { signal });
   const stopped = await Promise.race([
-    (async () => {
-      await deliveryLoop.stop();
-      await lease.release();
-      return true;
-    })(),
+    deliveryLoop.stop().then(() => true),
     Bun.sleep(shutdownTimeoutMs).then(() => false),
   ]);
   if (!stopped) log.warn("shutdown did not finish in time; closing anyway", { shutdownTimeoutMs });
+  // Released in any case (a broker that stopped answering can hold up the loop's stop), with
+  // its own bound: a successor should not have to wait out the lease's TTL.
+  await Promise.race([lease.release(), Bun.sleep(2000)]);
   await server.stop();
   for (const connection of connections) connection.disconnect();
   log.info("outbox stopped");

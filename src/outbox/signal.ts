@@ -15,8 +15,24 @@ export class Wakeup {
         resolve();
       };
       this.waiters.push(done);
-      if (timeoutMs !== undefined) timer = setTimeout(done, Math.max(0, timeoutMs));
+      if (timeoutMs !== undefined) {
+        timer = setTimeout(
+          () => {
+            // A wait that times out leaves the list: a standby that is never woken would
+            // otherwise keep one closure per wait for as long as it runs.
+            const at = this.waiters.indexOf(done);
+            if (at >= 0) this.waiters.splice(at, 1);
+            resolve();
+          },
+          Math.max(0, timeoutMs),
+        );
+      }
     });
+  }
+
+  /** Waits not yet resolved (for tests: a timed-out wait must not stay listed). */
+  get waiting(): number {
+    return this.waiters.length;
   }
 
   wake(): void {

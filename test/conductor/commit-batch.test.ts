@@ -180,8 +180,12 @@ describe("the commit script's encoding", () => {
       expect(await store.valkey.hgetall(keys.order("o1"))).toEqual(
         Object.fromEntries(orderHashFields.map((field) => [field, `${field}-value`])),
       );
-      expect(await store.valkey.ttl(keys.processedCommand("c1"))).toBeLessThanOrEqual(60);
+      // Markers expire (a TTL of -1 or -2 would mean none, or no key); the order hash never does.
+      const ttl1 = await store.valkey.ttl(keys.processedCommand("c1"));
+      expect(ttl1).toBeGreaterThan(0);
+      expect(ttl1).toBeLessThanOrEqual(60);
       expect(await store.valkey.ttl(keys.processedCommand("c2"))).toBeGreaterThan(60);
+      expect(await store.valkey.ttl(keys.order("o1"))).toBe(-1);
 
       // The same commit again, as ioredis resends it when a reconnect lost the first
       // reply: a no-op, so no event is duplicated.

@@ -332,6 +332,25 @@ describe("outbox", () => {
     await child.stop();
   }, 30_000);
 
+  test("stream deleted in the middle of a large drain: the outbox survives and delivers what comes next", async () => {
+    const partition = uniquePartition();
+    await deletePartitionKeys(valkey, partition);
+    const inbox = await inboxFor(partition);
+    await writeEvents(valkey, partition, 0, 30_000);
+    const child = await outbox(partition);
+    // Mid-drain, with full batches and a read-ahead in flight, every key goes.
+    await eventually("a part delivered", () => inbox.byId.size >= 3000, 20_000);
+    await deletePartitionKeys(valkey, partition);
+    await Bun.sleep(500);
+    expect(child.process.exitCode).toBeNull();
+    await writeEvents(valkey, partition, 30_000, 30_100);
+    const fresh = () =>
+      new Set(inbox.deliveries.filter((d) => d.seq >= 30_000).map((d) => d.messageId)).size;
+    await eventually("the new events delivered", () => fresh() === 100, 20_000);
+    expect(child.process.exitCode).toBeNull();
+    await child.stop();
+  }, 60_000);
+
   test("stream and group deleted while running: /metrics stays up, the group is recreated, delivery continues", async () => {
     const partition = uniquePartition();
     const keys = partitionKeys(partition);
