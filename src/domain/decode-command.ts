@@ -105,8 +105,14 @@ function salvageHints(value: unknown): {
 } {
   if (!isRecord(value)) return {};
   const hints: ReturnType<typeof salvageHints> = {};
-  if (typeof value.commandId === "string" && value.commandId.length > 0) {
-    hints.commandId = value.commandId.slice(0, 200);
+  // An id too long to be valid is not cut to fit: two such ids sharing their first 200
+  // characters would share one stored result. Without an id the command is dead-lettered.
+  if (
+    typeof value.commandId === "string" &&
+    value.commandId.length > 0 &&
+    value.commandId.length <= 200
+  ) {
+    hints.commandId = value.commandId;
   }
   if (typeof value.correlationId === "string")
     hints.correlationId = value.correlationId.slice(0, 200);

@@ -56,4 +56,13 @@ describe("decodeCommand", () => {
       orderId: "o1",
     });
   });
+
+  test("a command id too long to be valid is not cut to fit (it would share a stored result)", () => {
+    const a = decodeCommand({ ...good, commandId: `${"x".repeat(200)}-a` });
+    const b = decodeCommand({ ...good, commandId: `${"x".repeat(200)}-b` });
+    expect(a.ok).toBe(false);
+    expect(b.ok).toBe(false);
+    expect(a).not.toHaveProperty("commandId");
+    expect(b).not.toHaveProperty("commandId");
+  });
 });
