@@ -83,8 +83,8 @@ describe("local stack", () => {
     STACK_UP_TIMEOUT_MS,
   );
 
-  test("stackUp on a running stack returns it unchanged", async () => {
-    expect(await stackUp({ dir })).toEqual(info);
+  test("stackUp on a running stack returns it unchanged, marked as reused", async () => {
+    expect(await stackUp({ dir })).toEqual({ ...info, reused: true });
   });
 
   test("the datastore honours WAITAOF 1 1 and the replica is a replica", async () => {
