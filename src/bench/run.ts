@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Config } from "../config/schema";
 import { createValkey } from "../infra/valkey/client";
-import { stackDown } from "../stack/index";
+import { stackDown, stackStatus } from "../stack/index";
 import { runBrokerEventFloor } from "./broker-event-floor";
 import { runBrokerFloor } from "./broker-floor";
 import { runDatastoreBench } from "./datastore-bench";
@@ -76,7 +76,12 @@ export async function runBench(boundary: string, options: BenchRunOptions): Prom
     ? undefined
     : `--workload must be one of ${workloadNames.join(", ")}, got ${workload}`;
   // Every flag problem at once, and before any stack starts.
+  const urlsProblem =
+    boundary !== "domain" && options.env.datastoreGiven !== options.env.brokerGiven
+      ? "give both the datastore and the broker URL (MATCHING_DATASTORE_URL / --datastore-url and MATCHING_BROKER_URL / --broker-url), or neither (a private stack is started)"
+      : undefined;
   const problems = [
+    urlsProblem,
     workloadProblem,
     checkFlow(boundary, flags),
     checkSink(boundary, flags),
@@ -184,30 +189,51 @@ async function runWithStack(
     options.env.datastoreGiven || options.env.brokerGiven
       ? undefined
       : (flags.get("--dir") ?? mkdtempSync(join(tmpdir(), "matchd-bench-")));
-  const startingFresh = ownDir !== undefined && !existsSync(join(ownDir, "stack.json"));
+  // Fresh unless a stack recorded in the directory still runs (one that was stopped is
+  // started again by this run, and is this run's to stop).
+  const startingFresh =
+    ownDir !== undefined &&
+    (!existsSync(join(ownDir, "stack.json")) ||
+      !(await stackStatus(ownDir)).processes.some((p) => p.running));
   const cleanup = async () => {
     for (const service of services.reverse()) await service.stop().catch(() => undefined);
     if (stack !== undefined) await stack.teardown();
     else if (startingFresh && !options.keepStack && ownDir !== undefined)
       await stackDown({ dir: ownDir }).catch(() => undefined);
   };
+  let interrupted: Promise<void> | undefined;
   const onSignal = () => {
     progress("interrupted; tearing down");
-    void cleanup().finally(() => process.exit(130));
+    interrupted ??= cleanup().finally(() => process.exit(130));
   };
   // Listening before the stack starts: RabbitMQ takes seconds to boot, and a Ctrl-C then
   // would otherwise leave its detached servers running.
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
-  const active = await ensureStack({
-    config,
-    datastoreGiven: options.env.datastoreGiven,
-    brokerGiven: options.env.brokerGiven,
-    dir: ownDir,
-    keep: options.keepStack,
-    progress,
-  });
+  let active: BenchStack;
+  try {
+    active = await ensureStack({
+      config,
+      datastoreGiven: options.env.datastoreGiven,
+      brokerGiven: options.env.brokerGiven,
+      dir: ownDir,
+      keep: options.keepStack,
+      progress,
+    });
+  } catch (error) {
+    // Stopping a stack that is still starting makes its start fail: that is the interrupt,
+    // which ends the process with 130 once its cleanup is done.
+    if (interrupted !== undefined) {
+      await interrupted;
+      return 130;
+    }
+    throw error;
+  }
   stack = active;
+  if (interrupted !== undefined) {
+    await interrupted;
+    return 130;
+  }
   try {
     const base = {
       "--datastore-url": active.datastoreUrl,

@@ -25,6 +25,9 @@ export interface Delivery {
 /** Broker reconnect pacing: 100 ms doubling, jittered, at most 5 s apart. */
 const reconnectBackoff = { baseMs: 100, capMs: 5000 };
 
+/** How long closing waits for each of the broker's close-ok replies. */
+const closeTimeoutMs = 2000;
+
 export class CommandConsumer {
   private connection: ChannelModel | undefined;
   private channel: Channel | undefined;
@@ -186,10 +189,14 @@ export class CommandConsumer {
     // The channels close first, each with its own close-ok: frames queued on a channel (the
     // last batch's acknowledgement, its replies) reach the broker before it, whereas closing
     // the connection at once could overtake them and leave a committed batch unacknowledged.
-    await this.output?.close().catch(() => undefined);
-    await this.channel?.close().catch(() => undefined);
+    // Each close waits for the broker's close-ok, but never longer than closeTimeoutMs: a
+    // broker that stopped answering must not hold up the shutdown.
+    const bounded = (closing: Promise<void> | undefined) =>
+      Promise.race([closing?.catch(() => undefined), Bun.sleep(closeTimeoutMs)]);
+    await bounded(this.output?.close());
+    await bounded(this.channel?.close());
     // Unacknowledged deliveries go back to the queue when the channel closes.
-    await this.connection?.close().catch(() => undefined);
+    await bounded(this.connection?.close());
   }
 
   private lost(reason: string, generation: number): void {

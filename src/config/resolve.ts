@@ -68,5 +68,6 @@ export function redactUrl(value: string): string {
  * echoed in the error, and `amqp://user:secret@host:99999/` fails to parse yet holds a secret.
  */
 export function redactCredentials(text: string): string {
-  return text.replace(/(\/\/[^/@:\s]*:)[^@\s]*@/g, "$1***@");
+  // Up to the last @ before the host's path: a password may itself hold a raw @.
+  return text.replace(/(\/\/[^/@:\s]*:)[^/\s]*@/g, "$1***@");
 }

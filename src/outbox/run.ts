@@ -18,8 +18,16 @@ import { createOutboxMetrics } from "./metrics";
 import { EventPublisher } from "./publisher";
 import { OutboxStream } from "./stream-reader";
 
-/** Upper bound on the whole shutdown, above the loop's own 10 s settle bound. */
+/**
+ * Bound on the delivery loop's stop, above its own 10 s settle bound; the lease release
+ * after it has a bound of its own (see below).
+ */
 const shutdownTimeoutMs = 15_000;
+
+/** The lease keeper's command timeout: a quarter of the TTL, so renewals fail in time. */
+function leaseCommandTimeoutMs(config: Config): number {
+  return Math.max(250, Math.floor(config.outboxLeaseTtlMs / 4));
+}
 
 export async function runOutbox(config: Config, log: Logger): Promise<number> {
   await enforceDurabilityPolicy(config, log);
@@ -34,9 +42,7 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
       createValkey(config.datastoreUrl, {
         name: `matchd-outbox-p${partition}-${role}`,
         // The lease keeper's connection must not hang on a server that stopped answering.
-        ...(role === "control"
-          ? { commandTimeoutMs: Math.max(250, Math.floor(config.outboxLeaseTtlMs / 4)) }
-          : {}),
+        ...(role === "control" ? { commandTimeoutMs: leaseCommandTimeoutMs(config) } : {}),
       }),
       role,
       log,
@@ -139,8 +145,9 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
   ]);
   if (!stopped) log.warn("shutdown did not finish in time; closing anyway", { shutdownTimeoutMs });
   // Released in any case (a broker that stopped answering can hold up the loop's stop), with
-  // its own bound: a successor should not have to wait out the lease's TTL.
-  await Promise.race([lease.release(), Bun.sleep(2000)]);
+  // its own bound, longer than one keeper command may take: a successor should not have to
+  // wait out the lease's TTL.
+  await Promise.race([lease.release(), Bun.sleep(leaseCommandTimeoutMs(config) + 1000)]);
   await server.stop();
   for (const connection of connections) connection.disconnect();
   log.info("outbox stopped");
