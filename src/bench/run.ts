@@ -47,7 +47,7 @@ const sinkQueueStatement =
 const boundaryStatements: Record<string, string> = {
   conductor:
     "publish to matching:commands.p<N> -> conductor decode, dedup lookup, match, one atomic commit per batch, durability wait, ack + RPC reply; timer stops when every command's durable reply is received (outbox not running)",
-  "full-pipeline": `publish -> conductor (as above) -> Valkey stream -> outbox publish with confirms -> event exchanges -> ${sinkQueueStatement}; timer stops when every command is processed, the stream is drained and every event is received by the sinks`,
+  "full-pipeline": `publish -> conductor (as above) -> Valkey stream -> outbox publish with confirms -> event exchanges -> ${sinkQueueStatement}; timer stops when every command's events have been received by the sinks and the stream is drained (the conductor's acknowledgement of the last batch may follow by one durability wait: the outbox reads committed entries without waiting for it)`,
   "round-trip":
     "client view: command sent as RPC (replyTo) -> conductor -> durable commit -> reply received; latency from each command's scheduled send time",
 };
@@ -331,7 +331,9 @@ async function runWithStack(
       });
       const latencyName =
         pipelineBoundary === "full-pipeline"
-          ? "submit (scheduled send) to the last of the command's events received by a sink queue"
+          ? rate === undefined
+            ? "submit (actual send, closed loop) to the last of the command's events received by a sink queue"
+            : "submit (scheduled send) to the last of the command's events received by a sink queue"
           : "submit to durable RPC reply (sent right after the ack)";
       report = {
         boundary,
