@@ -176,11 +176,13 @@ export async function commitBatch(
   // Only each order's net change is written: the commit is atomic, so the states an
   // order passed through inside the batch are never visible. An order that rested and
   // left the book within the batch writes nothing but its pair (as if committed alone).
+  const pairs = new Set<number>();
   for (const { change, created } of bookChanges.values()) {
     if (change.op === "put") store.stageRestingOrder(batch, change.order);
     else if (!created) store.stageRemovedOrder(batch, change.order);
-    else store.stagePair(batch, change.order.pairId);
+    if (change.op === "put" || created) pairs.add(change.order.pairId);
   }
+  for (const pairId of pairs) store.stagePair(batch, pairId);
   const t3 = performance.now();
 
   // A batch of pure redeliveries still writes one marker, so that WAITAOF covers the

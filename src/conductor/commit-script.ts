@@ -141,8 +141,6 @@ return nm + ne + ops
 export class CommitBuilder {
   private readonly opKeys: string[] = [];
   private readonly ops: string[] = [];
-  /** key NUL member of every SADD staged in this batch. */
-  private readonly added = new Set<string>();
   private readonly keyIndex = new Map<string, string>();
   private readonly markerKeys: string[] = [];
   private readonly markerValues: string[] = [];
@@ -227,11 +225,7 @@ export class CommitBuilder {
     if (key === this.eventsKey) this.events.push(json);
     else this.ops.push("X", this.key(key), json);
   }
-  /** SADD, staged once per batch for each key and member. */
   sadd(key: string, member: string): void {
-    const staged = `${key}\u0000${member}`;
-    if (this.added.has(staged)) return;
-    this.added.add(staged);
     this.ops.push("A", this.key(key), member);
   }
   get empty(): boolean {

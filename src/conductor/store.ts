@@ -147,14 +147,15 @@ export class ConductorStore {
   stageRestingOrder(batch: CommitBuilder, order: RestingOrder): void {
     batch.replaceOrderHash(this.keys.order(order.id), encodeOrder(order));
     batch.zadd(this.keys.bookRates(order.pairId, order.side), order.price, bookMember(order));
-    this.stagePair(batch, order.pairId);
   }
 
-  /** Records a pair that had a resting order (also one that rested and left within a batch). */
+  /**
+   * Records a pair that had a resting order (also one that rested and left within a batch).
+   * The caller stages each pair once per batch, in every batch that touches it: the set may be
+   * deleted under a running conductor (a harness deleting keys in chunks), and an order
+   * resting in a pair missing from it would be skipped by the next load.
+   */
   stagePair(batch: CommitBuilder, pairId: number): void {
-    // Added with every batch that touches the pair, not once: the set may be deleted under a
-    // running conductor (a harness deleting keys in chunks), and an order resting in a pair
-    // missing from it would be skipped by the next load. SADD of a member is idempotent.
     batch.sadd(this.keys.pairs, String(pairId));
   }
 

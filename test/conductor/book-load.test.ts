@@ -25,6 +25,7 @@ test("100,000 resting orders load at boot (time reported)", async () => {
       const batch = new CommitBuilder(store.keys.ownerEpoch, 1);
       for (let i = start; i < start + 2000; i++)
         writer.stageRestingOrder(batch, restingOrder(partition, i));
+      writer.stagePair(batch, partition);
       await store.valkey.eval(commitScript, batch.keys.length, ...batch.keys, ...batch.args);
     }
     const writeSeconds = (performance.now() - started) / 1000;
