@@ -3,6 +3,7 @@
  * prefetch, hands deliveries over in arrival order, acknowledges or requeues whole
  * batches, sends RPC replies and dead-letters unreadable bodies. Reconnects with backoff.
  */
+
 import type { Channel, ChannelModel, ConfirmChannel, ConsumeMessage } from "amqplib";
 import type { Config } from "../config/schema";
 import { connectBroker } from "../infra/amqp/connect";
@@ -14,6 +15,7 @@ import {
 } from "../infra/amqp/topology";
 import { backoffDelayMs } from "../infra/backoff";
 import type { Logger } from "../infra/log";
+import { withinMs } from "../infra/within";
 
 export interface Delivery {
   message: ConsumeMessage;
@@ -191,12 +193,10 @@ export class CommandConsumer {
     // the connection at once could overtake them and leave a committed batch unacknowledged.
     // Each close waits for the broker's close-ok, but never longer than closeTimeoutMs: a
     // broker that stopped answering must not hold up the shutdown.
-    const bounded = (closing: Promise<void> | undefined) =>
-      Promise.race([closing?.catch(() => undefined), Bun.sleep(closeTimeoutMs)]);
-    await bounded(this.output?.close());
-    await bounded(this.channel?.close());
+    if (this.output) await withinMs(this.output.close(), closeTimeoutMs);
+    if (this.channel) await withinMs(this.channel.close(), closeTimeoutMs);
     // Unacknowledged deliveries go back to the queue when the channel closes.
-    await bounded(this.connection?.close());
+    if (this.connection) await withinMs(this.connection.close(), closeTimeoutMs);
   }
 
   private lost(reason: string, generation: number): void {

@@ -3,11 +3,13 @@
  * refuses to start against a datastore that cannot honour it; under `memory` it
  * starts with a loud warning.
  */
+
 import type { Config } from "../config/schema";
 import type { Logger } from "./log";
 import { createValkey } from "./valkey/client";
-import { type CheckOutcome, checkDatastore, withinMs } from "./valkey/durability";
+import { type CheckOutcome, checkDatastore } from "./valkey/durability";
 import { partitionKeys } from "./valkey/keys";
+import { withinMs } from "./within";
 
 export class PolicyRefusedError extends Error {
   readonly code = "POLICY_REFUSED";

@@ -3,6 +3,7 @@
  * the delivery loop together, serves /healthz, /readyz and /metrics, and shuts down
  * gracefully on SIGTERM/SIGINT (stop reading, settle confirms, acknowledge, release).
  */
+
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Config } from "../config/schema";
@@ -12,6 +13,7 @@ import type { Logger } from "../infra/log";
 import { MetricsRegistry } from "../infra/metrics";
 import { createValkey, type Valkey } from "../infra/valkey/client";
 import { outboxConsumerGroup, partitionKeys } from "../infra/valkey/keys";
+import { withinMs } from "../infra/within";
 import { DeliveryLoop } from "./delivery";
 import { PartitionLease } from "./lease";
 import { createOutboxMetrics } from "./metrics";
@@ -139,15 +141,16 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
     void running.then(() => resolve("loop ended"));
   });
   log.info("outbox shutting down", { signal });
-  const stopped = await Promise.race([
-    deliveryLoop.stop().then(() => true),
-    Bun.sleep(shutdownTimeoutMs).then(() => false),
-  ]);
+  const stopped =
+    (await withinMs(
+      deliveryLoop.stop().then(() => true),
+      shutdownTimeoutMs,
+    )) === true;
   if (!stopped) log.warn("shutdown did not finish in time; closing anyway", { shutdownTimeoutMs });
   // Released in any case (a broker that stopped answering can hold up the loop's stop), with
   // its own bound, longer than one keeper command may take: a successor should not have to
   // wait out the lease's TTL.
-  await Promise.race([lease.release(), Bun.sleep(leaseCommandTimeoutMs(config) + 1000)]);
+  await withinMs(lease.release(), leaseCommandTimeoutMs(config) + 1000);
   await server.stop();
   for (const connection of connections) connection.disconnect();
   log.info("outbox stopped");

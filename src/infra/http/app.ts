@@ -3,8 +3,10 @@
  * (dependencies connected and policy satisfied), /metrics (JSON by default,
  * Prometheus text when asked), plus service-specific routes.
  */
+
 import { Hono } from "hono";
 import type { MetricsRegistry } from "../metrics";
+import { withinMs } from "../within";
 
 export interface Readiness {
   ready: boolean;
@@ -35,7 +37,7 @@ export function createHttpApp({ metrics, readiness, beforeMetrics, routes }: Htt
     return c.json(state, state.ready ? 200 : 503);
   });
   app.get("/metrics", async (c) => {
-    if (beforeMetrics) await refreshWithin(beforeMetrics, metricsRefreshTimeoutMs);
+    if (beforeMetrics) await withinMs(beforeMetrics(), metricsRefreshTimeoutMs);
     const accept = c.req.header("accept") ?? "";
     if (/text\/plain|openmetrics/i.test(accept)) {
       return c.text(metrics.toPrometheus(), 200, { "content-type": "text/plain; version=0.0.4" });
@@ -54,14 +56,4 @@ export interface HttpServer {
 export function serveHttp(app: Hono, port: number): HttpServer {
   const server = Bun.serve({ port, hostname: "0.0.0.0", fetch: app.fetch });
   return { port: server.port ?? port, stop: () => server.stop(true) };
-}
-
-/** Runs `refresh` and waits for it at most `timeoutMs`; it never throws. */
-async function refreshWithin(refresh: () => Promise<void>, timeoutMs: number): Promise<void> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timedOut = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, timeoutMs);
-  });
-  await Promise.race([refresh().catch(() => undefined), timedOut]);
-  clearTimeout(timer);
 }

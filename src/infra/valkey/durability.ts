@@ -2,7 +2,9 @@
  * The durability policy against a real datastore: the boot checks that decide whether
  * `aof-replicated` can be honoured, and the per-commit durability wait.
  */
+
 import type { DurabilityPolicy } from "../../config/schema";
+import { withinMs } from "../within";
 import { parseInfo, type Valkey } from "./client";
 
 export interface CheckOutcome {
@@ -185,19 +187,5 @@ export async function waitDurable(valkey: Valkey, timeoutMs: number): Promise<nu
     if (performance.now() - started >= timeoutMs) {
       throw new DurabilityTimeoutError(timeoutMs, local, replicas);
     }
-  }
-}
-
-/** `promise`'s value, or undefined when `ms` pass first (a late rejection is then ignored). */
-export async function withinMs<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const expired = new Promise<undefined>((resolve) => {
-    timer = setTimeout(() => resolve(undefined), Math.max(0, ms));
-  });
-  promise.catch(() => undefined);
-  try {
-    return await Promise.race([promise, expired]);
-  } finally {
-    clearTimeout(timer);
   }
 }
