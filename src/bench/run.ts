@@ -52,20 +52,10 @@ const boundaryStatements: Record<string, string> = {
     "client view: command sent as RPC (replyTo) -> conductor -> durable commit -> reply received; latency from each command's scheduled send time",
 };
 
-class BenchUsageError extends Error {}
-
-function intFlag(
-  flags: ReadonlyMap<string, string>,
-  name: string,
-  fallback: number,
-  min = 0,
-): number {
+/** An integer flag's value, or `fallback`; runBench has checked every one (checkNumbers). */
+function intFlag(flags: ReadonlyMap<string, string>, name: string, fallback: number): number {
   const raw = flags.get(name);
-  if (raw === undefined) return fallback;
-  const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value < min)
-    throw new BenchUsageError(`${name} must be an integer >= ${min}, got ${raw}`);
-  return value;
+  return raw === undefined ? fallback : Number(raw);
 }
 
 export async function runBench(boundary: string, options: BenchRunOptions): Promise<number> {
@@ -92,20 +82,12 @@ export async function runBench(boundary: string, options: BenchRunOptions): Prom
     process.stderr.write(found.map((problem) => `matchd: ${problem}\n`).join(""));
     return 2;
   }
-  try {
-    const seed = intFlag(flags, "--seed", 1);
-    if (boundary === "domain") return finish(runDomainBoundary(options, workload, seed), options);
-    return await runWithStack(boundary, options, workload, seed, progress);
-  } catch (error) {
-    if (error instanceof BenchUsageError) {
-      process.stderr.write(`matchd: ${error.message}\n`);
-      return 2;
-    }
-    throw error;
-  }
+  const seed = intFlag(flags, "--seed", 1);
+  if (boundary === "domain") return finish(runDomainBoundary(options, workload, seed), options);
+  return await runWithStack(boundary, options, workload, seed, progress);
 }
 
-/** Minimum value of each integer flag (the boundaries read them with these bounds). */
+/** Minimum value of each integer flag: checked once, up front; the boundaries then only read them. */
 const integerFlags: Record<string, number> = {
   "--seed": 0,
   "--commands": 1,
@@ -158,12 +140,7 @@ function checkFlow(boundary: string, flags: ReadonlyMap<string, string>): string
 function runDomainBoundary(options: BenchRunOptions, workload: string, seed: number): BenchReport {
   const resting = intFlag(options.flags, "--resting", 0);
   if (resting > 0) return runRestingMemoryBench(resting);
-  const commands = intFlag(
-    options.flags,
-    "--commands",
-    workload === "sweep" ? 20_000 : 1_000_000,
-    1,
-  );
+  const commands = intFlag(options.flags, "--commands", workload === "sweep" ? 20_000 : 1_000_000);
   const warmup = intFlag(options.flags, "--warmup", 100_000);
   return runDomainBench({ workload, commands, seed, warmup });
 }
@@ -295,20 +272,17 @@ async function runWithStack(
         outbox = service.url;
       }
       const defaultCommands = pipelineBoundary === "round-trip" ? 10_000 : 20_000;
-      let commands = intFlag(flags, "--commands", defaultCommands, 1);
+      let commands = intFlag(flags, "--commands", defaultCommands);
       const rateFlag = flags.get("--rate");
       const rate =
         rateFlag === undefined
           ? pipelineBoundary === "round-trip"
             ? 1000
             : undefined
-          : intFlag(flags, "--rate", 0, 1);
-      const duration = flags.get("--duration");
-      if (duration !== undefined) {
-        if (rate === undefined)
-          throw new BenchUsageError("--duration needs --rate (closed loop runs a command count)");
-        commands = Math.round(rate * intFlag(flags, "--duration", 0, 1));
-      }
+          : intFlag(flags, "--rate", 0);
+      // checkNumbers refused --duration without a rate (round-trip defaults to one).
+      if (flags.has("--duration") && rate !== undefined)
+        commands = Math.round(rate * intFlag(flags, "--duration", 0));
       let warmup = intFlag(flags, "--warmup", Math.min(2000, commands));
       if (workload === "alternating") {
         // Bid/ask pairs: an odd count would leave one order resting.
@@ -422,14 +396,12 @@ async function brokerReport(
   // --flow was checked by checkFlow before the stack started.
   if (flags.get("--flow") === "events")
     return brokerEventReport(config, flags, environment, progress);
-  let commands = intFlag(flags, "--commands", 40_000, 1);
+  let commands = intFlag(flags, "--commands", 40_000);
   const warmup = intFlag(flags, "--warmup", 2000);
-  const rate = flags.has("--rate") ? intFlag(flags, "--rate", 0, 1) : undefined;
-  if (flags.has("--duration")) {
-    if (rate === undefined)
-      throw new BenchUsageError("--duration needs --rate (closed loop runs a command count)");
-    commands = Math.round(rate * intFlag(flags, "--duration", 0, 1));
-  }
+  const rate = flags.has("--rate") ? intFlag(flags, "--rate", 0) : undefined;
+  // checkNumbers refused --duration without --rate.
+  if (flags.has("--duration") && rate !== undefined)
+    commands = Math.round(rate * intFlag(flags, "--duration", 0));
   const result = await runBrokerFloor({
     rate,
     brokerUrl: config.brokerUrl,
@@ -481,7 +453,7 @@ async function brokerEventReport(
   environment: Record<string, string>,
   progress: (line: string) => void,
 ): Promise<BenchReport> {
-  const events = intFlag(flags, "--events", intFlag(flags, "--commands", 100_000, 1), 1);
+  const events = intFlag(flags, "--events", intFlag(flags, "--commands", 100_000));
   const result = await runBrokerEventFloor({
     brokerUrl: config.brokerUrl,
     events,
@@ -520,10 +492,9 @@ async function datastoreReport(
   environment: Record<string, string>,
   progress: (line: string) => void,
 ): Promise<{ report: BenchReport; series: Parameters<typeof renderHtmlReport>[1] }> {
-  const transactions = intFlag(flags, "--commands", 5000, 1);
+  const transactions = intFlag(flags, "--commands", 5000);
   const connectionsFlag = flags.get("--connections");
-  const connections =
-    connectionsFlag === undefined ? [1, 8] : [intFlag(flags, "--connections", 1, 1)];
+  const connections = connectionsFlag === undefined ? [1, 8] : [intFlag(flags, "--connections", 1)];
   const result = await runDatastoreBench({
     datastoreUrl: config.datastoreUrl,
     transactions,
@@ -581,7 +552,7 @@ async function outboxDrainReport(
   services: ServiceProcess[],
   progress: (line: string) => void,
 ): Promise<BenchReport> {
-  const events = intFlag(flags, "--events", intFlag(flags, "--commands", 100_000, 1), 1);
+  const events = intFlag(flags, "--events", intFlag(flags, "--commands", 100_000));
   // checkSink has refused anything else.
   const sink: SinkMode = flags.get("--sink") === "queued" ? "queued" : "live";
   const result = await runOutboxDrainBench({
