@@ -274,9 +274,11 @@ export class MatchingEngine {
         }
         const done = this.fill(book, level, maker, taker, amountDecimals, log, changes);
         if (done) return false;
-        // A quote-sized taker that leaves the maker partly filled has less budget left than
-        // one smallest volume unit costs at this price; the retry finds nothing affordable.
-        if (maker.remaining === 0) maker = next;
+        // A maker left partly filled means the taker can afford no more of it: a quote-sized
+        // bid's budget left is below one smallest volume unit at this price (a base-sized
+        // taker that fills short of the maker is done), and later makers cost no less.
+        if (maker.remaining !== 0) return false;
+        maker = next;
       }
     }
     return false;
