@@ -193,10 +193,11 @@ export class CommandConsumer {
     // the connection at once could overtake them and leave a committed batch unacknowledged.
     // Each close waits for the broker's close-ok, but never longer than closeTimeoutMs: a
     // broker that stopped answering must not hold up the shutdown.
-    if (this.output) await withinMs(this.output.close(), closeTimeoutMs);
-    if (this.channel) await withinMs(this.channel.close(), closeTimeoutMs);
+    const quietly = (closing: Promise<void>) => closing.catch(() => undefined);
+    if (this.output) await withinMs(quietly(this.output.close()), closeTimeoutMs);
+    if (this.channel) await withinMs(quietly(this.channel.close()), closeTimeoutMs);
     // Unacknowledged deliveries go back to the queue when the channel closes.
-    if (this.connection) await withinMs(this.connection.close(), closeTimeoutMs);
+    if (this.connection) await withinMs(quietly(this.connection.close()), closeTimeoutMs);
   }
 
   private lost(reason: string, generation: number): void {

@@ -4,7 +4,10 @@
  * close handshake), so the caller goes on instead of hanging.
  */
 
-/** `promise`'s value, or undefined when `ms` pass first (a late rejection is then ignored). */
+/**
+ * `promise`'s value, or undefined when `ms` pass first. A rejection before the limit is passed
+ * on (catch it first where a failure should count as done); one after it is ignored.
+ */
 export async function withinMs<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const expired = new Promise<undefined>((resolve) => {

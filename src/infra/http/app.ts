@@ -37,7 +37,11 @@ export function createHttpApp({ metrics, readiness, beforeMetrics, routes }: Htt
     return c.json(state, state.ready ? 200 : 503);
   });
   app.get("/metrics", async (c) => {
-    if (beforeMetrics) await withinMs(beforeMetrics(), metricsRefreshTimeoutMs);
+    if (beforeMetrics)
+      await withinMs(
+        beforeMetrics().catch(() => undefined),
+        metricsRefreshTimeoutMs,
+      );
     const accept = c.req.header("accept") ?? "";
     if (/text\/plain|openmetrics/i.test(accept)) {
       return c.text(metrics.toPrometheus(), 200, { "content-type": "text/plain; version=0.0.4" });
