@@ -218,6 +218,24 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
     }
   };
 
+  // The conductor counts a command once its batch is durable and acknowledged; the
+  // outbox may deliver that batch's events a moment earlier. So each phase's metrics are
+  // read only once the conductor has counted every command sent so far.
+  const processedAtStart = metricNumber(
+    await fetchMetrics(options.conductorUrl),
+    "matching_commands_processed_total",
+  );
+  const conductorCounted = async (commands: number) => {
+    const deadline = performance.now() + 30_000;
+    for (;;) {
+      const metrics = await fetchMetrics(options.conductorUrl);
+      const counted = metricNumber(metrics, "matching_commands_processed_total");
+      // Past the deadline the snapshot is taken anyway: the invariants report the shortfall.
+      if (counted - processedAtStart >= commands || performance.now() > deadline) return metrics;
+      await Bun.sleep(10);
+    }
+  };
+
   // Phase 1: prefill and warm-up, not timed.
   if (timedFrom > 0) {
     options.progress(`warm-up: ${prefill.length} prefill + ${options.warmup} warm-up commands`);
@@ -231,7 +249,7 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
       );
     }
   }
-  const baseConductor = await fetchMetrics(options.conductorUrl);
+  const baseConductor = await conductorCounted(timedFrom);
   const baseOutbox = options.outboxUrl ? await fetchMetrics(options.outboxUrl) : {};
   const eventsReceivedBefore = eventsReceived;
 
@@ -318,7 +336,7 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
   sampling = false;
   await sampler;
 
-  const conductor = await fetchMetrics(options.conductorUrl);
+  const conductor = await conductorCounted(bodies.length);
   const outbox = options.outboxUrl ? await fetchMetrics(options.outboxUrl) : {};
   const delta = (now: Record<string, unknown>, base: Record<string, unknown>, key: string) =>
     metricNumber(now, key) - metricNumber(base, key);

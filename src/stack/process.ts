@@ -101,6 +101,7 @@ export function spawnDetached(
 interface ProcStat {
   state: string;
   ppid: number;
+  pgrp: number;
   startTicks: number;
   comm: string;
 }
@@ -120,6 +121,7 @@ function readStat(pid: number): ProcStat | undefined {
     comm: text.slice(open + 1, close),
     state: fields[0] ?? "?",
     ppid: Number(fields[1]),
+    pgrp: Number(fields[2]),
     startTicks: Number(fields[19]),
   };
 }
@@ -246,31 +248,61 @@ export async function waitUntil<T>({
   }
 }
 
+/** Live (not zombie) processes in process group `pgid`. */
+export function groupMembers(pgid: number): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = readStat(Number(entry));
+    if (stat && stat.pgrp === pgid && stat.state !== "Z" && stat.state !== "X")
+      found.push(Number(entry));
+  }
+  return found;
+}
+
 /**
  * Stops processes: SIGTERM to each, then SIGKILL to each survivor and its process group
- * after `graceMs`. Returns the pids that were running when asked to stop.
+ * after `graceMs`. A target marked `group` leads its own process group (it was spawned
+ * detached), and it counts as stopped only when its whole group is gone: RabbitMQ's
+ * wrapper script, signalled between starting beam.smp in the background and noting its
+ * pid, exits and leaves the node running in its group. Returns the pids that were running
+ * when asked to stop.
  */
 export async function stopProcesses(
   targets: { pid: number; startTicks?: number; group?: boolean }[],
   graceMs: number,
 ): Promise<number[]> {
   const running = targets.filter((t) => isRunning(t.pid, t.startTicks));
+  // Only the groups of leaders seen running are ours: a group id is not reused while the
+  // group has members, so once the leader is verified, its group stays its own.
+  const groups = running.filter((t) => t.group);
+  const orphansSignalled = new Set<number>();
+  const alive = (t: { pid: number; startTicks?: number; group?: boolean }) =>
+    isRunning(t.pid, t.startTicks) || (t.group === true && groupMembers(t.pid).length > 0);
   for (const t of running) signal(t.pid, "SIGTERM");
   const deadline = Date.now() + graceMs;
-  while (running.some((t) => isRunning(t.pid, t.startTicks)) && Date.now() < deadline) {
+  while (running.some(alive) && Date.now() < deadline) {
+    // A leader gone before its members: they were never told to stop.
+    for (const leader of groups) {
+      if (isRunning(leader.pid, leader.startTicks)) continue;
+      for (const member of groupMembers(leader.pid)) {
+        if (orphansSignalled.has(member)) continue;
+        orphansSignalled.add(member);
+        signal(member, "SIGTERM");
+      }
+    }
     await Bun.sleep(50);
   }
-  const stubborn = running.filter((t) => isRunning(t.pid, t.startTicks));
+  const stubborn = running.filter(alive);
   for (const t of stubborn) {
-    // Each server leads its own group (detached), so the group takes its helpers with it.
     if (t.group) signal(-t.pid, "SIGKILL");
     signal(t.pid, "SIGKILL");
   }
   const killDeadline = Date.now() + 5000;
-  while (stubborn.some((t) => isRunning(t.pid, t.startTicks)) && Date.now() < killDeadline) {
+  while (stubborn.some(alive) && Date.now() < killDeadline) {
     await Bun.sleep(50);
   }
-  const left = stubborn.filter((t) => isRunning(t.pid, t.startTicks));
+  const left = stubborn.filter(alive);
   if (left.length > 0) {
     throw new StackError(
       "stop-failed",
