@@ -10,6 +10,7 @@
 
 import { backoffDelayMs } from "../infra/backoff";
 import type { Logger } from "../infra/log";
+import { DurabilityTimeoutError } from "../infra/valkey/durability";
 import { decodeEntry, type OutboxEvent, type StreamEntry } from "./envelope";
 import type { PartitionLease } from "./lease";
 import type { OutboxMetrics } from "./metrics";
@@ -211,6 +212,7 @@ export class DeliveryLoop {
         endReason = this.interrupt;
       } else {
         endReason = "datastore";
+        if (error instanceof DurabilityTimeoutError) this.metrics.durabilityTimeouts.inc();
         this.log.warn("outbox session failed on a datastore call", { error });
       }
     }

@@ -18,6 +18,8 @@ export interface OutboxMetrics {
   confirmLatency: Histogram;
   batchSize: Histogram;
   ackBatchSize: Histogram;
+  durabilityWait: Histogram;
+  durabilityTimeouts: Counter;
 }
 
 // Entry counts, not seconds: one read returns at most outboxReadCount (<= 5000) entries.
@@ -78,6 +80,14 @@ export function createOutboxMetrics(
       "matching_outbox_ack_batch_size",
       "Entries acknowledged (XACK + XDEL) by one transaction",
       countBuckets,
+    ),
+    durabilityWait: registry.histogram(
+      "matching_outbox_durability_wait_seconds",
+      "WAITAOF after a read (aof-replicated): until the entries read are fsynced on primary and replica",
+    ),
+    durabilityTimeouts: registry.counter(
+      "matching_outbox_durability_timeouts_total",
+      "Reads whose entries were not confirmed fsynced on primary and replica in time (nothing published; retried)",
     ),
   };
 }

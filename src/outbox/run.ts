@@ -56,7 +56,21 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
   const registry = new MetricsRegistry({ service: "outbox", partition: String(partition) });
   registry.setInfo("matching_durability_policy", { policy: config.durability });
   const metrics = createOutboxMetrics(registry, () => loop?.inFlight ?? 0);
-  const stream = new OutboxStream(reader, writer, keys, outboxConsumerGroup, ownerId);
+  // Under aof-replicated an event leaves only once its commit is fsynced on primary and
+  // replica, the same promise the conductor's acknowledgement makes for its command.
+  const stream = new OutboxStream(
+    reader,
+    writer,
+    keys,
+    outboxConsumerGroup,
+    ownerId,
+    config.durability === "aof-replicated"
+      ? {
+          timeoutMs: config.durabilityTimeoutMs,
+          observeWaitMs: (waitedMs) => metrics.durabilityWait.observe(waitedMs / 1000),
+        }
+      : null,
+  );
   const lease = new PartitionLease({
     valkey: control,
     key: keys.outboxLease,

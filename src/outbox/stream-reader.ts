@@ -4,7 +4,8 @@
  * new ones, and advance the stream (XACK + XDEL + HDEL in one atomic script). Reads and
  * writes use separate connections so a blocking read never delays an acknowledgement.
  */
-import { replyCode, type Valkey } from "../infra/valkey/client";
+import { connectionGeneration, replyCode, type Valkey } from "../infra/valkey/client";
+import { waitDurable } from "../infra/valkey/durability";
 import type { PartitionKeys } from "../infra/valkey/keys";
 import { runEncodedScript, runScript } from "../infra/valkey/lua-script";
 import { entryTimeMs, type StreamEntry } from "./envelope";
@@ -44,6 +45,12 @@ export interface AckItem {
   eventId: string;
 }
 
+/** Under aof-replicated: how long a read waits for its entries' fsync, and where the wait is told. */
+export interface ReadDurability {
+  timeoutMs: number;
+  observeWaitMs: (waitedMs: number) => void;
+}
+
 export class OutboxStream {
   /**
    * Whether attempt counters may exist: true at each session start until an acknowledgement
@@ -60,6 +67,8 @@ export class OutboxStream {
     private readonly keys: PartitionKeys,
     readonly group: string,
     readonly consumer: string,
+    /** Null under the memory policy: entries are published as soon as they are read. */
+    private readonly durability: ReadDurability | null = null,
   ) {}
 
   /**
@@ -108,6 +117,7 @@ export class OutboxStream {
       if (fields === null) vanished.push(id);
       else entries.push({ id, fields });
     }
+    if (entries.length > 0) await this.durableThroughRead(null);
     return { entries, vanished, lastId };
   }
 
@@ -149,15 +159,23 @@ export class OutboxStream {
     read.push("STREAMS", this.keys.events, ">");
     let reply: unknown;
     let others: number;
+    // The connection the barrier write (below) goes out on, in the transaction when there is one.
+    const generation = connectionGeneration(this.reader);
+    let barrierWritten = false;
     if (blockMs > 0) {
       reply = await this.reader.call("XREADGROUP", ...read);
       others = await this.othersPending();
     } else {
-      const results = await this.reader
+      const transaction = this.reader
         .multi()
         .call("XREADGROUP", ...read)
-        .call("XPENDING", this.keys.events, this.group)
-        .exec();
+        .call("XPENDING", this.keys.events, this.group);
+      // A read that does not wait follows a full batch, so it almost always returns entries.
+      if (this.durability !== null) {
+        transaction.set(this.keys.outboxReadBarrier, this.consumer, "PX", 60_000);
+        barrierWritten = true;
+      }
+      const results = await transaction.exec();
       if (results === null) throw new StreamError("EXECABORT", "read transaction was aborted");
       const [[readError, readReply], [pendingError, pendingReply]] = results as [
         [Error | null, unknown],
@@ -165,6 +183,8 @@ export class OutboxStream {
       ];
       if (readError) throw readError;
       if (pendingError) throw pendingError;
+      const barrierError = results[2]?.[0];
+      if (barrierError) throw barrierError;
       reply = readReply;
       others = this.othersIn(pendingReply);
     }
@@ -172,7 +192,35 @@ export class OutboxStream {
       const [id, fields] = item as [string, string[]];
       return { id, fields };
     });
+    if (entries.length > 0) await this.durableThroughRead(barrierWritten ? generation : null);
     return { entries, othersPending: others };
+  }
+
+  /**
+   * Under aof-replicated, returns once everything read so far is fsynced on the primary and
+   * a replica: an event of a commit the datastore could still lose must not be published.
+   * WAITAOF covers the writes of its own connection, so one write after the read (its
+   * offset is past every entry read) gives it something to cover. A reconnect between that
+   * write and the end of the wait would have the wait answer for a fresh connection, so it
+   * fails the read instead; its entries stay pending and the next session delivers them.
+   * `writtenOn` is the connection generation a barrier write already went out on with the
+   * read itself (null: none did).
+   */
+  private async durableThroughRead(writtenOn: number | null): Promise<void> {
+    if (this.durability === null) return;
+    let generation = writtenOn;
+    if (generation === null) {
+      generation = connectionGeneration(this.reader);
+      await this.reader.set(this.keys.outboxReadBarrier, this.consumer, "PX", 60_000);
+    }
+    const waitedMs = await waitDurable(this.reader, this.durability.timeoutMs);
+    if (connectionGeneration(this.reader) !== generation) {
+      throw new StreamError(
+        "RECONNECTED",
+        "the datastore connection was re-established during the durability wait of a read",
+      );
+    }
+    this.durability.observeWaitMs(waitedMs);
   }
 
   /** How many entries are pending for consumers other than this one (0 when the group is missing). */

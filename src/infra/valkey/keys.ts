@@ -25,6 +25,8 @@ export interface PartitionKeys {
   conductorHeartbeat: string;
   /** Extension: the counter ownership epochs are drawn from; it survives a keyspace reset. */
   ownerEpochCounter: string;
+  /** Extension: written by the outbox after each read so its durability wait has a write to cover. */
+  outboxReadBarrier: string;
 }
 
 export const outboxConsumerGroup = "matching-outbox-v1";
@@ -47,5 +49,6 @@ export function partitionKeys(partition: number): PartitionKeys {
     // Outside the `matching:` prefix on purpose, in the same hash slot: harnesses that delete
     // every `matching:*` key keep it, so an epoch is never issued twice (see claimOwnership).
     ownerEpochCounter: `fencing:{matching-p${partition}}:owner-epoch-counter`,
+    outboxReadBarrier: `${prefix}outbox-read-barrier`,
   };
 }
