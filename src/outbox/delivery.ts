@@ -148,6 +148,11 @@ export class DeliveryLoop {
     this.wakeup.wake();
   }
 
+  /** True once the current session must end (a stop, a lost lease, a failure): waits end early. */
+  get interrupted(): boolean {
+    return this.stopping || this.interrupt !== null || !this.lease.held();
+  }
+
   private checkInterrupt(): void {
     if (this.stopping) throw new SessionInterrupted("stop");
     if (this.interrupt !== null) throw new SessionInterrupted(this.interrupt);
@@ -182,6 +187,7 @@ export class DeliveryLoop {
     this.head = 0;
     this.outstanding = 0;
     let endReason: StopReason | "datastore" = "stop";
+    let durabilityTimedOut = false;
     try {
       if (this.publisher?.failed) {
         await this.publisher.close();
@@ -212,11 +218,15 @@ export class DeliveryLoop {
         endReason = this.interrupt;
       } else {
         endReason = "datastore";
-        if (error instanceof DurabilityTimeoutError) this.metrics.durabilityTimeouts.inc();
+        durabilityTimedOut = error instanceof DurabilityTimeoutError;
+        if (durabilityTimedOut) this.metrics.durabilityTimeouts.inc();
         this.log.warn("outbox session failed on a datastore call", { error });
       }
     }
     await this.endSession(endReason);
+    // A durability wait that timed out already paced this retry: growing the backoff on top
+    // would only delay publication once the replica catches up (up to the 30 s cap).
+    if (durabilityTimedOut) return "again";
     switch (endReason) {
       case "broker":
       case "datastore":

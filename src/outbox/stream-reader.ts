@@ -49,6 +49,8 @@ export interface AckItem {
 export interface ReadDurability {
   timeoutMs: number;
   observeWaitMs: (waitedMs: number) => void;
+  /** True once the wait is no longer wanted (a stop or another interrupt): it ends early. */
+  abandon: () => boolean;
 }
 
 export class OutboxStream {
@@ -96,6 +98,7 @@ export class OutboxStream {
     afterId: string,
     count: number,
   ): Promise<{ entries: StreamEntry[]; vanished: string[]; lastId: string | null }> {
+    const generation = connectionGeneration(this.reader);
     const reply = await this.reader.call(
       "XREADGROUP",
       "GROUP",
@@ -117,7 +120,7 @@ export class OutboxStream {
       if (fields === null) vanished.push(id);
       else entries.push({ id, fields });
     }
-    if (entries.length > 0) await this.durableThroughRead(null);
+    if (entries.length > 0) await this.durableThroughRead(generation, true);
     return { entries, vanished, lastId };
   }
 
@@ -159,9 +162,7 @@ export class OutboxStream {
     read.push("STREAMS", this.keys.events, ">");
     let reply: unknown;
     let others: number;
-    // The connection the barrier write (below) goes out on, in the transaction when there is one.
     const generation = connectionGeneration(this.reader);
-    let barrierWritten = false;
     if (blockMs > 0) {
       reply = await this.reader.call("XREADGROUP", ...read);
       others = await this.othersPending();
@@ -170,11 +171,10 @@ export class OutboxStream {
         .multi()
         .call("XREADGROUP", ...read)
         .call("XPENDING", this.keys.events, this.group);
-      // A read that does not wait follows a full batch, so it almost always returns entries.
-      if (this.durability !== null) {
+      // The barrier rides in the transaction: a read that does not wait follows a full batch,
+      // so it almost always returns entries.
+      if (this.durability !== null)
         transaction.set(this.keys.outboxReadBarrier, this.consumer, "PX", 60_000);
-        barrierWritten = true;
-      }
       const results = await transaction.exec();
       if (results === null) throw new StreamError("EXECABORT", "read transaction was aborted");
       const [[readError, readReply], [pendingError, pendingReply]] = results as [
@@ -192,32 +192,36 @@ export class OutboxStream {
       const [id, fields] = item as [string, string[]];
       return { id, fields };
     });
-    if (entries.length > 0) await this.durableThroughRead(barrierWritten ? generation : null);
+    if (entries.length > 0) await this.durableThroughRead(generation, blockMs > 0);
     return { entries, othersPending: others };
   }
 
   /**
    * Under aof-replicated, returns once everything read so far is fsynced on the primary and
    * a replica: an event of a commit the datastore could still lose must not be published.
-   * WAITAOF covers the writes of its own connection, so one write after the read (its
-   * offset is past every entry read) gives it something to cover. A reconnect between that
-   * write and the end of the wait would have the wait answer for a fresh connection, so it
-   * fails the read instead; its entries stay pending and the next session delivers them.
-   * `writtenOn` is the connection generation a barrier write already went out on with the
-   * read itself (null: none did).
+   * WAITAOF covers the writes of its own connection, so a write made after the read (its
+   * offset is past every entry read) gives it something to cover: in the read's transaction,
+   * or on its own when `barrier` (the read itself cannot be relied on: a blocking read
+   * served when an entry arrived was seen to leave the wait nothing to cover, and a re-read
+   * of pending entries writes nothing). The read, the barrier and the wait must all
+   * be on the connection of `generation` (taken before the read): after a reconnect the
+   * wait would answer for a fresh connection that wrote nothing, and a read resent by the
+   * client could have skipped entries that an earlier attempt moved into the pending list.
+   * Either way the read fails; its entries stay pending and the next session delivers them
+   * in order.
    */
-  private async durableThroughRead(writtenOn: number | null): Promise<void> {
+  private async durableThroughRead(generation: number, barrier: boolean): Promise<void> {
     if (this.durability === null) return;
-    let generation = writtenOn;
-    if (generation === null) {
-      generation = connectionGeneration(this.reader);
-      await this.reader.set(this.keys.outboxReadBarrier, this.consumer, "PX", 60_000);
-    }
-    const waitedMs = await waitDurable(this.reader, this.durability.timeoutMs);
+    if (barrier) await this.reader.set(this.keys.outboxReadBarrier, this.consumer, "PX", 60_000);
+    const waitedMs = await waitDurable(
+      this.reader,
+      this.durability.timeoutMs,
+      this.durability.abandon,
+    );
     if (connectionGeneration(this.reader) !== generation) {
       throw new StreamError(
         "RECONNECTED",
-        "the datastore connection was re-established during the durability wait of a read",
+        "the datastore connection was re-established between a read and its durability wait",
       );
     }
     this.durability.observeWaitMs(waitedMs);

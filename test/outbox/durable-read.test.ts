@@ -1,74 +1,171 @@
 /**
  * Under aof-replicated the outbox publishes an event only once its stream entry is fsynced
  * on the primary and a replica (on a private primary + replica pair, so the shared stack is
- * untouched): with the replica paused nothing leaves and the wait times out and is retried;
- * once it resumes every event arrives once, in order.
+ * untouched): with the replica paused nothing leaves and each wait times out and is retried
+ * without growing the backoff; once it resumes every event arrives once, in order, and a
+ * stop during a wait ends at once.
  */
-import { afterAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Redis from "ioredis";
+import { DurabilityTimeoutError } from "../../src/infra/valkey/durability";
+import { outboxConsumerGroup, partitionKeys } from "../../src/infra/valkey/keys";
+import { OutboxStream } from "../../src/outbox/stream-reader";
 import { type RunningValkey, startValkey } from "../../src/stack/index";
 import { waitForReplicatedAof } from "../../src/stack/valkey";
-import { testStack, uniquePartition } from "../support/stack";
+import { type TestStack, testStack, uniquePartition } from "../support/stack";
 import { eventually, Inbox, metricNumber, startOutbox, writeEvents } from "./helpers";
 
-const servers: RunningValkey[] = [];
-afterAll(async () => {
-  for (const server of servers) await server.stop().catch(() => undefined);
-});
+let stack: TestStack;
+let primary: RunningValkey;
+let replica: RunningValkey;
+let valkey: Redis;
+let paused = false;
 
-test("entries not yet fsynced on the replica are not published until they are", async () => {
-  const stack = await testStack();
+beforeAll(async () => {
+  stack = await testStack();
   const dir = mkdtempSync(join(tmpdir(), "matchd-outbox-durable-"));
-  const primary = await startValkey({ dir: join(dir, "primary"), appendonly: true });
-  servers.push(primary);
-  const replica = await startValkey({
+  primary = await startValkey({ dir: join(dir, "primary"), appendonly: true });
+  replica = await startValkey({
     dir: join(dir, "replica"),
     appendonly: true,
     replicaOf: `127.0.0.1:${primary.port}`,
   });
-  servers.push(replica);
   await waitForReplicatedAof(primary, replica, 20_000);
+  valkey = new Redis(primary.url);
+}, 60_000);
 
-  const partition = uniquePartition();
-  const valkey = new Redis(primary.url);
-  const inbox = await Inbox.open(stack.brokerUrl, partition);
-  const outbox = await startOutbox({ ...stack, datastoreUrl: primary.url }, partition, [], {
+afterAll(async () => {
+  if (paused) resume();
+  valkey?.disconnect();
+  await replica?.stop().catch(() => undefined);
+  await primary?.stop().catch(() => undefined);
+});
+
+/** The replica stops acknowledging: what is written from now on is not durable. */
+function pause(): void {
+  process.kill(replica.pid, "SIGSTOP");
+  paused = true;
+}
+
+function resume(): void {
+  process.kill(replica.pid, "SIGCONT");
+  paused = false;
+}
+
+function startOn(partition: number, timeoutMs: number) {
+  return startOutbox({ ...stack, datastoreUrl: primary.url }, partition, [], {
     MATCHING_DURABILITY: "aof-replicated",
-    MATCHING_DURABILITY_TIMEOUT_MS: "300",
+    MATCHING_DURABILITY_TIMEOUT_MS: String(timeoutMs),
   });
-  let paused = false;
+}
+
+test("entries not yet fsynced on the replica are not published until they are", async () => {
+  const partition = uniquePartition();
+  const inbox = await Inbox.open(stack.brokerUrl, partition);
+  const outbox = await startOn(partition, 300);
   try {
     await writeEvents(valkey, partition, 0, 10);
     await inbox.waitFor(10, 15_000);
 
-    // The replica stops acknowledging: what is written now is not durable.
-    process.kill(replica.pid, "SIGSTOP");
-    paused = true;
-    await writeEvents(valkey, partition, 10, 30);
-    // Long past a publish's usual latency (milliseconds), several waits time out meanwhile.
-    await Bun.sleep(1500);
+    pause();
+    // More than two reads' worth (500 each): full reads and the read-ahead behind them wait too.
+    await writeEvents(valkey, partition, 10, 1210);
+    // Long past a publish's usual latency (milliseconds); several waits time out meanwhile.
+    await Bun.sleep(2000);
     expect(inbox.byId.size).toBe(10);
-    await eventually(
-      "a durability wait timed out",
-      async () =>
-        metricNumber(await outbox.metrics(), "matching_outbox_durability_timeouts_total") >= 1,
-      15_000,
+    const timeouts = metricNumber(
+      await outbox.metrics(),
+      "matching_outbox_durability_timeouts_total",
     );
+    expect(timeouts).toBeGreaterThanOrEqual(2);
+    // Each timed-out wait paced its own retry: no backoff on top of it.
+    expect(outbox.stderr()).not.toContain("retrying after backoff");
 
-    process.kill(replica.pid, "SIGCONT");
-    paused = false;
-    await inbox.waitFor(30, 30_000);
+    resume();
+    await inbox.waitFor(1210, 10_000);
     expect(inbox.firstDeliveryOrderKept()).toBe(true);
-    const metrics = await outbox.metrics();
-    expect(metricNumber(metrics, "matching_outbox_dead_letter_total")).toBe(0);
+    expect(metricNumber(await outbox.metrics(), "matching_outbox_dead_letter_total")).toBe(0);
     expect(await outbox.stop()).toBe(0);
   } finally {
-    if (paused) process.kill(replica.pid, "SIGCONT");
+    if (paused) resume();
     await outbox.kill9().catch(() => undefined);
     await inbox.close();
-    valkey.disconnect();
   }
-}, 90_000);
+}, 60_000);
+
+test("a stop while a read waits for durability ends the wait at once", async () => {
+  const partition = uniquePartition();
+  // A wait that would last a minute if nothing ended it.
+  const outbox = await startOn(partition, 60_000);
+  try {
+    pause();
+    await writeEvents(valkey, partition, 0, 5);
+    await eventually(
+      "the outbox waiting on its read",
+      async () => Number(await valkey.xlen(`matching:{matching-p${partition}}:events`)) === 5,
+      5_000,
+    );
+    await Bun.sleep(500);
+    const started = performance.now();
+    expect(await outbox.stop()).toBe(0);
+    expect(performance.now() - started).toBeLessThan(5_000);
+  } finally {
+    if (paused) resume();
+    await outbox.kill9().catch(() => undefined);
+  }
+}, 60_000);
+
+test("every kind of read waits: one in a transaction, one that blocks, a re-read of pending entries", async () => {
+  const partition = uniquePartition();
+  const keys = partitionKeys(partition);
+  const connections: Redis[] = [];
+  // Each read runs on a fresh connection, so only its own write can give its wait anything
+  // to cover (on a connection that wrote nothing, WAITAOF answers at once).
+  const freshStream = (consumer: string) => {
+    const reader = new Redis(primary.url);
+    const writer = new Redis(primary.url);
+    connections.push(reader, writer);
+    return new OutboxStream(reader, writer, keys, outboxConsumerGroup, consumer, {
+      timeoutMs: 300,
+      observeWaitMs: () => undefined,
+      abandon: () => false,
+    });
+  };
+  try {
+    await freshStream("a").ensureGroup();
+    // Durable entries: a read of them succeeds.
+    await writeEvents(valkey, partition, 0, 3);
+    expect((await freshStream("a").readNew(10, 0)).entries).toHaveLength(3);
+
+    // A read in a transaction (one that does not wait for entries).
+    pause();
+    await writeEvents(valkey, partition, 3, 6);
+    await expect(freshStream("a").readNew(10, 0)).rejects.toBeInstanceOf(DurabilityTimeoutError);
+    resume();
+
+    // A blocking read, served when an entry arrives.
+    const blocking = freshStream("b");
+    pause();
+    const blocked = blocking.readNew(10, 2_000);
+    await Bun.sleep(100);
+    await writeEvents(valkey, partition, 6, 7);
+    await expect(blocked).rejects.toBeInstanceOf(DurabilityTimeoutError);
+    resume();
+
+    // A re-read of pending entries, taken by an earlier read on another connection.
+    pause();
+    await writeEvents(valkey, partition, 7, 9);
+    await expect(freshStream("c").readNew(10, 0)).rejects.toBeInstanceOf(DurabilityTimeoutError);
+    await expect(freshStream("c").readOwnPending("0", 10)).rejects.toBeInstanceOf(
+      DurabilityTimeoutError,
+    );
+    resume();
+    expect((await freshStream("c").readOwnPending("0", 10)).entries).toHaveLength(2);
+  } finally {
+    if (paused) resume();
+    for (const connection of connections) connection.disconnect();
+  }
+}, 30_000);

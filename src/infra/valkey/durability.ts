@@ -26,6 +26,13 @@ export class DurabilityTimeoutError extends Error {
   }
 }
 
+/** A durability wait its caller gave up on (a shutdown): nothing is known about durability. */
+export class WaitAbandonedError extends Error {
+  constructor() {
+    super("durability wait abandoned");
+  }
+}
+
 /**
  * Runs the checks that `aof-replicated` requires, each reported on its own. Under
  * `memory` only reachability is checked. Never throws for a failed check.
@@ -169,9 +176,14 @@ const waitSliceMs = 2;
 /**
  * Waits until the primary and at least one replica have fsynced everything this
  * connection wrote, re-issuing short WAITAOF calls until the deadline. Throws
- * DurabilityTimeoutError when the deadline passes first.
+ * DurabilityTimeoutError when the deadline passes first, and WaitAbandonedError as soon
+ * as `abandon` says the caller no longer wants the answer (checked between slices).
  */
-export async function waitDurable(valkey: Valkey, timeoutMs: number): Promise<number> {
+export async function waitDurable(
+  valkey: Valkey,
+  timeoutMs: number,
+  abandon: () => boolean = () => false,
+): Promise<number> {
   const started = performance.now();
   let local = 0;
   let replicas = 0;
@@ -184,6 +196,7 @@ export async function waitDurable(valkey: Valkey, timeoutMs: number): Promise<nu
     if (reply === undefined) throw new DurabilityTimeoutError(timeoutMs, local, replicas);
     [local, replicas] = reply;
     if (local >= 1 && replicas >= 1) return performance.now() - started;
+    if (abandon()) throw new WaitAbandonedError();
     if (performance.now() - started >= timeoutMs) {
       throw new DurabilityTimeoutError(timeoutMs, local, replicas);
     }
