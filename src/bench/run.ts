@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Config } from "../config/schema";
 import { createValkey } from "../infra/valkey/client";
+import { withinMs } from "../infra/within";
 import { stackDown, stackStatus } from "../stack/index";
 import { runBrokerEventFloor } from "./broker-event-floor";
 import { runBrokerFloor } from "./broker-floor";
@@ -172,11 +173,23 @@ async function runWithStack(
     ownDir !== undefined &&
     (!existsSync(join(ownDir, "stack.json")) ||
       !(await stackStatus(ownDir)).processes.some((p) => p.running));
+  let starting: Promise<BenchStack> | undefined;
   const cleanup = async () => {
     for (const service of services.reverse()) await service.stop().catch(() => undefined);
     if (stack !== undefined) await stack.teardown();
-    else if (startingFresh && !options.keepStack && ownDir !== undefined)
+    else if (startingFresh && !options.keepStack && ownDir !== undefined) {
       await stackDown({ dir: ownDir }).catch(() => undefined);
+      // A start still running can spawn (and record) one more server after that stop read
+      // the record, e.g. the replica once the primary answered. The failed start stops what
+      // it spawned; a bounded wait for it, then one more stop, leaves nothing behind.
+      if (starting !== undefined) {
+        await withinMs(
+          starting.catch(() => undefined),
+          20_000,
+        );
+        await stackDown({ dir: ownDir }).catch(() => undefined);
+      }
+    }
   };
   let interrupted: Promise<void> | undefined;
   const onSignal = () => {
@@ -189,7 +202,7 @@ async function runWithStack(
   process.once("SIGTERM", onSignal);
   let active: BenchStack;
   try {
-    active = await ensureStack({
+    starting = ensureStack({
       config,
       datastoreGiven: options.env.datastoreGiven,
       brokerGiven: options.env.brokerGiven,
@@ -197,6 +210,7 @@ async function runWithStack(
       keep: options.keepStack,
       progress,
     });
+    active = await starting;
   } catch (error) {
     // Stopping a stack that is still starting makes its start fail: that is the interrupt,
     // which ends the process with 130 once its cleanup is done.

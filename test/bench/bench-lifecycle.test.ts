@@ -7,6 +7,7 @@ import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stackDown, stackUp } from "../../src/stack/index";
+import { isRunning } from "../../src/stack/process";
 import { eventually } from "../support/eventually";
 import { matchdCommand } from "../support/stack";
 
@@ -24,24 +25,18 @@ function bench(args: string[], env: Record<string, string> = {}) {
   return { child, stderr: () => stderr, reading };
 }
 
-/** Pids recorded in the stack's stack.json that are still alive. */
+/**
+ * Pids recorded in the stack's stack.json that are still running. A zombie counts as gone:
+ * a server the bench stopped just before exiting is never reaped by this container's init.
+ */
 function recordedRunning(dir: string): number[] {
-  let record: { processes?: { pid: number }[] };
+  let record: { processes?: { pid: number; startTicks?: number }[] };
   try {
     record = JSON.parse(readFileSync(join(dir, "stack.json"), "utf8"));
   } catch {
     return [];
   }
-  return (record.processes ?? [])
-    .map((p) => p.pid)
-    .filter((pid) => {
-      try {
-        process.kill(pid, 0);
-        return true;
-      } catch {
-        return false;
-      }
-    });
+  return (record.processes ?? []).filter((p) => isRunning(p.pid, p.startTicks)).map((p) => p.pid);
 }
 
 /** Processes other than the bench's own whose command line mentions `dir`. */

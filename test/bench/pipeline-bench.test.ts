@@ -26,7 +26,12 @@ async function bench(
       stderr: "pipe",
     },
   );
-  const timer = setTimeout(() => child.kill("SIGKILL"), 110_000);
+  // SIGTERM first, so the bench stops the conductor and outbox it started: killed outright
+  // they would stay on partition 5 and take over the next boundaries' work.
+  const timer = setTimeout(() => {
+    child.kill("SIGTERM");
+    setTimeout(() => child.kill("SIGKILL"), 10_000).unref();
+  }, 100_000);
   const [stdout, stderr, code] = await Promise.all([
     new Response(child.stdout).text(),
     new Response(child.stderr).text(),

@@ -76,16 +76,17 @@ test("entries not yet fsynced on the replica are not published until they are", 
     // Long past a publish's usual latency (milliseconds); several waits time out meanwhile.
     await Bun.sleep(2000);
     expect(inbox.byId.size).toBe(10);
-    const timeouts = metricNumber(
-      await outbox.metrics(),
-      "matching_outbox_durability_timeouts_total",
+    await eventually(
+      "two durability waits timed out",
+      async () =>
+        metricNumber(await outbox.metrics(), "matching_outbox_durability_timeouts_total") >= 2,
+      15_000,
     );
-    expect(timeouts).toBeGreaterThanOrEqual(2);
     // Each timed-out wait paced its own retry: no backoff on top of it.
     expect(outbox.stderr()).not.toContain("retrying after backoff");
 
     resume();
-    await inbox.waitFor(1210, 10_000);
+    await inbox.waitFor(1210, 15_000);
     expect(inbox.firstDeliveryOrderKept()).toBe(true);
     expect(metricNumber(await outbox.metrics(), "matching_outbox_dead_letter_total")).toBe(0);
     expect(await outbox.stop()).toBe(0);
@@ -103,12 +104,20 @@ test("a stop while a read waits for durability ends the wait at once", async () 
   try {
     pause();
     await writeEvents(valkey, partition, 0, 5);
+    // Read (pending for the outbox), so its durability wait has begun.
     await eventually(
-      "the outbox waiting on its read",
-      async () => Number(await valkey.xlen(`matching:{matching-p${partition}}:events`)) === 5,
-      5_000,
+      "the outbox read the entries",
+      async () => {
+        // NOGROUP until the outbox's first session created the group.
+        const summary = (await valkey
+          .call("XPENDING", partitionKeys(partition).events, outboxConsumerGroup)
+          .catch(() => [0])) as [number];
+        // A blocking read is served by the first entry written: it may hold only that one.
+        return Number(summary[0]) >= 1;
+      },
+      15_000,
     );
-    await Bun.sleep(500);
+    await Bun.sleep(200);
     const started = performance.now();
     expect(await outbox.stop()).toBe(0);
     expect(performance.now() - started).toBeLessThan(5_000);

@@ -14,6 +14,7 @@ import {
   stackUp,
   startValkey,
 } from "../../src/stack/index";
+import { eventually } from "../support/eventually";
 
 /** RabbitMQ boots in about 4 s; the bound leaves room for a loaded machine. */
 const STACK_UP_TIMEOUT_MS = 60_000;
@@ -163,8 +164,20 @@ describe("a start that never finished", () => {
       stdout: "ignore",
       stderr: "ignore",
     });
-    // RabbitMQ needs about 4 s to boot, so after 1.5 s the start is still in progress.
-    await Bun.sleep(1500);
+    // Killed once every server is spawned and recorded (the replica is the last): RabbitMQ
+    // then still needs seconds to boot, so the start is in progress.
+    await eventually(
+      "every server recorded",
+      async () => {
+        const names = (await stackStatus(partial).catch(() => undefined))?.processes.map(
+          (p) => p.name,
+        );
+        return (
+          names !== undefined && names.includes("rabbitmq") && names.includes("valkey-replica")
+        );
+      },
+      20_000,
+    );
     child.kill("SIGKILL");
     await child.exited;
     const status = await stackStatus(partial);
