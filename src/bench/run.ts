@@ -193,13 +193,16 @@ async function runWithStack(
   };
   let interrupted: Promise<void> | undefined;
   const onSignal = () => {
+    if (interrupted !== undefined) return;
     progress("interrupted; tearing down");
-    interrupted ??= cleanup().finally(() => process.exit(130));
+    interrupted = cleanup().finally(() => process.exit(130));
   };
   // Listening before the stack starts: RabbitMQ takes seconds to boot, and a Ctrl-C then
   // would otherwise leave its detached servers running.
-  process.once("SIGINT", onSignal);
-  process.once("SIGTERM", onSignal);
+  // `on`, not `once`: a second Ctrl-C while the cleanup runs must not end the process
+  // before it (the default action), leaving a server behind.
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
   let active: BenchStack;
   try {
     starting = ensureStack({
@@ -279,7 +282,7 @@ async function runWithStack(
         progress("starting outbox");
         const service = await startService(
           "outbox",
-          { ...base, "--window": config.outboxWindow },
+          { ...base, "--window": config.outboxWindow, "--read-count": config.outboxReadCount },
           progress,
         );
         services.push(service);
@@ -580,7 +583,12 @@ async function outboxDrainReport(
       for (let i = 0; i + 1 < extraArgs.length; i += 2) extra[extraArgs[i]!] = extraArgs[i + 1]!;
       const service = await startService(
         "outbox",
-        { ...base, "--window": config.outboxWindow, ...extra },
+        {
+          ...base,
+          "--window": config.outboxWindow,
+          "--read-count": config.outboxReadCount,
+          ...extra,
+        },
         progress,
       );
       services.push(service);

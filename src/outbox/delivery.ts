@@ -10,7 +10,7 @@
 
 import { backoffDelayMs } from "../infra/backoff";
 import type { Logger } from "../infra/log";
-import { DurabilityTimeoutError } from "../infra/valkey/durability";
+import { DurabilityTimeoutError, WaitAbandonedError } from "../infra/valkey/durability";
 import { decodeEntry, type OutboxEvent, type StreamEntry } from "./envelope";
 import type { PartitionLease } from "./lease";
 import type { OutboxMetrics } from "./metrics";
@@ -56,6 +56,9 @@ class SessionInterrupted extends Error {
   }
 }
 
+/** The least time between sessions that end on a durability timeout. */
+const durabilityRetryFloorMs = 250;
+
 /** Entries per acknowledgement: bounds one script call, whose Lua unpack takes at most ~8,000 values. */
 const ackBatchMax = 5000;
 
@@ -85,6 +88,8 @@ export class DeliveryLoop {
   private ackBuffer: AckItem[] = [];
   private flushing: Promise<void> | null = null;
   private attempt = 0;
+  /** Durability timeouts since a publish was last confirmed: only the first is a warning. */
+  private durabilityTimeoutsInARow = 0;
   /** The entry a failure stopped at; its confirm proves the retry got past it. */
   private failedEntryId: string | null = null;
   /** Exchange that last returned an event as unroutable, until a retry gets past it. */
@@ -153,6 +158,14 @@ export class DeliveryLoop {
     return this.stopping || this.interrupt !== null || !this.lease.held();
   }
 
+  /**
+   * For a read of session `generation`: its durability wait ends early once that session
+   * is over (a read-ahead can outlive it) or must end.
+   */
+  private abandonOutside(generation: number): () => boolean {
+    return () => this.generation !== generation || this.interrupted;
+  }
+
   private checkInterrupt(): void {
     if (this.stopping) throw new SessionInterrupted("stop");
     if (this.interrupt !== null) throw new SessionInterrupted(this.interrupt);
@@ -188,6 +201,7 @@ export class DeliveryLoop {
     this.outstanding = 0;
     let endReason: StopReason | "datastore" = "stop";
     let durabilityTimedOut = false;
+    const sessionStarted = performance.now();
     try {
       if (this.publisher?.failed) {
         await this.publisher.close();
@@ -216,17 +230,34 @@ export class DeliveryLoop {
         endReason = "group-missing";
       } else if (this.interrupt !== null) {
         endReason = this.interrupt;
+      } else if (error instanceof WaitAbandonedError) {
+        // Given up because the session must end: a stop, or a lease past its local deadline
+        // whose expiry timer has not fired yet.
+        endReason = this.stopping ? "stop" : "lease-lost";
       } else {
         endReason = "datastore";
         durabilityTimedOut = error instanceof DurabilityTimeoutError;
-        if (durabilityTimedOut) this.metrics.durabilityTimeouts.inc();
-        this.log.warn("outbox session failed on a datastore call", { error });
+        if (durabilityTimedOut) {
+          this.metrics.durabilityTimeouts.inc();
+          // One warning per episode (until a publish is confirmed); the repeats at debug.
+          if (this.durabilityTimeoutsInARow++ === 0)
+            this.log.warn("outbox read not confirmed durable; retrying until it is", { error });
+          else this.log.debug("outbox read still not confirmed durable", { error });
+        } else {
+          this.log.warn("outbox session failed on a datastore call", { error });
+        }
       }
     }
     await this.endSession(endReason);
-    // A durability wait that timed out already paced this retry: growing the backoff on top
-    // would only delay publication once the replica catches up (up to the 30 s cap).
-    if (durabilityTimedOut) return "again";
+    if (durabilityTimedOut) {
+      // The timed-out wait paced this retry: growing the backoff on top would only delay
+      // publication once the replica catches up (up to the 30 s cap). A floor keeps a short
+      // durability timeout from turning an outage into a busy loop of sessions.
+      const elapsedMs = performance.now() - sessionStarted;
+      if (elapsedMs < durabilityRetryFloorMs)
+        await this.wakeup.wait(durabilityRetryFloorMs - elapsedMs);
+      return "again";
+    }
     switch (endReason) {
       case "broker":
       case "datastore":
@@ -278,6 +309,7 @@ export class DeliveryLoop {
       const { entries, vanished, lastId } = await this.stream.readOwnPending(
         cursor,
         this.readCount,
+        this.abandonOutside(this.generation),
       );
       if (lastId === null) return;
       if (vanished.length > 0) {
@@ -295,11 +327,15 @@ export class DeliveryLoop {
       for (;;) {
         this.checkInterrupt();
         const { entries, othersPending } = await (readAhead ??
-          this.stream.readNew(this.readCount, this.readBlockMs));
+          this.stream.readNew(
+            this.readCount,
+            this.readBlockMs,
+            this.abandonOutside(this.generation),
+          ));
         readAhead = null;
         if (entries.length === this.readCount) {
           // A full batch means a backlog: fetch the next one while this one is published.
-          readAhead = this.stream.readNew(this.readCount, 0);
+          readAhead = this.stream.readNew(this.readCount, 0, this.abandonOutside(this.generation));
           // Its failure (NOGROUP after a deleted stream, a dropped connection) is seen when it
           // is awaited; until then it must not count as an unhandled rejection, which ends
           // the process.
@@ -384,6 +420,7 @@ export class DeliveryLoop {
     this.outstanding--;
     if (outcome === "ack") {
       this.metrics.published.inc();
+      this.durabilityTimeoutsInARow = 0;
       this.metrics.confirmLatency.observe((performance.now() - record.publishedAt) / 1000);
       if (record.event.entryId === this.failedEntryId) {
         // The retry got past the entry that failed: the trouble is over.

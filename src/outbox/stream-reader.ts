@@ -97,6 +97,7 @@ export class OutboxStream {
   async readOwnPending(
     afterId: string,
     count: number,
+    abandon: () => boolean = () => false,
   ): Promise<{ entries: StreamEntry[]; vanished: string[]; lastId: string | null }> {
     const generation = connectionGeneration(this.reader);
     const reply = await this.reader.call(
@@ -120,7 +121,7 @@ export class OutboxStream {
       if (fields === null) vanished.push(id);
       else entries.push({ id, fields });
     }
-    if (entries.length > 0) await this.durableThroughRead(generation, true);
+    if (entries.length > 0) await this.durableThroughRead(generation, true, abandon);
     return { entries, vanished, lastId };
   }
 
@@ -156,7 +157,11 @@ export class OutboxStream {
    * many entries other consumers had pending right after the read. A read that does not wait
    * goes in one MULTI with the pending count, so a backlog costs no extra round trip.
    */
-  async readNew(count: number, blockMs: number): Promise<NewEntries> {
+  async readNew(
+    count: number,
+    blockMs: number,
+    abandon: () => boolean = () => false,
+  ): Promise<NewEntries> {
     const read: (string | number)[] = ["GROUP", this.group, this.consumer, "COUNT", count];
     if (blockMs > 0) read.push("BLOCK", blockMs);
     read.push("STREAMS", this.keys.events, ">");
@@ -192,7 +197,7 @@ export class OutboxStream {
       const [id, fields] = item as [string, string[]];
       return { id, fields };
     });
-    if (entries.length > 0) await this.durableThroughRead(generation, blockMs > 0);
+    if (entries.length > 0) await this.durableThroughRead(generation, blockMs > 0, abandon);
     return { entries, othersPending: others };
   }
 
@@ -210,13 +215,18 @@ export class OutboxStream {
    * Either way the read fails; its entries stay pending and the next session delivers them
    * in order.
    */
-  private async durableThroughRead(generation: number, barrier: boolean): Promise<void> {
+  private async durableThroughRead(
+    generation: number,
+    barrier: boolean,
+    abandon: () => boolean,
+  ): Promise<void> {
     if (this.durability === null) return;
     if (barrier) await this.reader.set(this.keys.outboxReadBarrier, this.consumer, "PX", 60_000);
+    const durability = this.durability;
     const waitedMs = await waitDurable(
       this.reader,
-      this.durability.timeoutMs,
-      this.durability.abandon,
+      durability.timeoutMs,
+      () => durability.abandon() || abandon(),
     );
     if (connectionGeneration(this.reader) !== generation) {
       throw new StreamError(

@@ -200,6 +200,7 @@ export async function waitUntil<T>({
   timeoutMs,
   intervalMs = 100,
   logs,
+  stopped,
 }: {
   what: string;
   probe: () => Promise<T | undefined>;
@@ -207,10 +208,19 @@ export async function waitUntil<T>({
   timeoutMs: number;
   intervalMs?: number;
   logs: string[];
+  /** Says why waiting is pointless (a server it needs is gone), or undefined to go on. */
+  stopped?: () => string | undefined;
 }): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError = "";
   for (;;) {
+    const gone = stopped?.();
+    if (gone !== undefined) {
+      throw new StackError(
+        "start-failed",
+        `${what}: ${gone}\n${logs.map((f) => logTail(f)).join("\n")}`,
+      );
+    }
     const exit = child?.exited();
     if (exit) {
       throw new StackError(
@@ -248,54 +258,79 @@ export async function waitUntil<T>({
   }
 }
 
-/** Live (not zombie) processes in process group `pgid`. */
-export function groupMembers(pgid: number): number[] {
-  const found: number[] = [];
+/** Live (not zombie) processes in process group `pgid`, with their parents. */
+function groupMembers(pgid: number): { pid: number; ppid: number }[] {
+  const found: { pid: number; ppid: number }[] = [];
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     const stat = readStat(Number(entry));
     if (stat && stat.pgrp === pgid && stat.state !== "Z" && stat.state !== "X")
-      found.push(Number(entry));
+      found.push({ pid: Number(entry), ppid: stat.ppid });
   }
   return found;
 }
+
+/**
+ * True when `pid`, once a recorded group leader, is gone (no process, or its own zombie)
+ * while its group still has members: they are its orphans. A group id is not handed out
+ * again while the group has members, so such a group can only be the one it led.
+ */
+function orphanedGroup(target: { pid: number; startTicks?: number }): boolean {
+  const stat = readStat(target.pid);
+  const leaderGone =
+    stat === undefined ||
+    ((stat.state === "Z" || stat.state === "X") &&
+      (target.startTicks === undefined || stat.startTicks === target.startTicks));
+  return leaderGone && groupMembers(target.pid).length > 0;
+}
+
+type StopTarget = { pid: number; startTicks?: number; group?: boolean };
 
 /**
  * Stops processes: SIGTERM to each, then SIGKILL to each survivor and its process group
  * after `graceMs`. A target marked `group` leads its own process group (it was spawned
  * detached), and it counts as stopped only when its whole group is gone: RabbitMQ's
  * wrapper script, signalled between starting beam.smp in the background and noting its
- * pid, exits and leaves the node running in its group. Returns the pids that were running
- * when asked to stop.
+ * pid, exits and leaves the node running in its group. Such orphans are found even when
+ * the leader was gone before the stop began. Returns the pids that were running (or
+ * whose orphans were) when asked to stop.
  */
-export async function stopProcesses(
-  targets: { pid: number; startTicks?: number; group?: boolean }[],
-  graceMs: number,
-): Promise<number[]> {
-  const running = targets.filter((t) => isRunning(t.pid, t.startTicks));
-  // Only the groups of leaders seen running are ours: a group id is not reused while the
-  // group has members, so once the leader is verified, its group stays its own.
-  const groups = running.filter((t) => t.group);
+export async function stopProcesses(targets: StopTarget[], graceMs: number): Promise<number[]> {
+  const running = targets.filter(
+    (t) => isRunning(t.pid, t.startTicks) || (t.group === true && orphanedGroup(t)),
+  );
+  // A group seen empty once is finished and never looked at again: its id may then be
+  // reused by an unrelated group leader.
+  const finished = new Set<number>();
+  const groupAlive = (t: StopTarget): boolean => {
+    if (t.group !== true || finished.has(t.pid)) return false;
+    if (groupMembers(t.pid).length > 0) return true;
+    finished.add(t.pid);
+    return false;
+  };
+  const alive = (t: StopTarget) => isRunning(t.pid, t.startTicks) || groupAlive(t);
   const orphansSignalled = new Set<number>();
-  const alive = (t: { pid: number; startTicks?: number; group?: boolean }) =>
-    isRunning(t.pid, t.startTicks) || (t.group === true && groupMembers(t.pid).length > 0);
   for (const t of running) signal(t.pid, "SIGTERM");
   const deadline = Date.now() + graceMs;
   while (running.some(alive) && Date.now() < deadline) {
-    // A leader gone before its members: they were never told to stop.
-    for (const leader of groups) {
+    // A leader gone before its members: the top of what it left was never told to stop
+    // (its own children follow it down, as they would have with the leader).
+    for (const leader of running) {
+      if (leader.group !== true || finished.has(leader.pid)) continue;
       if (isRunning(leader.pid, leader.startTicks)) continue;
-      for (const member of groupMembers(leader.pid)) {
-        if (orphansSignalled.has(member)) continue;
-        orphansSignalled.add(member);
-        signal(member, "SIGTERM");
+      const members = groupMembers(leader.pid);
+      const inGroup = new Set(members.map((m) => m.pid));
+      for (const member of members) {
+        if (inGroup.has(member.ppid) || orphansSignalled.has(member.pid)) continue;
+        orphansSignalled.add(member.pid);
+        signal(member.pid, "SIGTERM");
       }
     }
     await Bun.sleep(50);
   }
   const stubborn = running.filter(alive);
   for (const t of stubborn) {
-    if (t.group) signal(-t.pid, "SIGKILL");
+    if (t.group && !finished.has(t.pid)) signal(-t.pid, "SIGKILL");
     signal(t.pid, "SIGKILL");
   }
   const killDeadline = Date.now() + 5000;

@@ -6,6 +6,7 @@ import {
   BASE_ENV,
   findBinary,
   freePorts,
+  isRunning,
   processStartTicks,
   SETUP_HINT,
   StackError,
@@ -164,6 +165,11 @@ export async function waitForReplicatedAof(
     what: "valkey replica attached with WAITAOF 1 1",
     timeoutMs,
     logs: [primary.logFile, replica.logFile],
+    // A server stopped meanwhile (an interrupted start) ends the wait at once.
+    stopped: () =>
+      [primary, replica]
+        .filter((server) => !isRunning(server.pid, server.startTicks))
+        .map((server) => `valkey on port ${server.port} stopped`)[0],
     probe: () =>
       withClient(primary.url, async (client) => {
         const info = await client.info("replication");

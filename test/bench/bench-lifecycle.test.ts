@@ -89,7 +89,7 @@ test("an interrupt while the private stack starts stops what it started", async 
     () => recordedRunning(dir).join(", "),
   );
   expect(processesUnder(dir)).toEqual([]);
-}, 60_000);
+}, 90_000);
 
 test("a stack already running in --dir is used and left running", async () => {
   const dir = mkdtempSync(join(tmpdir(), "matchd-bench-reuse-"));

@@ -28,10 +28,11 @@ async function bench(
   );
   // SIGTERM first, so the bench stops the conductor and outbox it started: killed outright
   // they would stay on partition 5 and take over the next boundaries' work.
+  // The bench allows each service 15 s to stop before it kills it.
   const timer = setTimeout(() => {
     child.kill("SIGTERM");
-    setTimeout(() => child.kill("SIGKILL"), 10_000).unref();
-  }, 100_000);
+    setTimeout(() => child.kill("SIGKILL"), 35_000).unref();
+  }, 80_000);
   const [stdout, stderr, code] = await Promise.all([
     new Response(child.stdout).text(),
     new Response(child.stderr).text(),

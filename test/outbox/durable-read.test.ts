@@ -65,7 +65,8 @@ function startOn(partition: number, timeoutMs: number) {
 test("entries not yet fsynced on the replica are not published until they are", async () => {
   const partition = uniquePartition();
   const inbox = await Inbox.open(stack.brokerUrl, partition);
-  const outbox = await startOn(partition, 300);
+  // Long enough for the boot check's probe on a slow disk; short against the pause.
+  const outbox = await startOn(partition, 1000);
   try {
     await writeEvents(valkey, partition, 0, 10);
     await inbox.waitFor(10, 15_000);
@@ -133,12 +134,13 @@ test("every kind of read waits: one in a transaction, one that blocks, a re-read
   const connections: Redis[] = [];
   // Each read runs on a fresh connection, so only its own write can give its wait anything
   // to cover (on a connection that wrote nothing, WAITAOF answers at once).
-  const freshStream = (consumer: string) => {
+  // Reads that must time out wait 300 ms; reads that must succeed get 2 s, for a slow disk.
+  const freshStream = (consumer: string, timeoutMs = 300) => {
     const reader = new Redis(primary.url);
     const writer = new Redis(primary.url);
     connections.push(reader, writer);
     return new OutboxStream(reader, writer, keys, outboxConsumerGroup, consumer, {
-      timeoutMs: 300,
+      timeoutMs,
       observeWaitMs: () => undefined,
       abandon: () => false,
     });
@@ -147,7 +149,7 @@ test("every kind of read waits: one in a transaction, one that blocks, a re-read
     await freshStream("a").ensureGroup();
     // Durable entries: a read of them succeeds.
     await writeEvents(valkey, partition, 0, 3);
-    expect((await freshStream("a").readNew(10, 0)).entries).toHaveLength(3);
+    expect((await freshStream("a", 2_000).readNew(10, 0)).entries).toHaveLength(3);
 
     // A read in a transaction (one that does not wait for entries).
     pause();
@@ -172,7 +174,7 @@ test("every kind of read waits: one in a transaction, one that blocks, a re-read
       DurabilityTimeoutError,
     );
     resume();
-    expect((await freshStream("c").readOwnPending("0", 10)).entries).toHaveLength(2);
+    expect((await freshStream("c", 2_000).readOwnPending("0", 10)).entries).toHaveLength(2);
   } finally {
     if (paused) resume();
     for (const connection of connections) connection.disconnect();

@@ -1,6 +1,6 @@
 // stopProcesses on a process group whose leader exits on SIGTERM before its child: the
 // shape of RabbitMQ's wrapper signalled between starting beam.smp and noting its pid.
-import { expect, test } from "bun:test";
+import { afterEach, expect, test } from "bun:test";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,10 +13,17 @@ import {
 } from "../../src/stack/process";
 import { eventually } from "../support/eventually";
 
-test("a group leader that exits first does not leave its child running", async () => {
+/** The sleeps each test started, killed afterwards if a failed test left them running. */
+const started: { pid: number; startTicks: number | undefined }[] = [];
+afterEach(() => {
+  for (const { pid, startTicks } of started.splice(0)) {
+    if (isRunning(pid, startTicks)) process.kill(pid, "SIGKILL");
+  }
+});
+
+/** A shell that exits on SIGTERM without passing it on, and the sleep it leaves behind. */
+async function leaderWithChild(): Promise<{ leader: number; leaderTicks?: number; child: number }> {
   const dir = mkdtempSync(join(tmpdir(), "matchd-stop-group-"));
-  // The shell exits on SIGTERM without passing it on, so its sleep outlives it unless the
-  // whole group is stopped.
   const leader = spawnDetached("sh", ["-c", 'trap "exit 0" TERM; sleep 300 & wait'], {
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
     logFile: join(dir, "leader.log"),
@@ -28,11 +35,30 @@ test("a group leader that exits first does not leave its child running", async (
     5_000,
   );
   const child = childrenNamed(leader.pid, "sleep")[0]!;
+  started.push({ pid: child, startTicks: processStartTicks(child) });
+  return { leader: leader.pid, leaderTicks: processStartTicks(leader.pid), child };
+}
+
+test("a group leader that exits first does not leave its child running", async () => {
+  const { leader, leaderTicks, child } = await leaderWithChild();
   const stopped = await stopProcesses(
-    [{ pid: leader.pid, startTicks: processStartTicks(leader.pid), group: true }],
+    [{ pid: leader, startTicks: leaderTicks, group: true }],
     5_000,
   );
-  expect(stopped).toEqual([leader.pid]);
-  expect(isRunning(leader.pid)).toBe(false);
+  expect(stopped).toEqual([leader]);
+  expect(isRunning(leader)).toBe(false);
+  expect(isRunning(child)).toBe(false);
+}, 20_000);
+
+test("a group whose leader was already gone before the stop still has its orphans stopped", async () => {
+  const { leader, leaderTicks, child } = await leaderWithChild();
+  process.kill(leader, "SIGTERM");
+  await eventually("the leader gone", () => !isRunning(leader, leaderTicks), 5_000);
+  expect(isRunning(child)).toBe(true);
+  const stopped = await stopProcesses(
+    [{ pid: leader, startTicks: leaderTicks, group: true }],
+    5_000,
+  );
+  expect(stopped).toEqual([leader]);
   expect(isRunning(child)).toBe(false);
 }, 20_000);

@@ -3,7 +3,8 @@
  * `matching:{matching-p<N>}:` so that one partition's keys share one hash slot. One
  * exception, by design: the fencing epoch counter lives under `fencing:{matching-p<N>}:`
  * (same hash slot) so that a reset of every `matching:*` key keeps it; a datastore user
- * restricted by ACL must be allowed `fencing:*` too.
+ * restricted by ACL must be allowed `fencing:*` too. The boot check's probe key
+ * (`durability-probe`, src/infra/boot.ts) is built from `prefix` where it is used.
  */
 
 export interface PartitionKeys {
