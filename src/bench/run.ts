@@ -174,8 +174,14 @@ async function runWithStack(
     (!existsSync(join(ownDir, "stack.json")) ||
       !(await stackStatus(ownDir)).processes.some((p) => p.running));
   let starting: Promise<BenchStack> | undefined;
-  const cleanup = async () => {
-    for (const service of services.reverse()) await service.stop().catch(() => undefined);
+  // Runs once, whoever asks first (a signal, or the end of the run) and however often.
+  let cleaning: Promise<void> | undefined;
+  const cleanup = () => {
+    cleaning ??= stopEverything();
+    return cleaning;
+  };
+  const stopEverything = async () => {
+    for (const service of [...services].reverse()) await service.stop().catch(() => undefined);
     if (stack !== undefined) await stack.teardown();
     else if (startingFresh && !options.keepStack && ownDir !== undefined) {
       await stackDown({ dir: ownDir }).catch(() => undefined);
@@ -372,9 +378,12 @@ async function runWithStack(
     }
     return finish(report, options);
   } finally {
+    // Still listening while the cleanup runs: a Ctrl-C now must not end the process first.
+    await cleanup();
+    // An interrupt ends the process with 130 once the cleanup is done.
+    if (interrupted !== undefined) await interrupted;
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
-    await cleanup();
   }
 }
 

@@ -88,7 +88,7 @@ export class DeliveryLoop {
   private ackBuffer: AckItem[] = [];
   private flushing: Promise<void> | null = null;
   private attempt = 0;
-  /** Durability timeouts since a publish was last confirmed: only the first is a warning. */
+  /** Durability timeouts since a read was last confirmed durable: only the first is a warning. */
   private durabilityTimeoutsInARow = 0;
   /** The entry a failure stopped at; its confirm proves the retry got past it. */
   private failedEntryId: string | null = null;
@@ -254,7 +254,7 @@ export class DeliveryLoop {
       // publication once the replica catches up (up to the 30 s cap). A floor keeps a short
       // durability timeout from turning an outage into a busy loop of sessions.
       const elapsedMs = performance.now() - sessionStarted;
-      if (elapsedMs < durabilityRetryFloorMs)
+      if (elapsedMs < durabilityRetryFloorMs && !this.stopping && this.interrupt === null)
         await this.wakeup.wait(durabilityRetryFloorMs - elapsedMs);
       return "again";
     }
@@ -363,6 +363,13 @@ export class DeliveryLoop {
 
   private async publishBatch(entries: readonly StreamEntry[]): Promise<void> {
     if (entries.length === 0) return;
+    // Entries reach here only once their read was confirmed durable.
+    if (this.durabilityTimeoutsInARow > 0) {
+      this.log.info("outbox reads confirmed durable again", {
+        timeouts: this.durabilityTimeoutsInARow,
+      });
+      this.durabilityTimeoutsInARow = 0;
+    }
     this.metrics.batchSize.observe(entries.length);
     const publisher = this.publisher!;
     const generation = this.generation;
@@ -420,7 +427,6 @@ export class DeliveryLoop {
     this.outstanding--;
     if (outcome === "ack") {
       this.metrics.published.inc();
-      this.durabilityTimeoutsInARow = 0;
       this.metrics.confirmLatency.observe((performance.now() - record.publishedAt) / 1000);
       if (record.event.entryId === this.failedEntryId) {
         // The retry got past the entry that failed: the trouble is over.

@@ -210,7 +210,7 @@ export async function stackUp({
     return toInfo(record);
   } catch (error) {
     // Nothing half-started may outlive a failed start: stop what did come up.
-    await stopProcesses(spawned, 10_000).catch(() => {});
+    await stopProcesses(spawned, 10_000, root).catch(() => {});
     throw error;
   }
 }
@@ -244,9 +244,10 @@ export async function stackDown({ dir }: { dir: string }): Promise<{ stopped: st
     ...(await stopProcesses(
       byName(["valkey-primary", "valkey-replica", "rabbitmq", "rabbitmq-beam"]),
       15_000,
+      root,
     )),
     // epmd last: the node deregisters from it while it shuts down.
-    ...(await stopProcesses(byName(["epmd"]), 5_000)),
+    ...(await stopProcesses(byName(["epmd"]), 5_000, root)),
   ];
   return {
     stopped: record.processes.filter((p) => stoppedPids.includes(p.pid)).map((p) => p.name),

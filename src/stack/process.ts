@@ -1,7 +1,15 @@
 // Process plumbing for the private local stack: detached spawning, liveness that
 // survives pid reuse and unreaped zombies, free loopback ports, and bounded waits.
 import { spawn } from "node:child_process";
-import { accessSync, closeSync, constants, openSync, readdirSync, readFileSync } from "node:fs";
+import {
+  accessSync,
+  closeSync,
+  constants,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+} from "node:fs";
 import { createServer, type Server } from "node:net";
 
 export type StackErrorCode =
@@ -270,18 +278,37 @@ function groupMembers(pgid: number): { pid: number; ppid: number }[] {
   return found;
 }
 
+/** Whether a process's working directory or command line lies under or names `dir`. */
+function belongsTo(pid: number, dir: string): boolean {
+  try {
+    if (readlinkSync(`/proc/${pid}/cwd`).startsWith(dir)) return true;
+  } catch {
+    // Gone, or not ours to read.
+  }
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(dir);
+  } catch {
+    return false;
+  }
+}
+
 /**
- * True when `pid`, once a recorded group leader, is gone (no process, or its own zombie)
- * while its group still has members: they are its orphans. A group id is not handed out
- * again while the group has members, so such a group can only be the one it led.
+ * True when `target`, a recorded group leader, is gone while its group still has members
+ * that are provably its orphans: the leader is its own zombie (same start time), or, once
+ * it was reaped, a member works in or names `owner` (the stack's directory). A group id
+ * can be taken by an unrelated group once the leader's group emptied, so without such
+ * proof a group is never adopted.
  */
-function orphanedGroup(target: { pid: number; startTicks?: number }): boolean {
+function orphanedGroup(target: { pid: number; startTicks?: number }, owner?: string): boolean {
   const stat = readStat(target.pid);
-  const leaderGone =
-    stat === undefined ||
-    ((stat.state === "Z" || stat.state === "X") &&
-      (target.startTicks === undefined || stat.startTicks === target.startTicks));
-  return leaderGone && groupMembers(target.pid).length > 0;
+  const members = () => groupMembers(target.pid);
+  if (stat === undefined)
+    return owner !== undefined && members().some((m) => belongsTo(m.pid, owner));
+  const ownZombie =
+    (stat.state === "Z" || stat.state === "X") &&
+    target.startTicks !== undefined &&
+    stat.startTicks === target.startTicks;
+  return ownZombie && members().length > 0;
 }
 
 type StopTarget = { pid: number; startTicks?: number; group?: boolean };
@@ -292,19 +319,34 @@ type StopTarget = { pid: number; startTicks?: number; group?: boolean };
  * detached), and it counts as stopped only when its whole group is gone: RabbitMQ's
  * wrapper script, signalled between starting beam.smp in the background and noting its
  * pid, exits and leaves the node running in its group. Such orphans are found even when
- * the leader was gone before the stop began. Returns the pids that were running (or
- * whose orphans were) when asked to stop.
+ * the leader was gone before the stop began (see orphanedGroup for the proof `owner`
+ * gives). Returns the pids that were running (or whose orphans were) when asked to stop.
  */
-export async function stopProcesses(targets: StopTarget[], graceMs: number): Promise<number[]> {
+export async function stopProcesses(
+  targets: StopTarget[],
+  graceMs: number,
+  owner?: string,
+): Promise<number[]> {
   const running = targets.filter(
-    (t) => isRunning(t.pid, t.startTicks) || (t.group === true && orphanedGroup(t)),
+    (t) => isRunning(t.pid, t.startTicks) || (t.group === true && orphanedGroup(t, owner)),
   );
-  // A group seen empty once is finished and never looked at again: its id may then be
-  // reused by an unrelated group leader.
+  // A group seen empty twice, 50 ms or more apart (one walk of /proc can miss a process
+  // forked meanwhile), is finished and never looked at again: its id may then be reused
+  // by an unrelated group leader.
   const finished = new Set<number>();
+  const emptySince = new Map<number, number>();
   const groupAlive = (t: StopTarget): boolean => {
     if (t.group !== true || finished.has(t.pid)) return false;
-    if (groupMembers(t.pid).length > 0) return true;
+    if (groupMembers(t.pid).length > 0) {
+      emptySince.delete(t.pid);
+      return true;
+    }
+    const since = emptySince.get(t.pid);
+    if (since === undefined) {
+      emptySince.set(t.pid, Date.now());
+      return true;
+    }
+    if (Date.now() - since < 50) return true;
     finished.add(t.pid);
     return false;
   };

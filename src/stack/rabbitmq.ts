@@ -161,7 +161,7 @@ export async function startRabbitmq({
     processes.push(spawned);
     onSpawn(spawned);
   };
-  const stopAll = () => stopProcesses([...processes].reverse(), 15_000);
+  const stopAll = () => stopProcesses([...processes].reverse(), 15_000, dir);
 
   try {
     // A private epmd in the foreground, so its pid is ours to record and stop. Erlang

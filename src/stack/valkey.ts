@@ -110,7 +110,7 @@ export async function startValkey({
   const startTicks = processStartTicks(child.pid) ?? 0;
   onSpawn({ pid: child.pid, startTicks });
   const stop = async () => {
-    await stopProcesses([{ pid: child.pid, startTicks, group: true }], 10_000);
+    await stopProcesses([{ pid: child.pid, startTicks, group: true }], 10_000, dir);
   };
   try {
     await waitUntil({

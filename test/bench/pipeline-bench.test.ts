@@ -32,7 +32,7 @@ async function bench(
   const timer = setTimeout(() => {
     child.kill("SIGTERM");
     setTimeout(() => child.kill("SIGKILL"), 35_000).unref();
-  }, 80_000);
+  }, 100_000);
   const [stdout, stderr, code] = await Promise.all([
     new Response(child.stdout).text(),
     new Response(child.stderr).text(),
@@ -98,7 +98,7 @@ describe("matchd bench pipeline boundaries", () => {
     expect(code).toBe(0);
     expect(existsSync(html)).toBe(true);
     expect(readFileSync(html, "utf8")).toContain("<svg");
-  }, 120_000);
+  }, 150_000);
 
   test("round-trip at an offered rate: latency from the scheduled send, invariants hold", async () => {
     const { code, report } = await bench([
@@ -116,7 +116,7 @@ describe("matchd bench pipeline boundaries", () => {
     // 300 commands offered at 200/s cannot take less than the schedule's 1.5 s.
     expect(report.seconds as number).toBeGreaterThanOrEqual(1.49);
     expect(code).toBe(0);
-  }, 120_000);
+  }, 150_000);
 
   test("conductor with --batch-max 1 still holds every invariant", async () => {
     const { code, report } = await bench([
@@ -131,7 +131,7 @@ describe("matchd bench pipeline boundaries", () => {
     expect((report.invariants as Record<string, unknown>).ok).toBe(true);
     expect((report.extra as Record<string, unknown>).batchMax).toBe(1);
     expect(code).toBe(0);
-  }, 120_000);
+  }, 150_000);
 
   test("outbox-drain: timed from the outbox's first read until the sink has every event", async () => {
     const { code, report } = await bench(["outbox-drain", "--events", "2000"]);
@@ -150,7 +150,7 @@ describe("matchd bench pipeline boundaries", () => {
     expect(extra.firstEventSeconds!).toBeLessThanOrEqual(extra.lastEventSeconds!);
     expect(report.seconds as number).toBeGreaterThanOrEqual(extra.lastEventSeconds!);
     expect(code).toBe(0);
-  }, 120_000);
+  }, 150_000);
 
   test("outbox-drain --sink queued: timed until the stream is empty and the sink's queue holds every event, read and checked after", async () => {
     const { code, report } = await bench(["outbox-drain", "--events", "2000", "--sink", "queued"]);
@@ -165,7 +165,7 @@ describe("matchd bench pipeline boundaries", () => {
     expect(extra.lastEventSeconds).toBe(-1);
     expect(extra.sinkReadSeconds as number).toBeGreaterThan(0);
     expect(code).toBe(0);
-  }, 120_000);
+  }, 150_000);
 
   test("--sink is refused outside outbox-drain and with an unknown mode, before any stack starts", async () => {
     for (const [args, message] of [
@@ -197,5 +197,5 @@ describe("matchd bench pipeline boundaries", () => {
     });
     expect((report.extra as Record<string, unknown>).flow).toBe("events");
     expect(code).toBe(0);
-  }, 120_000);
+  }, 150_000);
 });

@@ -83,11 +83,14 @@ test("entries not yet fsynced on the replica are not published until they are", 
         metricNumber(await outbox.metrics(), "matching_outbox_durability_timeouts_total") >= 2,
       15_000,
     );
-    // Each timed-out wait paced its own retry: no backoff on top of it.
+    // Each timed-out wait paced its own retry: no backoff on top of it; one warning for
+    // the episode.
     expect(outbox.stderr()).not.toContain("retrying after backoff");
+    expect(outbox.stderr().split("outbox read not confirmed durable").length - 1).toBe(1);
 
     resume();
     await inbox.waitFor(1210, 15_000);
+    expect(outbox.stderr()).toContain("outbox reads confirmed durable again");
     expect(inbox.firstDeliveryOrderKept()).toBe(true);
     expect(metricNumber(await outbox.metrics(), "matching_outbox_dead_letter_total")).toBe(0);
     expect(await outbox.stop()).toBe(0);
