@@ -169,7 +169,15 @@ export class OutboxStream {
     let others: number;
     const generation = connectionGeneration(this.reader);
     if (blockMs > 0) {
-      reply = await this.reader.call("XREADGROUP", ...read);
+      // The barrier goes out right behind the blocking read: the server runs it as soon as
+      // the read is served, in the same pass, so it costs no round trip or fsync of its own.
+      // (When the read times out empty, it is one small write per block period.)
+      [reply] = await Promise.all([
+        this.reader.call("XREADGROUP", ...read),
+        this.durability !== null
+          ? this.reader.set(this.keys.outboxReadBarrier, this.consumer, "PX", 60_000)
+          : undefined,
+      ]);
       others = await this.othersPending();
     } else {
       const transaction = this.reader
@@ -197,7 +205,7 @@ export class OutboxStream {
       const [id, fields] = item as [string, string[]];
       return { id, fields };
     });
-    if (entries.length > 0) await this.durableThroughRead(generation, blockMs > 0, abandon);
+    if (entries.length > 0) await this.durableThroughRead(generation, false, abandon);
     return { entries, othersPending: others };
   }
 
@@ -206,9 +214,10 @@ export class OutboxStream {
    * a replica: an event of a commit the datastore could still lose must not be published.
    * WAITAOF covers the writes of its own connection, so a write made after the read (its
    * offset is past every entry read) gives it something to cover: in the read's transaction,
-   * or on its own when `barrier` (the read itself cannot be relied on: a blocking read
-   * served when an entry arrived was seen to leave the wait nothing to cover, and a re-read
-   * of pending entries writes nothing). The read, the barrier and the wait must all
+   * right behind a blocking read, or on its own when `barrier` (the read itself cannot be
+   * relied on: a blocking read served when an entry arrived was seen to leave the wait
+   * nothing to cover, and a re-read of pending entries writes nothing). The read, the
+   * barrier and the wait must all
    * be on the connection of `generation` (taken before the read): after a reconnect the
    * wait would answer for a fresh connection that wrote nothing, and a read resent by the
    * client could have skipped entries that an earlier attempt moved into the pending list.
