@@ -339,6 +339,9 @@ export async function removePartition(
   publisher: Publisher,
   partition: number,
 ): Promise<void> {
+  // A test that failed midway may have left conductors running: gone first, or they would
+  // recreate the queue and keys being removed.
+  await disposeAll();
   await store.deleteAll();
   // The epoch counter outlives deleteAll (as it outlives any harness's reset); a test's
   // partition is gone for good, so its counter goes too.
