@@ -181,21 +181,32 @@ async function runWithStack(
     return cleaning;
   };
   const stopEverything = async () => {
-    for (const service of [...services].reverse()) await service.stop().catch(() => undefined);
-    if (stack !== undefined) await stack.teardown();
-    else if (startingFresh && !options.keepStack && ownDir !== undefined) {
+    // Drained, not copied: a service registers itself as soon as it is spawned (and one
+    // spawned after this loop is stopped by `register` below).
+    for (let service = services.pop(); service !== undefined; service = services.pop())
+      await service.stop().catch(() => undefined);
+    if (stack !== undefined) {
+      await stack.teardown().catch((error: unknown) => progress(`stack teardown: ${error}`));
+    } else if (startingFresh && !options.keepStack && ownDir !== undefined) {
       await stackDown({ dir: ownDir }).catch(() => undefined);
-      // A start still running can spawn (and record) one more server after that stop read
-      // the record, e.g. the replica once the primary answered. The failed start stops what
-      // it spawned; a bounded wait for it, then one more stop, leaves nothing behind.
-      if (starting !== undefined) {
-        await withinMs(
-          starting.catch(() => undefined),
-          20_000,
-        );
+      // A start still running can spawn (and record) more servers after that stop read the
+      // record, e.g. the replica once the primary answered: stopped again every second
+      // until the start settles (its waits end soon once a server it needs is gone).
+      const settled = starting?.then(
+        () => true,
+        () => true,
+      );
+      for (let i = 0; settled !== undefined && i < 60; i++) {
+        const done = (await withinMs(settled, 1000)) === true;
         await stackDown({ dir: ownDir }).catch(() => undefined);
+        if (done) break;
       }
     }
+  };
+  /** Tracks a service from its spawn; one spawned once the cleanup began is stopped at once. */
+  const register = (service: ServiceProcess) => {
+    services.push(service);
+    if (cleaning !== undefined) void service.stop().catch(() => undefined);
   };
   let interrupted: Promise<void> | undefined;
   const onSignal = () => {
@@ -262,7 +273,14 @@ async function runWithStack(
     } else if (boundary === "broker") {
       report = await brokerReport(effective, flags, seed, envFacts, progress);
     } else if (boundary === "outbox-drain") {
-      report = await outboxDrainReport(effective, flags, base, envFacts, services, progress);
+      report = await outboxDrainReport(
+        effective,
+        flags,
+        base,
+        envFacts,
+        { services, register },
+        progress,
+      );
     } else {
       const pipelineBoundary = boundary as PipelineBoundary;
       const valkey = createValkey(active.datastoreUrl, { name: "matchd-bench-reset" });
@@ -279,8 +297,8 @@ async function runWithStack(
           "conductor",
           { ...base, "--batch-max": config.batchMax, "--prefetch": config.prefetch },
           progress,
+          register,
         );
-        services.push(service);
         conductor = service.url;
       }
       let outbox = outboxUrl;
@@ -290,8 +308,8 @@ async function runWithStack(
           "outbox",
           { ...base, "--window": config.outboxWindow, "--read-count": config.outboxReadCount },
           progress,
+          register,
         );
-        services.push(service);
         outbox = service.url;
       }
       const defaultCommands = pipelineBoundary === "round-trip" ? 10_000 : 20_000;
@@ -368,6 +386,8 @@ async function runWithStack(
         histogram: histogramSeries(result.latency),
       };
     }
+    // An interrupt tore the run down meanwhile: its figures are not a report.
+    if (interrupted !== undefined || cleaning !== undefined) return 130;
     const reportFile = flags.get("--report");
     if (reportFile) {
       writeFileSync(
@@ -378,12 +398,15 @@ async function runWithStack(
     }
     return finish(report, options);
   } finally {
-    // Still listening while the cleanup runs: a Ctrl-C now must not end the process first.
-    await cleanup();
-    // An interrupt ends the process with 130 once the cleanup is done.
-    if (interrupted !== undefined) await interrupted;
-    process.off("SIGINT", onSignal);
-    process.off("SIGTERM", onSignal);
+    try {
+      // Still listening while the cleanup runs: a Ctrl-C now must not end the process first.
+      await cleanup();
+      // An interrupt ends the process with 130 once the cleanup is done.
+      if (interrupted !== undefined) await interrupted;
+    } finally {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+    }
   }
 }
 
@@ -575,7 +598,10 @@ async function outboxDrainReport(
   flags: ReadonlyMap<string, string>,
   base: Record<string, string | number>,
   environment: Record<string, string>,
-  services: ServiceProcess[],
+  {
+    services,
+    register,
+  }: { services: ServiceProcess[]; register: (service: ServiceProcess) => void },
   progress: (line: string) => void,
 ): Promise<BenchReport> {
   const events = intFlag(flags, "--events", intFlag(flags, "--commands", 100_000));
@@ -599,13 +625,15 @@ async function outboxDrainReport(
           ...extra,
         },
         progress,
+        register,
       );
-      services.push(service);
       return {
         metricsUrl: `${service.url}/metrics`,
         stop: async () => {
           await service.stop();
-          services.splice(services.indexOf(service), 1);
+          // Gone from the list already when the cleanup took it.
+          const at = services.indexOf(service);
+          if (at >= 0) services.splice(at, 1);
         },
       };
     },

@@ -75,6 +75,8 @@ export async function startService(
   name: "conductor" | "outbox",
   flags: Record<string, string | number>,
   progress: (line: string) => void,
+  /** Told about the service as soon as it is spawned, before it is ready. */
+  register: (service: ServiceProcess) => void = () => undefined,
 ): Promise<ServiceProcess> {
   const port = (await freePorts(1))[0]!;
   const args = Object.entries({ ...flags, "--http-port": port }).flatMap(([flag, value]) => [
@@ -111,6 +113,7 @@ export async function startService(
       return code;
     },
   };
+  register(service);
   const deadline = Date.now() + 60_000;
   for (;;) {
     if (child.exitCode !== null) {

@@ -278,15 +278,38 @@ function groupMembers(pgid: number): { pid: number; ppid: number }[] {
   return found;
 }
 
-/** Whether a process's working directory or command line lies under or names `dir`. */
+/** `path` is `dir` or lies under it. */
+function within(path: string, dir: string): boolean {
+  return path === dir || path.startsWith(`${dir}/`);
+}
+
+/**
+ * This process and its ancestors: never taken for a stack's orphans, even when one names
+ * the stack's directory on its command line (`matchd bench --dir D`).
+ */
+function ownLineage(): Set<number> {
+  const lineage = new Set<number>();
+  for (let pid = process.pid; pid > 1 && !lineage.has(pid); ) {
+    lineage.add(pid);
+    pid = readStat(pid)?.ppid ?? 0;
+  }
+  return lineage;
+}
+
+/**
+ * Whether a process's working directory lies in `dir`, or an argument on its command line
+ * names `dir` or a path under it (beam.smp names its home there).
+ */
 function belongsTo(pid: number, dir: string): boolean {
   try {
-    if (readlinkSync(`/proc/${pid}/cwd`).startsWith(dir)) return true;
+    if (within(readlinkSync(`/proc/${pid}/cwd`), dir)) return true;
   } catch {
     // Gone, or not ours to read.
   }
   try {
-    return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(dir);
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8")
+      .split("\0")
+      .some((arg) => within(arg, dir));
   } catch {
     return false;
   }
@@ -302,8 +325,14 @@ function belongsTo(pid: number, dir: string): boolean {
 function orphanedGroup(target: { pid: number; startTicks?: number }, owner?: string): boolean {
   const stat = readStat(target.pid);
   const members = () => groupMembers(target.pid);
-  if (stat === undefined)
-    return owner !== undefined && members().some((m) => belongsTo(m.pid, owner));
+  if (stat === undefined) {
+    if (owner === undefined) return false;
+    const found = members();
+    const lineage = ownLineage();
+    // Never a group this process (or one of its ancestors) is in.
+    if (found.some((m) => lineage.has(m.pid))) return false;
+    return found.some((m) => belongsTo(m.pid, owner));
+  }
   const ownZombie =
     (stat.state === "Z" || stat.state === "X") &&
     target.startTicks !== undefined &&
@@ -327,9 +356,14 @@ export async function stopProcesses(
   graceMs: number,
   owner?: string,
 ): Promise<number[]> {
+  // Groups whose leader is seen running are ours until they empty; a group adopted without
+  // its leader is ours only while the proof holds, so it is checked again before each signal.
+  const verified = new Set(targets.filter((t) => isRunning(t.pid, t.startTicks)).map((t) => t.pid));
   const running = targets.filter(
-    (t) => isRunning(t.pid, t.startTicks) || (t.group === true && orphanedGroup(t, owner)),
+    (t) => verified.has(t.pid) || (t.group === true && orphanedGroup(t, owner)),
   );
+  const lineage = ownLineage();
+  const stillOurs = (t: StopTarget) => verified.has(t.pid) || orphanedGroup(t, owner);
   // A group seen empty twice, 50 ms or more apart (one walk of /proc can miss a process
   // forked meanwhile), is finished and never looked at again: its id may then be reused
   // by an unrelated group leader.
@@ -360,10 +394,15 @@ export async function stopProcesses(
     for (const leader of running) {
       if (leader.group !== true || finished.has(leader.pid)) continue;
       if (isRunning(leader.pid, leader.startTicks)) continue;
+      if (!stillOurs(leader)) {
+        finished.add(leader.pid);
+        continue;
+      }
       const members = groupMembers(leader.pid);
       const inGroup = new Set(members.map((m) => m.pid));
       for (const member of members) {
         if (inGroup.has(member.ppid) || orphansSignalled.has(member.pid)) continue;
+        if (lineage.has(member.pid)) continue;
         orphansSignalled.add(member.pid);
         signal(member.pid, "SIGTERM");
       }
@@ -372,8 +411,13 @@ export async function stopProcesses(
   }
   const stubborn = running.filter(alive);
   for (const t of stubborn) {
-    if (t.group && !finished.has(t.pid)) signal(-t.pid, "SIGKILL");
-    signal(t.pid, "SIGKILL");
+    const killGroup =
+      t.group === true &&
+      !finished.has(t.pid) &&
+      stillOurs(t) &&
+      !groupMembers(t.pid).some((m) => lineage.has(m.pid));
+    if (killGroup) signal(-t.pid, "SIGKILL");
+    if (isRunning(t.pid, t.startTicks)) signal(t.pid, "SIGKILL");
   }
   const killDeadline = Date.now() + 5000;
   while (stubborn.some(alive) && Date.now() < killDeadline) {

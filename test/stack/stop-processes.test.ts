@@ -68,6 +68,8 @@ test("a group whose leader was already gone before the stop still has its orphan
   // is left alone: its id could belong to an unrelated group by now.
   const target = { pid: leader, startTicks: leaderTicks, group: true };
   expect(await stopProcesses([target], 5_000, "/nonexistent-stack-dir")).toEqual([]);
+  // A directory whose name merely starts the same is not proof either.
+  expect(await stopProcesses([target], 5_000, dir.slice(0, -1))).toEqual([]);
   expect(isRunning(child)).toBe(true);
   expect(await stopProcesses([target], 5_000, dir)).toEqual([leader]);
   expect(isRunning(child)).toBe(false);
