@@ -239,7 +239,7 @@ export class DeliveryLoop {
         durabilityTimedOut = error instanceof DurabilityTimeoutError;
         if (durabilityTimedOut) {
           this.metrics.durabilityTimeouts.inc();
-          // One warning per episode (until a publish is confirmed); the repeats at debug.
+          // One warning per episode (until a read is confirmed durable); the repeats at debug.
           if (this.durabilityTimeoutsInARow++ === 0)
             this.log.warn("outbox read not confirmed durable; retrying until it is", { error });
           else this.log.debug("outbox read still not confirmed durable", { error });
@@ -363,7 +363,7 @@ export class DeliveryLoop {
 
   private async publishBatch(entries: readonly StreamEntry[]): Promise<void> {
     if (entries.length === 0) return;
-    // Entries reach here only once their read was confirmed durable.
+    // Under aof-replicated, entries reach here only once their read was confirmed durable.
     if (this.durabilityTimeoutsInARow > 0) {
       this.log.info("outbox reads confirmed durable again", {
         timeouts: this.durabilityTimeoutsInARow,
