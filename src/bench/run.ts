@@ -180,15 +180,20 @@ async function runWithStack(
     cleaning ??= stopEverything();
     return cleaning;
   };
-  const stopEverything = async () => {
+  const stopServices = async () => {
     // Drained, not copied: a service registers itself as soon as it is spawned (and one
-    // spawned after this loop is stopped by `register` below).
+    // spawned after this loop is stopped by `register` below, and waited for at the end).
     for (let service = services.pop(); service !== undefined; service = services.pop())
       await service.stop().catch(() => undefined);
+  };
+  const stopEverything = async () => {
+    await stopServices();
+    const logStop = (error: unknown) => progress(`stopping the stack: ${error}`);
     if (stack !== undefined) {
-      await stack.teardown().catch((error: unknown) => progress(`stack teardown: ${error}`));
-    } else if (startingFresh && !options.keepStack && ownDir !== undefined) {
-      await stackDown({ dir: ownDir }).catch(() => undefined);
+      await stack.teardown().catch(logStop);
+    } else if (startingFresh && ownDir !== undefined) {
+      // A start cut short (even with --keep-stack: a stack that never came up is not kept).
+      await stackDown({ dir: ownDir }).catch(logStop);
       // A start still running can spawn (and record) more servers after that stop read the
       // record, e.g. the replica once the primary answered: stopped again every second
       // until the start settles (its waits end soon once a server it needs is gone).
@@ -196,12 +201,14 @@ async function runWithStack(
         () => true,
         () => true,
       );
-      for (let i = 0; settled !== undefined && i < 60; i++) {
+      const deadline = Date.now() + 60_000;
+      while (settled !== undefined && Date.now() < deadline) {
         const done = (await withinMs(settled, 1000)) === true;
-        await stackDown({ dir: ownDir }).catch(() => undefined);
+        await stackDown({ dir: ownDir }).catch(logStop);
         if (done) break;
       }
     }
+    await stopServices();
   };
   /** Tracks a service from its spawn; one spawned once the cleanup began is stopped at once. */
   const register = (service: ServiceProcess) => {

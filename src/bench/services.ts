@@ -100,17 +100,23 @@ export async function startService(
     }
   })();
   const url = `http://127.0.0.1:${port}`;
+  // One stop, however often asked: a second SIGTERM would end the service mid-shutdown
+  // (it listens for the first one only), e.g. before the outbox released its lease.
+  let stopping: Promise<number> | undefined;
   const service: ServiceProcess = {
     name,
     url,
     exited: child.exited,
     kill: () => child.kill("SIGKILL"),
-    stop: async () => {
-      child.kill("SIGTERM");
-      const timeout = setTimeout(() => child.kill("SIGKILL"), 15_000);
-      const code = await child.exited;
-      clearTimeout(timeout);
-      return code;
+    stop: () => {
+      stopping ??= (async () => {
+        child.kill("SIGTERM");
+        const timeout = setTimeout(() => child.kill("SIGKILL"), 15_000);
+        const code = await child.exited;
+        clearTimeout(timeout);
+        return code;
+      })();
+      return stopping;
     },
   };
   register(service);

@@ -9,6 +9,7 @@ import {
   readdirSync,
   readFileSync,
   readlinkSync,
+  realpathSync,
 } from "node:fs";
 import { createServer, type Server } from "node:net";
 
@@ -301,15 +302,22 @@ function ownLineage(): Set<number> {
  * names `dir` or a path under it (beam.smp names its home there).
  */
 function belongsTo(pid: number, dir: string): boolean {
+  // /proc shows real paths; the directory may have been given through a symlink.
+  const dirs = [dir];
   try {
-    if (within(readlinkSync(`/proc/${pid}/cwd`), dir)) return true;
+    const real = realpathSync(dir);
+    if (real !== dir) dirs.push(real);
+  } catch {
+    // Gone: its given name is all there is.
+  }
+  const inDirs = (path: string) => dirs.some((d) => within(path, d));
+  try {
+    if (inDirs(readlinkSync(`/proc/${pid}/cwd`))) return true;
   } catch {
     // Gone, or not ours to read.
   }
   try {
-    return readFileSync(`/proc/${pid}/cmdline`, "utf8")
-      .split("\0")
-      .some((arg) => within(arg, dir));
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").some(inDirs);
   } catch {
     return false;
   }
