@@ -165,14 +165,7 @@ export class Conductor {
         const committedAt = performance.now();
         const durable =
           this.config.durability === "aof-replicated"
-            ? this.store.waitDurable(this.config.durabilityTimeoutMs).then((waitedMs) => {
-                if (this.store.writerConnection() !== connection) {
-                  throw new Error(
-                    "the datastore connection was re-established between the commit and its durability wait",
-                  );
-                }
-                return waitedMs;
-              })
+            ? this.store.waitDurable(this.config.durabilityTimeoutMs, connection)
             : Promise.resolve(0);
         // Observed by finish(); this only keeps an early rejection from being "unhandled".
         durable.catch(() => undefined);

@@ -112,8 +112,9 @@ export class ConductorStore {
     }
   }
 
-  waitDurable(timeoutMs: number): Promise<number> {
-    return waitDurable(this.writer, timeoutMs);
+  /** Waits for the writes made on the writer connection of `writtenOn` (see writerConnection). */
+  waitDurable(timeoutMs: number, writtenOn: number): Promise<number> {
+    return waitDurable(this.writer, timeoutMs, { writtenOn });
   }
 
   /** Reads every resting order of the partition, in FIFO order per book side. */

@@ -232,18 +232,11 @@ export class OutboxStream {
     if (this.durability === null) return;
     if (barrier) await this.reader.set(this.keys.outboxReadBarrier, this.consumer, "PX", 60_000);
     const durability = this.durability;
-    const waitedMs = await waitDurable(
-      this.reader,
-      durability.timeoutMs,
-      () => durability.abandon() || abandon(),
-    );
-    if (connectionGeneration(this.reader) !== generation) {
-      throw new StreamError(
-        "RECONNECTED",
-        "the datastore connection was re-established between a read and its durability wait",
-      );
-    }
-    this.durability.observeWaitMs(waitedMs);
+    const waitedMs = await waitDurable(this.reader, durability.timeoutMs, {
+      abandon: () => durability.abandon() || abandon(),
+      writtenOn: generation,
+    });
+    durability.observeWaitMs(waitedMs);
   }
 
   /** How many entries are pending for consumers other than this one (0 when the group is missing). */

@@ -5,7 +5,7 @@
 
 import type { DurabilityPolicy } from "../../config/schema";
 import { withinMs } from "../within";
-import { parseInfo, type Valkey } from "./client";
+import { connectionGeneration, parseInfo, type Valkey } from "./client";
 
 export interface CheckOutcome {
   name: string;
@@ -173,16 +173,29 @@ async function waitAof(valkey: Valkey, timeoutMs: number): Promise<[number, numb
 // once-a-second report; re-asking in short slices lets the next REPLCONF ACK through.
 const waitSliceMs = 2;
 
+/** The connection was re-established between the writes a wait was to cover and its end. */
+export class ConnectionChangedError extends Error {
+  constructor() {
+    super(
+      "the datastore connection was re-established between the writes and their durability wait",
+    );
+  }
+}
+
 /**
  * Waits until the primary and at least one replica have fsynced everything this
  * connection wrote, re-issuing short WAITAOF calls until the deadline. Throws
  * DurabilityTimeoutError when the deadline passes first, and WaitAbandonedError as soon
  * as `abandon` says the caller no longer wants the answer (checked between slices).
+ * WAITAOF covers only the writes of its own physical connection, and ioredis resends a
+ * command in flight at a disconnect on the next one, where a WAITAOF answers at once: with
+ * `writtenOn` (the connectionGeneration the writes went out on), a wait that ends on
+ * another connection throws ConnectionChangedError instead of answering.
  */
 export async function waitDurable(
   valkey: Valkey,
   timeoutMs: number,
-  abandon: () => boolean = () => false,
+  { abandon, writtenOn }: { abandon?: () => boolean; writtenOn?: number } = {},
 ): Promise<number> {
   const started = performance.now();
   let local = 0;
@@ -195,8 +208,12 @@ export async function waitDurable(
     const reply = await withinMs(waitAof(valkey, slice), timeoutMs - elapsed + slice);
     if (reply === undefined) throw new DurabilityTimeoutError(timeoutMs, local, replicas);
     [local, replicas] = reply;
-    if (local >= 1 && replicas >= 1) return performance.now() - started;
-    if (abandon()) throw new WaitAbandonedError();
+    if (local >= 1 && replicas >= 1) {
+      if (writtenOn !== undefined && connectionGeneration(valkey) !== writtenOn)
+        throw new ConnectionChangedError();
+      return performance.now() - started;
+    }
+    if (abandon?.()) throw new WaitAbandonedError();
     if (performance.now() - started >= timeoutMs) {
       throw new DurabilityTimeoutError(timeoutMs, local, replicas);
     }
