@@ -72,11 +72,9 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
   const prefill = workload.prefill();
   const total = options.warmup + options.commands;
   const bodies: Buffer[] = [];
-  const ids: string[] = [];
   // Every command sent, in order: replayed in-process at the end for the expected book digest.
   const sent: CommandEnvelope[] = [];
   const encode = (command: CommandEnvelope) => {
-    ids.push(command.commandId);
     sent.push(command);
     bodies.push(Buffer.from(JSON.stringify(command)));
   };
@@ -109,8 +107,8 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
   const lastEventAt = new Float64Array(bodies.length);
   const fills = new Int32Array(bodies.length);
   const indexOf = new Map<string, number>();
-  ids.forEach((id, i) => {
-    indexOf.set(id, i);
+  sent.forEach((command, i) => {
+    indexOf.set(command.commandId, i);
   });
 
   const latency = new LatencyHistogram();
@@ -199,8 +197,8 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
       persistent: true,
       contentType: "application/json",
       replyTo: useReplies ? replyQueue : undefined,
-      correlationId: ids[i],
-      messageId: ids[i],
+      correlationId: sent[i]!.commandId,
+      messageId: sent[i]!.commandId,
       timestamp: Date.now(),
     });
     publishLatency.record((performance.now() - started) * 1e6);

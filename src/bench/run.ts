@@ -394,7 +394,7 @@ async function runWithStack(
       };
     }
     // An interrupt tore the run down meanwhile: its figures are not a report.
-    if (interrupted !== undefined || cleaning !== undefined) return 130;
+    if (cleaning !== undefined) return 130;
     const reportFile = flags.get("--report");
     if (reportFile) {
       writeFileSync(

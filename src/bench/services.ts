@@ -47,11 +47,7 @@ export async function ensureStack(options: {
       teardown: async () => {},
     };
   }
-  if (options.datastoreGiven !== options.brokerGiven) {
-    throw new Error(
-      "give both the datastore and the broker URL (MATCHING_DATASTORE_URL / --datastore-url and MATCHING_BROKER_URL / --broker-url), or neither (a private stack is started)",
-    );
-  }
+  // One URL without the other was refused with the other flag problems (run.ts).
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), "matchd-bench-"));
   options.progress(`starting private stack in ${dir}`);
   const info = await stackUp({ dir, log: (line) => options.progress(`stack: ${line}`) });

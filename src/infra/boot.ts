@@ -15,7 +15,7 @@ export class PolicyRefusedError extends Error {
   readonly code = "POLICY_REFUSED";
   constructor(
     readonly failures: CheckOutcome[],
-    policy = "aof-replicated",
+    policy: string,
   ) {
     super(
       `refusing to boot: the datastore cannot honour MATCHING_DURABILITY=${policy}\n` +
@@ -26,10 +26,11 @@ export class PolicyRefusedError extends Error {
 
 export async function runDatastoreChecks(config: Config): Promise<CheckOutcome[]> {
   // A server that accepts the connection and never answers must not hang the boot.
+  const boundMs = Math.max(5000, 2 * config.durabilityTimeoutMs);
   const valkey = createValkey(config.datastoreUrl, {
     name: "matchd-check",
     lazy: true,
-    commandTimeoutMs: Math.max(5000, 2 * config.durabilityTimeoutMs),
+    commandTimeoutMs: boundMs,
   });
   // A check must not retry forever against a dead server.
   valkey.options.retryStrategy = () => null;
@@ -39,7 +40,7 @@ export async function runDatastoreChecks(config: Config): Promise<CheckOutcome[]
     // Bounded too: ioredis stops its own connect timeout once TCP is up.
     await withinMs(
       valkey.connect().catch(() => undefined),
-      Math.max(5000, 2 * config.durabilityTimeoutMs),
+      boundMs,
     );
     const probeKey = `${partitionKeys(config.partition).prefix}durability-probe`;
     return await checkDatastore(valkey, config.durability, config.durabilityTimeoutMs, probeKey);

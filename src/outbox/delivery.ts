@@ -350,7 +350,7 @@ export class DeliveryLoop {
           // Caught up only when nothing failed meanwhile (a return or nack that arrived while
           // the read waited) and everything published so far was acknowledged by the broker.
           this.checkInterrupt();
-          if (this.outstanding === 0 && this.head === this.queue.length) this.caughtUp();
+          if (this.outstanding === 0 && this.head === this.queue.length) this.clearFailure();
           continue;
         }
         await this.publishBatch(entries);
@@ -429,10 +429,8 @@ export class DeliveryLoop {
       this.metrics.published.inc();
       this.metrics.confirmLatency.observe((performance.now() - record.publishedAt) / 1000);
       if (record.event.entryId === this.failedEntryId) {
-        // The retry got past the entry that failed: the trouble is over.
-        this.failedEntryId = null;
-        this.unroutableExchange = null;
-        this.attempt = 0;
+        // The retry got past the entry that failed.
+        this.clearFailure();
       } else if (record.event.exchange === this.unroutableExchange) {
         // That exchange routes again (its failed entry may be gone, deleted by someone else).
         this.unroutableExchange = null;
@@ -456,11 +454,12 @@ export class DeliveryLoop {
   }
 
   /**
-   * Everything up to the end of the stream is confirmed: whatever failed before is behind us,
-   * even when it failed with nothing in flight (an idle connection dropped) or its entry was
-   * deleted meanwhile, so the backoff starts from the beginning again at the next failure.
+   * Whatever failed before is behind us: the retry got past the failed entry, or everything
+   * up to the end of the stream is confirmed (also when it failed with nothing in flight, an
+   * idle connection dropped, or its entry was deleted meanwhile). The backoff starts from
+   * the beginning again at the next failure.
    */
-  private caughtUp(): void {
+  private clearFailure(): void {
     this.failedEntryId = null;
     this.unroutableExchange = null;
     this.attempt = 0;
