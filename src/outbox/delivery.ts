@@ -154,7 +154,7 @@ export class DeliveryLoop {
   }
 
   /** True once the current session must end (a stop, a lost lease, a failure): waits end early. */
-  get interrupted(): boolean {
+  private get interrupted(): boolean {
     return this.stopping || this.interrupt !== null || !this.lease.held();
   }
 
@@ -304,12 +304,13 @@ export class DeliveryLoop {
    */
   private async deliverOwnPending(): Promise<void> {
     let cursor = "0";
+    const abandon = this.abandonOutside(this.generation);
     for (;;) {
       this.checkInterrupt();
       const { entries, vanished, lastId } = await this.stream.readOwnPending(
         cursor,
         this.readCount,
-        this.abandonOutside(this.generation),
+        abandon,
       );
       if (lastId === null) return;
       if (vanished.length > 0) {
@@ -323,19 +324,16 @@ export class DeliveryLoop {
 
   private async deliverNew(): Promise<void> {
     let readAhead: Promise<NewEntries> | null = null;
+    const abandon = this.abandonOutside(this.generation);
     try {
       for (;;) {
         this.checkInterrupt();
         const { entries, othersPending } = await (readAhead ??
-          this.stream.readNew(
-            this.readCount,
-            this.readBlockMs,
-            this.abandonOutside(this.generation),
-          ));
+          this.stream.readNew(this.readCount, this.readBlockMs, abandon));
         readAhead = null;
         if (entries.length === this.readCount) {
           // A full batch means a backlog: fetch the next one while this one is published.
-          readAhead = this.stream.readNew(this.readCount, 0, this.abandonOutside(this.generation));
+          readAhead = this.stream.readNew(this.readCount, 0, abandon);
           // Its failure (NOGROUP after a deleted stream, a dropped connection) is seen when it
           // is awaited; until then it must not count as an unhandled rejection, which ends
           // the process.

@@ -68,7 +68,6 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
       ? {
           timeoutMs: config.durabilityTimeoutMs,
           observeWaitMs: (waitedMs) => metrics.durabilityWait.observe(waitedMs / 1000),
-          abandon: () => loop?.interrupted ?? true,
         }
       : null,
   );

@@ -49,8 +49,6 @@ export interface AckItem {
 export interface ReadDurability {
   timeoutMs: number;
   observeWaitMs: (waitedMs: number) => void;
-  /** True once the wait is no longer wanted (a stop or another interrupt): it ends early. */
-  abandon: () => boolean;
 }
 
 export class OutboxStream {
@@ -172,13 +170,16 @@ export class OutboxStream {
       // The barrier goes out right behind the blocking read: the server runs it as soon as
       // the read is served, in the same pass, so it costs no round trip or fsync of its own.
       // (When the read times out empty, it is one small write per block period.)
-      [reply] = await Promise.all([
+      // The pending count rides behind it too, so it is taken right after the read as well.
+      const [readReply, , pendingReply] = await Promise.all([
         this.reader.call("XREADGROUP", ...read),
         this.durability !== null
           ? this.reader.set(this.keys.outboxReadBarrier, this.consumer, "PX", 60_000)
           : undefined,
+        this.reader.call("XPENDING", this.keys.events, this.group),
       ]);
-      others = await this.othersPending();
+      reply = readReply;
+      others = this.othersIn(pendingReply);
     } else {
       const transaction = this.reader
         .multi()
@@ -233,7 +234,7 @@ export class OutboxStream {
     if (barrier) await this.reader.set(this.keys.outboxReadBarrier, this.consumer, "PX", 60_000);
     const durability = this.durability;
     const waitedMs = await waitDurable(this.reader, durability.timeoutMs, {
-      abandon: () => durability.abandon() || abandon(),
+      abandon,
       writtenOn: generation,
     });
     durability.observeWaitMs(waitedMs);

@@ -145,7 +145,6 @@ test("every kind of read waits: one in a transaction, one that blocks, a re-read
     return new OutboxStream(reader, writer, keys, outboxConsumerGroup, consumer, {
       timeoutMs,
       observeWaitMs: () => undefined,
-      abandon: () => false,
     });
   };
   try {
