@@ -3,13 +3,13 @@
 // behind, and a stack someone else started in --dir is left running.
 
 import { expect, test } from "bun:test";
-import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { stackDown, stackUp } from "../../src/stack/index";
 import { isRunning } from "../../src/stack/process";
 import { eventually } from "../support/eventually";
 import { matchdCommand } from "../support/stack";
+import { tempDir } from "../support/temp-dir";
 
 function bench(args: string[], env: Record<string, string> = {}) {
   const child = Bun.spawn([...matchdCommand, "bench", ...args], {
@@ -73,7 +73,7 @@ test("every bad bench flag is reported at once, before any stack starts", async 
 }, 30_000);
 
 test("an interrupt while the private stack starts stops what it started", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "matchd-bench-interrupt-"));
+  const dir = tempDir("matchd-bench-interrupt-");
   const run = bench(["conductor", "--commands", "100", "--dir", dir]);
   // RabbitMQ takes seconds to boot: interrupt once its node is on the way.
   await eventually("rabbitmq starting", () => run.stderr().includes("rabbitmq"), 30_000);
@@ -92,7 +92,7 @@ test("an interrupt while the private stack starts stops what it started", async 
 }, 90_000);
 
 test("a stack already running in --dir is used and left running", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "matchd-bench-reuse-"));
+  const dir = tempDir("matchd-bench-reuse-");
   const info = await stackUp({ dir });
   try {
     const run = bench(["datastore", "--commands", "50", "--dir", dir]);
@@ -105,4 +105,15 @@ test("a stack already running in --dir is used and left running", async () => {
   } finally {
     await stackDown({ dir });
   }
+}, 90_000);
+
+test("a private stack's directory the bench made is removed once the stack is stopped", async () => {
+  // TMPDIR points the bench's own temp directory into one this test can list.
+  const parent = tempDir("matchd-bench-own-dir-");
+  const run = bench(["datastore", "--commands", "50"], { TMPDIR: parent });
+  expect(await run.child.exited).toBe(0);
+  await run.reading;
+  expect(run.stderr()).toContain(`starting private stack in ${parent}/matchd-bench-`);
+  expect(run.stderr()).toContain("stopping private stack");
+  expect(readdirSync(parent)).toEqual([]);
 }, 90_000);

@@ -2,11 +2,11 @@
 // and a real headless Chromium renders the page with its three charts and headline figure.
 
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type ReportSeries, renderHtmlReport, SeriesRecorder } from "../../src/bench/html-report";
 import type { BenchReport } from "../../src/bench/report";
+import { tempDir } from "../support/temp-dir";
 
 const chromium = "/usr/bin/chromium";
 
@@ -93,7 +93,7 @@ describe("renderHtmlReport", () => {
         `${chromium} is missing; run scripts/install-chromium.sh (the test command should)`,
       );
     }
-    const dir = mkdtempSync(join(tmpdir(), "matchd-html-report-"));
+    const dir = tempDir("matchd-html-report-");
     try {
       const page = join(dir, "report.html");
       writeFileSync(page, renderHtmlReport(syntheticReport(), syntheticSeries()));

@@ -4,10 +4,10 @@
  * its invariants hold; the HTML report is written.
  */
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { matchdCommand, testStack } from "../support/stack";
+import { tempDir } from "../support/temp-dir";
 
 async function bench(
   args: string[],
@@ -62,7 +62,7 @@ const required = [
 
 describe("matchd bench pipeline boundaries", () => {
   test("full-pipeline: every event reaches the sinks, invariants hold, HTML report written", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "matchd-bench-test-"));
+    const dir = tempDir("matchd-bench-test-");
     const html = join(dir, "report.html");
     const { code, report, stderr } = await bench([
       "full-pipeline",

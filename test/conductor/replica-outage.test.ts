@@ -6,8 +6,6 @@
  * (where WAITAOF answers at once) never acknowledges a batch.
  */
 import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import amqp, { type ChannelModel } from "amqplib";
 import { createWorkload } from "../../src/bench/workloads";
@@ -15,6 +13,7 @@ import { type RunningValkey, startValkey } from "../../src/stack/index";
 import { waitForReplicatedAof } from "../../src/stack/valkey";
 import { startTcpProxy } from "../outbox/helpers";
 import { type TestStack, testStack, uniquePartition } from "../support/stack";
+import { tempDir } from "../support/temp-dir";
 import {
   disposeAll,
   eventually,
@@ -43,7 +42,7 @@ afterAll(async () => {
 });
 
 test("replica down: nothing acknowledged; replica back: everything completes once", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "matchd-replica-outage-"));
+  const dir = tempDir("matchd-replica-outage-");
   const primary = await startValkey({ dir: join(dir, "primary"), appendonly: true });
   servers.push(primary);
   const replicaOptions = {
@@ -144,7 +143,7 @@ test("replica down: nothing acknowledged; replica back: everything completes onc
 }, 90_000);
 
 test("a durability wait resent on a new datastore connection never acknowledges a batch", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "matchd-resent-wait-"));
+  const dir = tempDir("matchd-resent-wait-");
   const primary = await startValkey({ dir: join(dir, "primary"), appendonly: true });
   servers.push(primary);
   const replica = await startValkey({

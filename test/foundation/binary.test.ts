@@ -4,9 +4,9 @@
  * names in stack traces (no minification).
  */
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { tempDir } from "../support/temp-dir";
 
 const binary = join(import.meta.dir, "../../matchd");
 
@@ -16,7 +16,7 @@ describe("compiled matchd", () => {
   });
 
   test("ignores .env and bunfig.toml in its working directory", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "matchd-cwd-"));
+    const dir = tempDir("matchd-cwd-");
     // Either file, if read, would make the configuration invalid (exit 2) or break startup.
     writeFileSync(
       join(dir, ".env"),

@@ -4,13 +4,12 @@
  * and pass against the private stack.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Redis from "ioredis";
 import { type RunningValkey, startValkey } from "../../src/stack/index";
 import { eventually } from "../support/eventually";
 import { matchdCommand, spawnMatchd, testStack } from "../support/stack";
+import { tempDir } from "../support/temp-dir";
 
 async function matchd(args: string[], env: Record<string, string>) {
   const child = Bun.spawn([...matchdCommand, ...args], {
@@ -34,7 +33,7 @@ describe("durability policy at boot", () => {
   let lonePrimary: RunningValkey;
 
   beforeAll(async () => {
-    const dir = mkdtempSync(join(tmpdir(), "matchd-boot-"));
+    const dir = tempDir("matchd-boot-");
     noAof = await startValkey({ dir: join(dir, "no-aof"), appendonly: false });
     lonePrimary = await startValkey({ dir: join(dir, "lone"), appendonly: true });
     servers.push(noAof, lonePrimary);
@@ -50,7 +49,7 @@ describe("durability policy at boot", () => {
   });
 
   test("a replica without AOF: the probe write is never fsynced there, check exits 3", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "matchd-boot-replica-"));
+    const dir = tempDir("matchd-boot-replica-");
     const primary = await startValkey({ dir: join(dir, "primary"), appendonly: true });
     const replica = await startValkey({
       dir: join(dir, "replica"),

@@ -6,8 +6,6 @@
  * stop during a wait ends at once.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Redis from "ioredis";
 import { DurabilityTimeoutError } from "../../src/infra/valkey/durability";
@@ -16,6 +14,7 @@ import { OutboxStream } from "../../src/outbox/stream-reader";
 import { type RunningValkey, startValkey } from "../../src/stack/index";
 import { waitForReplicatedAof } from "../../src/stack/valkey";
 import { type TestStack, testStack, uniquePartition } from "../support/stack";
+import { tempDir } from "../support/temp-dir";
 import { eventually, Inbox, metricNumber, startOutbox, writeEvents } from "./helpers";
 
 let stack: TestStack;
@@ -26,7 +25,7 @@ let paused = false;
 
 beforeAll(async () => {
   stack = await testStack();
-  const dir = mkdtempSync(join(tmpdir(), "matchd-outbox-durable-"));
+  const dir = tempDir("matchd-outbox-durable-");
   primary = await startValkey({ dir: join(dir, "primary"), appendonly: true });
   replica = await startValkey({
     dir: join(dir, "replica"),

@@ -1,8 +1,7 @@
 // Starts the real private stack (Valkey primary + replica, RabbitMQ) from a process that
 // exits right away, checks the contract's durability and queue guarantees, then stops it.
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { connect } from "amqplib";
 import Redis from "ioredis";
@@ -15,11 +14,12 @@ import {
   startValkey,
 } from "../../src/stack/index";
 import { eventually } from "../support/eventually";
+import { tempDir } from "../support/temp-dir";
 
 /** RabbitMQ boots in about 4 s; the bound leaves room for a loaded machine. */
 const STACK_UP_TIMEOUT_MS = 60_000;
 
-const dir = mkdtempSync(join(tmpdir(), "matchd-stack-test-"));
+const dir = tempDir("matchd-stack-test-");
 
 afterAll(async () => {
   await stackDown({ dir });

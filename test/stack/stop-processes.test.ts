@@ -1,8 +1,7 @@
 // stopProcesses on a process group whose leader exits on SIGTERM before its child: the
 // shape of RabbitMQ's wrapper signalled between starting beam.smp and noting its pid.
 import { afterEach, expect, test } from "bun:test";
-import { existsSync, mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import {
   childrenNamed,
@@ -12,6 +11,7 @@ import {
   stopProcesses,
 } from "../../src/stack/process";
 import { eventually } from "../support/eventually";
+import { tempDir } from "../support/temp-dir";
 
 /** The sleeps each test started, killed afterwards if a failed test left them running. */
 const started: { pid: number; startTicks: number | undefined }[] = [];
@@ -32,7 +32,7 @@ async function leaderWithChild(): Promise<{
   leaderTicks?: number;
   child: number;
 }> {
-  const dir = mkdtempSync(join(tmpdir(), "matchd-stop-group-"));
+  const dir = tempDir("matchd-stop-group-");
   const leader = spawnDetached("sh", ["-c", 'trap "exit 0" TERM; sleep 300 & wait'], {
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
     logFile: join(dir, "leader.log"),

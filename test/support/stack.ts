@@ -2,10 +2,10 @@
  * The real servers integration tests talk to: the stack that the test command started
  * (its URLs in the environment), or else a private stack started once for this run.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { stackDown, stackUp } from "../../src/stack/index";
+import { tempDir } from "./temp-dir";
 
 export interface TestStack {
   datastoreUrl: string;
@@ -31,7 +31,7 @@ async function resolveStack(): Promise<TestStack> {
       brokerUrl: MATCHING_BROKER_URL,
     };
   }
-  const dir = mkdtempSync(join(tmpdir(), "matchd-test-stack-"));
+  const dir = tempDir("matchd-test-stack-");
   privateStackDir = dir;
   const info = await stackUp({ dir });
   return {

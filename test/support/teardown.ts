@@ -1,6 +1,11 @@
 // Preloaded by bun test (bunfig.toml): after the last test file, stops the private stack that
-// test/support/stack.ts started when the environment named none.
+// test/support/stack.ts started when the environment named none, then removes the temp
+// directories the tests made.
 import { afterAll } from "bun:test";
 import { stopPrivateStack } from "./stack";
+import { removeTempDirs } from "./temp-dir";
 
-afterAll(stopPrivateStack);
+afterAll(async () => {
+  await stopPrivateStack();
+  removeTempDirs();
+});
