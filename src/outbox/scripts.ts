@@ -1,6 +1,6 @@
 /**
- * The outbox's Lua scripts: the lease's renew and release, the stream acknowledgement, and
- * forgetting idle consumers.
+ * The outbox's Lua scripts: the lease's renew and release, the stream acknowledgement,
+ * forgetting idle consumers, and the write a read's durability wait covers.
  * Run them with runScript / runEncodedScript from infra/valkey/lua-script.
  */
 import { luaScript } from "../infra/valkey/lua-script";
@@ -83,5 +83,26 @@ for _, info in ipairs(redis.call('XINFO', 'CONSUMERS', KEYS[1], ARGV[1])) do
   end
 end
 return removed
+`,
+);
+
+/**
+ * The write after a read that gives the read's durability wait something to cover (see
+ * OutboxStream). It refreshes the barrier key's TTL, and creates the key only when it is
+ * missing. Why not a plain SET: at maxmemory with noeviction the datastore refuses SET, so
+ * the outbox, the one process that frees memory (by deleting delivered entries), would stop
+ * too. PEXPIRE is never refused that way; and in a script without a shebang line (this one)
+ * only the first write is checked against maxmemory, so the SET behind it runs as well.
+ * KEYS[1] = the partition's outbox-read-barrier key
+ * ARGV[1] = this consumer's name (kept as the value, for whoever inspects the key)
+ * ARGV[2] = TTL in milliseconds
+ * Returns 1. Always writes (a PEXPIREAT or a SET), so its offset is past the entries read.
+ */
+export const readBarrierScript = luaScript(
+  "read-barrier",
+  `if redis.call('PEXPIRE', KEYS[1], ARGV[2]) == 0 then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+end
+return 1
 `,
 );

@@ -9,7 +9,10 @@ import { waitDurable } from "../infra/valkey/durability";
 import type { PartitionKeys } from "../infra/valkey/keys";
 import { runEncodedScript, runScript } from "../infra/valkey/lua-script";
 import { entryTimeMs, type StreamEntry } from "./envelope";
-import { acknowledgeScript, forgetIdleConsumersScript } from "./scripts";
+import { acknowledgeScript, forgetIdleConsumersScript, readBarrierScript } from "./scripts";
+
+/** The barrier key outlives an idle outbox's reads (one per block period) by far. */
+const READ_BARRIER_TTL_MS = 60_000;
 
 /** An operating error of the stream: `code` is the datastore's reply code when there is one. */
 export class StreamError extends Error {
@@ -78,6 +81,11 @@ export class OutboxStream {
   async ensureGroup(): Promise<boolean> {
     // A new session: an earlier lease holder may have left attempt counters behind.
     this.attemptsMayExist = true;
+    // Looked up first: at maxmemory (noeviction) the datastore refuses XGROUP CREATE even for
+    // a group that exists, and every session starts here, so a session that ended while the
+    // datastore was full (a broker outage is what lets a backlog fill it) could never start
+    // again to drain it.
+    if (await this.groupExists()) return false;
     try {
       await this.writer.call("XGROUP", "CREATE", this.keys.events, this.group, "0", "MKSTREAM");
       return true;
@@ -85,6 +93,24 @@ export class OutboxStream {
       if (replyCode(error) === "BUSYGROUP") return false;
       throw error;
     }
+  }
+
+  /** Whether the stream exists and has this group (a read, so the datastore never refuses it). */
+  private async groupExists(): Promise<boolean> {
+    let groups: unknown;
+    try {
+      groups = await this.writer.call("XINFO", "GROUPS", this.keys.events);
+    } catch (error) {
+      // No stream yet ("ERR no such key"): XGROUP CREATE ... MKSTREAM makes both.
+      if (error instanceof Error && /no such key/i.test(error.message)) return false;
+      throw error;
+    }
+    if (!Array.isArray(groups)) return false;
+    return groups.some((fields) => {
+      if (!Array.isArray(fields)) return false;
+      const at = fields.indexOf("name");
+      return at >= 0 && String(fields[at + 1]) === this.group;
+    });
   }
 
   /**
@@ -173,9 +199,7 @@ export class OutboxStream {
       // The pending count rides behind it too, so it is taken right after the read as well.
       const [readReply, , pendingReply] = await Promise.all([
         this.reader.call("XREADGROUP", ...read),
-        this.durability !== null
-          ? this.reader.set(this.keys.outboxReadBarrier, this.consumer, "PX", 60_000)
-          : undefined,
+        this.durability !== null ? this.reader.call("EVAL", ...this.barrierCommand()) : undefined,
         this.reader.call("XPENDING", this.keys.events, this.group),
       ]);
       reply = readReply;
@@ -187,8 +211,7 @@ export class OutboxStream {
         .call("XPENDING", this.keys.events, this.group);
       // The barrier rides in the transaction: a read that does not wait follows a full batch,
       // so it almost always returns entries.
-      if (this.durability !== null)
-        transaction.set(this.keys.outboxReadBarrier, this.consumer, "PX", 60_000);
+      if (this.durability !== null) transaction.call("EVAL", ...this.barrierCommand());
       const results = await transaction.exec();
       if (results === null) throw new StreamError("EXECABORT", "read transaction was aborted");
       const [[readError, readReply], [pendingError, pendingReply]] = results as [
@@ -231,13 +254,27 @@ export class OutboxStream {
     abandon: () => boolean,
   ): Promise<void> {
     if (this.durability === null) return;
-    if (barrier) await this.reader.set(this.keys.outboxReadBarrier, this.consumer, "PX", 60_000);
+    if (barrier) await this.reader.call("EVAL", ...this.barrierCommand());
     const durability = this.durability;
     const waitedMs = await waitDurable(this.reader, durability.timeoutMs, {
       abandon,
       writtenOn: generation,
     });
     durability.observeWaitMs(waitedMs);
+  }
+
+  /**
+   * EVAL's arguments for the barrier write (readBarrierScript). EVAL rather than EVALSHA: it
+   * also goes inside a transaction, where an unknown SHA would fail only at EXEC.
+   */
+  private barrierCommand(): (string | number)[] {
+    return [
+      readBarrierScript.source,
+      1,
+      this.keys.outboxReadBarrier,
+      this.consumer,
+      READ_BARRIER_TTL_MS,
+    ];
   }
 
   /** How many entries are pending for consumers other than this one (0 when the group is missing). */

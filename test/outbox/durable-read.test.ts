@@ -130,6 +130,55 @@ test("a stop while a read waits for durability ends the wait at once", async () 
   }
 }, 60_000);
 
+test("a datastore at maxmemory refuses new writes, and the outbox still drains what the stream holds", async () => {
+  // Under maxmemory with noeviction (the default, and the only policy that never drops data)
+  // Valkey refuses every write that may grow memory. The outbox is what frees memory, by
+  // deleting delivered entries: were its reads or its session starts refused too, the
+  // partition would stay stuck.
+  const partition = uniquePartition();
+  const inbox = await Inbox.open(stack.brokerUrl, partition);
+  const outbox = await startOn(partition, 500);
+  let limited = false;
+  try {
+    await writeEvents(valkey, partition, 0, 10);
+    await inbox.waitFor(10, 15_000);
+    // Paused while the backlog is written and the limit set, so it reads the rest under it.
+    const pid = outbox.process.pid;
+    process.kill(pid, "SIGSTOP");
+    try {
+      await writeEvents(valkey, partition, 10, 1210);
+      await valkey.config("SET", "maxmemory", "1");
+      limited = true;
+      await expect(valkey.set(`matchd-oom-probe-${partition}`, "1")).rejects.toThrow("OOM");
+      // With the replica paused too, its durability waits time out, so new sessions start
+      // while the datastore is full.
+      pause();
+    } finally {
+      process.kill(pid, "SIGCONT");
+    }
+    await eventually(
+      "a durability wait timed out",
+      async () =>
+        metricNumber(await outbox.metrics(), "matching_outbox_durability_timeouts_total") >= 2,
+      15_000,
+    );
+    resume();
+    await inbox.waitFor(1210, 20_000);
+    expect(inbox.firstDeliveryOrderKept()).toBe(true);
+    await eventually(
+      "the delivered entries deleted",
+      async () => (await valkey.xlen(partitionKeys(partition).events)) === 0,
+      10_000,
+    );
+    expect(await outbox.stop()).toBe(0);
+  } finally {
+    if (paused) resume();
+    if (limited) await valkey.config("SET", "maxmemory", "0");
+    await outbox.kill9().catch(() => undefined);
+    await inbox.close();
+  }
+}, 60_000);
+
 test("every kind of read waits: one in a transaction, one that blocks, a re-read of pending entries", async () => {
   const partition = uniquePartition();
   const keys = partitionKeys(partition);
