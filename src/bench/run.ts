@@ -168,7 +168,8 @@ async function runWithStack(
       ? undefined
       : (flags.get("--dir") ?? mkdtempSync(join(tmpdir(), "matchd-bench-")));
   // A directory this run made (not --dir) goes once its stack is stopped: each run's AOF files
-  // and broker data took ~35 MB of /tmp. Kept when the run failed, for the servers' logs.
+  // and broker data took ~35 MB of /tmp. Kept, for the servers' logs, unless the run ended
+  // with a report whose invariants held (a failure, a failed invariant, an interrupt).
   const madeDir = ownDir !== undefined && flags.get("--dir") === undefined;
   let keepDirForLogs = true;
   // Fresh unless a stack recorded in the directory still runs (one that was stopped is
@@ -178,6 +179,7 @@ async function runWithStack(
     (!existsSync(join(ownDir, "stack.json")) ||
       !(await stackStatus(ownDir)).processes.some((p) => p.running));
   let starting: Promise<BenchStack> | undefined;
+  let startSettled = false;
   // Runs once, whoever asks first (a signal, or the end of the run) and however often.
   let cleaning: Promise<void> | undefined;
   const cleanup = () => {
@@ -215,11 +217,10 @@ async function runWithStack(
     await stopServices();
     const stackKept = stack !== undefined && options.keepStack;
     if (madeDir && !stackKept) {
-      if (keepDirForLogs && interrupted === undefined) {
-        progress(`the run failed; its private stack's logs are kept in ${ownDir}`);
-      } else {
-        await removeStoppedStackDir(ownDir, progress);
-      }
+      // A start still running could yet spawn a server into the directory.
+      if (keepDirForLogs || !startSettled)
+        progress(`the private stack's logs are kept in ${ownDir}`);
+      else await removeStoppedStackDir(ownDir, progress);
     }
   };
   /** Tracks a service from its spawn; one spawned once the cleanup began is stopped at once. */
@@ -249,6 +250,10 @@ async function runWithStack(
       keep: options.keepStack,
       progress,
     });
+    void starting.then(
+      () => (startSettled = true),
+      () => (startSettled = true),
+    );
     active = await starting;
   } catch (error) {
     // Stopping a stack that is still starting makes its start fail: that is the interrupt,
@@ -257,6 +262,7 @@ async function runWithStack(
       await interrupted;
       return 130;
     }
+    if (madeDir) progress(`the private stack's logs are kept in ${ownDir}`);
     throw error;
   }
   stack = active;
@@ -407,7 +413,7 @@ async function runWithStack(
     }
     // An interrupt tore the run down meanwhile: its figures are not a report.
     if (cleaning !== undefined) return 130;
-    keepDirForLogs = false;
+    keepDirForLogs = !report.invariants.ok;
     const reportFile = flags.get("--report");
     if (reportFile) {
       writeFileSync(

@@ -1,6 +1,7 @@
 /**
  * The partition's publishing lease: one outbox publishes per partition, which is what
- * keeps events in stream order. Taken with SET NX PX, renewed every TTL/3 with a
+ * keeps events in stream order. Taken with SET NX PX (in a script, so that a datastore at
+ * maxmemory does not refuse it), renewed every TTL/3 with a
  * compare-and-PEXPIRE script, released with compare-and-delete. Validity is judged
  * on this process's own monotonic clock so that a holder cut off from the datastore
  * stops publishing before the key can expire and a standby can take over.
@@ -8,7 +9,7 @@
 import type { Logger } from "../infra/log";
 import type { Valkey } from "../infra/valkey/client";
 import { runScript } from "../infra/valkey/lua-script";
-import { releaseLeaseScript, renewLeaseScript } from "./scripts";
+import { acquireLeaseScript, releaseLeaseScript, renewLeaseScript } from "./scripts";
 
 export interface LeaseOptions {
   valkey: Valkey;
@@ -125,8 +126,14 @@ export class PartitionLease {
           this.setHeld(false);
         }
       } else {
-        const reply = await this.valkey.set(this.key, this.ownerId, "PX", this.ttlMs, "NX");
-        if (reply === "OK") {
+        // A script that may write at maxmemory: see scripts.ts.
+        const taken = await runScript(
+          this.valkey,
+          acquireLeaseScript,
+          [this.key],
+          [this.ownerId, this.ttlMs],
+        );
+        if (Number(taken) === 1) {
           this.extend(sentAt);
           this.otherHolder = null;
         } else {

@@ -1,6 +1,7 @@
 /**
- * The outbox's Lua scripts: the lease's renew and release, the stream acknowledgement,
- * forgetting idle consumers, and the write a read's durability wait covers.
+ * The outbox's Lua scripts: the lease's take, renew and release, the group's creation, the
+ * stream acknowledgement, the dead letter, attempt counters and forgetting idle consumers.
+ * (The read barrier is infra/valkey/durability's markerWriteScript.)
  * Run them with runScript / runEncodedScript from infra/valkey/lua-script.
  */
 import { luaScript } from "../infra/valkey/lua-script";
@@ -86,23 +87,74 @@ return removed
 `,
 );
 
+// The scripts below start with `#!lua flags=allow-oom`: a datastore at maxmemory with
+// noeviction (the policy that never drops data) refuses every write that may grow memory,
+// and the outbox is the one process that frees memory there, by deleting delivered
+// entries. These writes are small and bounded (a key, a group, a counter per event in
+// flight, an entry moved to the dead letter), and without them the outbox could not drain.
+// (Renewing and releasing the lease and acknowledging entries write nothing that the
+// datastore refuses there.)
+
 /**
- * The write after a read that gives the read's durability wait something to cover (see
- * OutboxStream). It refreshes the barrier key's TTL, and creates the key only when it is
- * missing. Why not a plain SET: at maxmemory with noeviction the datastore refuses SET, so
- * the outbox, the one process that frees memory (by deleting delivered entries), would stop
- * too. PEXPIRE is never refused that way; and in a script without a shebang line (this one)
- * only the first write is checked against maxmemory, so the SET behind it runs as well.
- * KEYS[1] = the partition's outbox-read-barrier key
- * ARGV[1] = this consumer's name (kept as the value, for whoever inspects the key)
- * ARGV[2] = TTL in milliseconds
- * Returns 1. Always writes (a PEXPIREAT or a SET), so its offset is past the entries read.
+ * Takes the lease when nobody holds it (SET NX PX).
+ * KEYS[1] = the partition's outbox-lease key
+ * ARGV[1] = this process's owner id, ARGV[2] = lease TTL in milliseconds
+ * Returns 1 when taken, 0 when someone holds it.
  */
-export const readBarrierScript = luaScript(
-  "read-barrier",
-  `if redis.call('PEXPIRE', KEYS[1], ARGV[2]) == 0 then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+export const acquireLeaseScript = luaScript(
+  "acquire-lease",
+  `#!lua flags=allow-oom
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return 1
+end
+return 0
+`,
+);
+
+/**
+ * Creates the consumer group at id 0, and the stream with it.
+ * KEYS[1] = the events stream, ARGV[1] = the group
+ * Returns 1 when created, 0 when the group exists already.
+ */
+export const createGroupScript = luaScript(
+  "create-group",
+  `#!lua flags=allow-oom
+local created = redis.pcall('XGROUP', 'CREATE', KEYS[1], ARGV[1], '0', 'MKSTREAM')
+if type(created) == 'table' and created.err then
+  if string.sub(created.err, 1, 9) == 'BUSYGROUP' then return 0 end
+  return redis.error_reply(created.err)
 end
 return 1
+`,
+);
+
+/**
+ * Moves an undecodable entry to the dead letter: adds it there, acknowledges and deletes it.
+ * KEYS[1] = the events stream, KEYS[2] = the dead-letter stream
+ * ARGV[1] = the group, ARGV[2] = the entry id, ARGV[3..] = the dead-letter entry's fields
+ * Returns the dead-letter entry's id.
+ */
+export const deadLetterScript = luaScript(
+  "dead-letter",
+  `#!lua flags=allow-oom
+local id = redis.call('XADD', KEYS[2], '*', unpack(ARGV, 3, #ARGV))
+redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
+redis.call('XDEL', KEYS[1], ARGV[2])
+return id
+`,
+);
+
+/**
+ * Counts one more publish attempt for each event id.
+ * KEYS[1] = the attempt counters hash, ARGV = event ids
+ * Returns the number of ids counted.
+ */
+export const recordAttemptsScript = luaScript(
+  "record-attempts",
+  `#!lua flags=allow-oom
+for i = 1, #ARGV do
+  redis.call('HINCRBY', KEYS[1], ARGV[i], 1)
+end
+return #ARGV
 `,
 );

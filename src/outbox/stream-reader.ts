@@ -5,24 +5,20 @@
  * writes use separate connections so a blocking read never delays an acknowledgement.
  */
 import { connectionGeneration, replyCode, type Valkey } from "../infra/valkey/client";
-import { waitDurable } from "../infra/valkey/durability";
+import { markerWriteScript, waitDurable } from "../infra/valkey/durability";
 import type { PartitionKeys } from "../infra/valkey/keys";
 import { runEncodedScript, runScript } from "../infra/valkey/lua-script";
 import { entryTimeMs, type StreamEntry } from "./envelope";
-import { acknowledgeScript, forgetIdleConsumersScript, readBarrierScript } from "./scripts";
+import {
+  acknowledgeScript,
+  createGroupScript,
+  deadLetterScript,
+  forgetIdleConsumersScript,
+  recordAttemptsScript,
+} from "./scripts";
 
 /** The barrier key outlives an idle outbox's reads (one per block period) by far. */
 const READ_BARRIER_TTL_MS = 60_000;
-
-/** An operating error of the stream: `code` is the datastore's reply code when there is one. */
-export class StreamError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 /** True for errors that mean the stream or its group vanished under us. */
 export function isMissingGroup(error: unknown): boolean {
@@ -81,36 +77,13 @@ export class OutboxStream {
   async ensureGroup(): Promise<boolean> {
     // A new session: an earlier lease holder may have left attempt counters behind.
     this.attemptsMayExist = true;
-    // Looked up first: at maxmemory (noeviction) the datastore refuses XGROUP CREATE even for
-    // a group that exists, and every session starts here, so a session that ended while the
-    // datastore was full (a broker outage is what lets a backlog fill it) could never start
-    // again to drain it.
-    if (await this.groupExists()) return false;
-    try {
-      await this.writer.call("XGROUP", "CREATE", this.keys.events, this.group, "0", "MKSTREAM");
-      return true;
-    } catch (error) {
-      if (replyCode(error) === "BUSYGROUP") return false;
-      throw error;
-    }
-  }
-
-  /** Whether the stream exists and has this group (a read, so the datastore never refuses it). */
-  private async groupExists(): Promise<boolean> {
-    let groups: unknown;
-    try {
-      groups = await this.writer.call("XINFO", "GROUPS", this.keys.events);
-    } catch (error) {
-      // No stream yet ("ERR no such key"): XGROUP CREATE ... MKSTREAM makes both.
-      if (error instanceof Error && /no such key/i.test(error.message)) return false;
-      throw error;
-    }
-    if (!Array.isArray(groups)) return false;
-    return groups.some((fields) => {
-      if (!Array.isArray(fields)) return false;
-      const at = fields.indexOf("name");
-      return at >= 0 && String(fields[at + 1]) === this.group;
-    });
+    const created = await runScript(
+      this.writer,
+      createGroupScript,
+      [this.keys.events],
+      [this.group],
+    );
+    return Number(created) === 1;
   }
 
   /**
@@ -189,42 +162,18 @@ export class OutboxStream {
     const read: (string | number)[] = ["GROUP", this.group, this.consumer, "COUNT", count];
     if (blockMs > 0) read.push("BLOCK", blockMs);
     read.push("STREAMS", this.keys.events, ">");
-    let reply: unknown;
-    let others: number;
     const generation = connectionGeneration(this.reader);
-    if (blockMs > 0) {
-      // The barrier goes out right behind the blocking read: the server runs it as soon as
-      // the read is served, in the same pass, so it costs no round trip or fsync of its own.
-      // (When the read times out empty, it is one small write per block period.)
-      // The pending count rides behind it too, so it is taken right after the read as well.
-      const [readReply, , pendingReply] = await Promise.all([
-        this.reader.call("XREADGROUP", ...read),
-        this.durability !== null ? this.reader.call("EVAL", ...this.barrierCommand()) : undefined,
-        this.reader.call("XPENDING", this.keys.events, this.group),
-      ]);
-      reply = readReply;
-      others = this.othersIn(pendingReply);
-    } else {
-      const transaction = this.reader
-        .multi()
-        .call("XREADGROUP", ...read)
-        .call("XPENDING", this.keys.events, this.group);
-      // The barrier rides in the transaction: a read that does not wait follows a full batch,
-      // so it almost always returns entries.
-      if (this.durability !== null) transaction.call("EVAL", ...this.barrierCommand());
-      const results = await transaction.exec();
-      if (results === null) throw new StreamError("EXECABORT", "read transaction was aborted");
-      const [[readError, readReply], [pendingError, pendingReply]] = results as [
-        [Error | null, unknown],
-        [Error | null, unknown],
-      ];
-      if (readError) throw readError;
-      if (pendingError) throw pendingError;
-      const barrierError = results[2]?.[0];
-      if (barrierError) throw barrierError;
-      reply = readReply;
-      others = this.othersIn(pendingReply);
-    }
+    // One round trip, in this order on one connection: the barrier goes out right behind the
+    // read (behind a blocking read the server runs it as soon as the read is served, in the
+    // same pass, so it costs no round trip or fsync of its own; when the read times out
+    // empty, it is one small write per block period), and the pending count right behind
+    // that. Not a MULTI: at maxmemory the datastore refuses every command queued in one.
+    const [reply, , pendingReply] = await Promise.all([
+      this.reader.call("XREADGROUP", ...read),
+      this.durability !== null ? this.reader.call("EVAL", ...this.barrierCommand()) : undefined,
+      this.reader.call("XPENDING", this.keys.events, this.group),
+    ]);
+    const others = this.othersIn(pendingReply);
     const entries = firstStreamEntries(reply).map((item) => {
       const [id, fields] = item as [string, string[]];
       return { id, fields };
@@ -237,8 +186,8 @@ export class OutboxStream {
    * Under aof-replicated, returns once everything read so far is fsynced on the primary and
    * a replica: an event of a commit the datastore could still lose must not be published.
    * WAITAOF covers the writes of its own connection, so a write made after the read (its
-   * offset is past every entry read) gives it something to cover: in the read's transaction,
-   * right behind a blocking read, or on its own when `barrier` (the read itself cannot be
+   * offset is past every entry read) gives it something to cover: sent right behind the
+   * read, or on its own when `barrier` (the read itself cannot be
    * relied on: a blocking read served when an entry arrived was seen to leave the wait
    * nothing to cover, and a re-read of pending entries writes nothing). The read, the
    * barrier and the wait must all
@@ -264,12 +213,12 @@ export class OutboxStream {
   }
 
   /**
-   * EVAL's arguments for the barrier write (readBarrierScript). EVAL rather than EVALSHA: it
-   * also goes inside a transaction, where an unknown SHA would fail only at EXEC.
+   * EVAL's arguments for the barrier write (markerWriteScript). EVAL rather than EVALSHA: it is
+   * pipelined behind the read, where a NOSCRIPT fallback would be sent only after the reply.
    */
   private barrierCommand(): (string | number)[] {
     return [
-      readBarrierScript.source,
+      markerWriteScript.source,
       1,
       this.keys.outboxReadBarrier,
       this.consumer,
@@ -335,12 +284,12 @@ export class OutboxStream {
   /** Moves an undecodable entry to the dead-letter stream with its XACK and XDEL, atomically. */
   async deadLetter(entry: StreamEntry, reason: string): Promise<void> {
     const fields = entry.fields.length % 2 === 0 ? entry.fields : entry.fields.slice(0, -1);
-    const tx = this.writer
-      .multi()
-      .xadd(this.keys.eventsDeadLetter, "*", ...fields, "reason", reason, "source-id", entry.id)
-      .xack(this.keys.events, this.group, entry.id)
-      .xdel(this.keys.events, entry.id);
-    checkExec(await tx.exec(), "dead-letter");
+    await runScript(
+      this.writer,
+      deadLetterScript,
+      [this.keys.events, this.keys.eventsDeadLetter],
+      [this.group, entry.id, ...fields, "reason", reason, "source-id", entry.id],
+    );
   }
 
   /** Counts one more publish attempt for each event (visible to operators in outbox-attempts). */
@@ -348,9 +297,7 @@ export class OutboxStream {
     if (eventIds.length === 0) return;
     this.attemptsMayExist = true;
     this.attemptsRecorded++;
-    const tx = this.writer.multi();
-    for (const eventId of eventIds) tx.hincrby(this.keys.outboxAttempts, eventId, 1);
-    checkExec(await tx.exec(), "record attempts");
+    await runEncodedScript(this.writer, recordAttemptsScript, [this.keys.outboxAttempts], eventIds);
   }
 
   /**
@@ -388,11 +335,4 @@ function firstStreamEntries(reply: unknown): unknown[] {
   if (!Array.isArray(reply) || reply.length === 0) return [];
   const stream = reply[0] as [string, unknown[]];
   return stream[1] ?? [];
-}
-
-function checkExec(result: [Error | null, unknown][] | null, what: string): void {
-  if (result === null) throw new StreamError("EXECABORT", `${what} transaction was aborted`);
-  for (const [error] of result) {
-    if (error) throw new StreamError(replyCode(error) ?? "ERR", `${what} failed: ${error.message}`);
-  }
 }

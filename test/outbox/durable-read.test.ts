@@ -5,7 +5,7 @@
  * without growing the backoff; once it resumes every event arrives once, in order, and a
  * stop during a wait ends at once.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
 import { join } from "node:path";
 import Redis from "ioredis";
 import { DurabilityTimeoutError } from "../../src/infra/valkey/durability";
@@ -35,6 +35,11 @@ beforeAll(async () => {
   await waitForReplicatedAof(primary, replica, 20_000);
   valkey = new Redis(primary.url);
 }, 60_000);
+
+// A test cut short by its timeout must not leave the primary full for the next one.
+afterEach(async () => {
+  await valkey?.config("SET", "maxmemory", "0");
+});
 
 afterAll(async () => {
   if (paused) resume();
@@ -146,7 +151,9 @@ test("a datastore at maxmemory refuses new writes, and the outbox still drains w
     const pid = outbox.process.pid;
     process.kill(pid, "SIGSTOP");
     try {
-      await writeEvents(valkey, partition, 10, 1210);
+      // Twelve reads' worth (500 each): a read the datastore refused would end its session,
+      // and each new session would wait a longer backoff.
+      await writeEvents(valkey, partition, 10, 6010);
       await valkey.config("SET", "maxmemory", "1");
       limited = true;
       await expect(valkey.set(`matchd-oom-probe-${partition}`, "1")).rejects.toThrow("OOM");
@@ -163,8 +170,9 @@ test("a datastore at maxmemory refuses new writes, and the outbox still drains w
       15_000,
     );
     resume();
-    await inbox.waitFor(1210, 20_000);
+    await inbox.waitFor(6010, 30_000);
     expect(inbox.firstDeliveryOrderKept()).toBe(true);
+    expect(outbox.stderr()).not.toContain("outbox session failed on a datastore call");
     await eventually(
       "the delivered entries deleted",
       async () => (await valkey.xlen(partitionKeys(partition).events)) === 0,
@@ -179,7 +187,38 @@ test("a datastore at maxmemory refuses new writes, and the outbox still drains w
   }
 }, 60_000);
 
-test("every kind of read waits: one in a transaction, one that blocks, a re-read of pending entries", async () => {
+test("an outbox started at maxmemory boots, takes its lease, creates its group and drains, dead-lettering what it cannot decode", async () => {
+  const partition = uniquePartition();
+  const keys = partitionKeys(partition);
+  const inbox = await Inbox.open(stack.brokerUrl, partition);
+  let outbox: Awaited<ReturnType<typeof startOn>> | undefined;
+  try {
+    // Written before any outbox ran, so the stream has no consumer group yet.
+    await writeEvents(valkey, partition, 0, 1000);
+    await valkey.xadd(keys.events, "*", "event", "{not json");
+    await writeEvents(valkey, partition, 1000, 2000);
+    await valkey.config("SET", "maxmemory", "1");
+    await expect(valkey.set(`matchd-oom-probe-${partition}`, "1")).rejects.toThrow("OOM");
+    outbox = await startOn(partition, 2000);
+    await inbox.waitFor(2000, 30_000);
+    expect(inbox.firstDeliveryOrderKept()).toBe(true);
+    await eventually(
+      "the stream emptied",
+      async () => (await valkey.xlen(keys.events)) === 0,
+      10_000,
+    );
+    expect(await valkey.xlen(keys.eventsDeadLetter)).toBe(1);
+    expect(metricNumber(await outbox.metrics(), "matching_outbox_dead_letter_total")).toBe(1);
+    expect(outbox.stderr()).not.toContain("outbox session failed on a datastore call");
+    expect(await outbox.stop()).toBe(0);
+  } finally {
+    await valkey.config("SET", "maxmemory", "0");
+    await outbox?.kill9().catch(() => undefined);
+    await inbox.close();
+  }
+}, 60_000);
+
+test("every kind of read waits: one that does not block, one that blocks, a re-read of pending entries", async () => {
   const partition = uniquePartition();
   const keys = partitionKeys(partition);
   const connections: Redis[] = [];
@@ -201,7 +240,7 @@ test("every kind of read waits: one in a transaction, one that blocks, a re-read
     await writeEvents(valkey, partition, 0, 3);
     expect((await freshStream("a", 2_000).readNew(10, 0)).entries).toHaveLength(3);
 
-    // A read in a transaction (one that does not wait for entries).
+    // A read that does not wait for entries (the one that follows a full batch).
     pause();
     await writeEvents(valkey, partition, 3, 6);
     await expect(freshStream("a").readNew(10, 0)).rejects.toBeInstanceOf(DurabilityTimeoutError);

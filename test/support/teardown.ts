@@ -6,6 +6,9 @@ import { stopPrivateStack } from "./stack";
 import { removeTempDirs } from "./temp-dir";
 
 afterAll(async () => {
-  await stopPrivateStack();
-  removeTempDirs();
+  try {
+    await stopPrivateStack();
+  } finally {
+    removeTempDirs();
+  }
 });

@@ -14,7 +14,7 @@ export function removeTempDirs(): void {
   for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
 }
 
-/** A new directory named `<prefix>XXXXXX` under the temp dir, removed at exit. */
+/** A new directory named `<prefix>XXXXXX` under the temp dir, removed after the last test file. */
 export function tempDir(prefix: string): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   made.push(dir);

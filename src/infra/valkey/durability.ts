@@ -6,6 +6,22 @@
 import type { DurabilityPolicy } from "../../config/schema";
 import { withinMs } from "../within";
 import { connectionGeneration, parseInfo, type Valkey } from "./client";
+import { luaScript, runScript } from "./lua-script";
+
+/**
+ * Sets a small marker key with a TTL (KEYS[1]; ARGV[1] = value, ARGV[2] = TTL in ms): a write
+ * that is always propagated, so a WAITAOF after it on the same connection has something to
+ * cover. The boot check's probe and the outbox's read barrier. Flagged allow-oom: a datastore
+ * at maxmemory with noeviction refuses a plain SET, which would keep a service from booting
+ * (a crash loop) and the outbox, the one process that frees memory there, from draining.
+ */
+export const markerWriteScript = luaScript(
+  "marker-write",
+  `#!lua flags=allow-oom
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+`,
+);
 
 export interface CheckOutcome {
   name: string;
@@ -126,7 +142,7 @@ export async function checkDatastore(
 
   if (hasWaitAof && role === "master" && aofOn && replicas >= 1) {
     try {
-      await valkey.set(probeKey, String(Date.now()), "PX", 60_000);
+      await runScript(valkey, markerWriteScript, [probeKey], [String(Date.now()), 60_000]);
       // The same sliced wait as every commit: one blocking WAITAOF can stall ~1 s.
       const waitedMs = await waitDurable(valkey, timeoutMs);
       outcomes.push({
