@@ -179,7 +179,6 @@ async function runWithStack(
     (!existsSync(join(ownDir, "stack.json")) ||
       !(await stackStatus(ownDir)).processes.some((p) => p.running));
   let starting: Promise<BenchStack> | undefined;
-  let startSettled = false;
   // Runs once, whoever asks first (a signal, or the end of the run) and however often.
   let cleaning: Promise<void> | undefined;
   const cleanup = () => {
@@ -217,9 +216,9 @@ async function runWithStack(
     await stopServices();
     const stackKept = stack !== undefined && options.keepStack;
     if (madeDir && !stackKept) {
-      // A start still running could yet spawn a server into the directory.
-      if (keepDirForLogs || !startSettled)
-        progress(`the private stack's logs are kept in ${ownDir}`);
+      // (keepDirForLogs is cleared only once the start succeeded: no start can still be
+      // spawning servers into the directory then.)
+      if (keepDirForLogs) progress(`the private stack's logs are kept in ${ownDir}`);
       else await removeStoppedStackDir(ownDir, progress);
     }
   };
@@ -250,10 +249,6 @@ async function runWithStack(
       keep: options.keepStack,
       progress,
     });
-    void starting.then(
-      () => (startSettled = true),
-      () => (startSettled = true),
-    );
     active = await starting;
   } catch (error) {
     // Stopping a stack that is still starting makes its start fail: that is the interrupt,
@@ -413,7 +408,6 @@ async function runWithStack(
     }
     // An interrupt tore the run down meanwhile: its figures are not a report.
     if (cleaning !== undefined) return 130;
-    keepDirForLogs = !report.invariants.ok;
     const reportFile = flags.get("--report");
     if (reportFile) {
       writeFileSync(
@@ -422,6 +416,7 @@ async function runWithStack(
       );
       progress(`HTML report written to ${reportFile}`);
     }
+    keepDirForLogs = !report.invariants.ok;
     return finish(report, options);
   } finally {
     try {
@@ -443,7 +438,12 @@ async function removeStoppedStackDir(dir: string, progress: (line: string) => vo
     progress(`left ${dir} in place: part of its stack may still run`);
     return;
   }
-  rmSync(dir, { recursive: true, force: true });
+  try {
+    rmSync(dir, { recursive: true, force: true });
+  } catch (error) {
+    // The run's report stands; a directory left behind is not worth its exit status.
+    progress(`could not remove ${dir}: ${(error as Error).message}`);
+  }
 }
 
 function describeDurability(config: Config): string {

@@ -122,7 +122,7 @@ export const createGroupScript = luaScript(
 local created = redis.pcall('XGROUP', 'CREATE', KEYS[1], ARGV[1], '0', 'MKSTREAM')
 if type(created) == 'table' and created.err then
   if string.sub(created.err, 1, 9) == 'BUSYGROUP' then return 0 end
-  return redis.error_reply(created.err)
+  return created
 end
 return 1
 `,
@@ -132,8 +132,11 @@ return 1
  * Moves an undecodable entry to the dead letter: adds it there, acknowledges and deletes it.
  * KEYS[1] = the events stream, KEYS[2] = the dead-letter stream
  * ARGV[1] = the group, ARGV[2] = the entry id, ARGV[3..] = the dead-letter entry's fields
+ * (at most DEAD_LETTER_MAX_VALUES: Lua's unpack takes about 8,000 values)
  * Returns the dead-letter entry's id.
  */
+export const DEAD_LETTER_MAX_VALUES = 4000;
+
 export const deadLetterScript = luaScript(
   "dead-letter",
   `#!lua flags=allow-oom

@@ -12,6 +12,7 @@ import { entryTimeMs, type StreamEntry } from "./envelope";
 import {
   acknowledgeScript,
   createGroupScript,
+  DEAD_LETTER_MAX_VALUES,
   deadLetterScript,
   forgetIdleConsumersScript,
   recordAttemptsScript,
@@ -151,8 +152,8 @@ export class OutboxStream {
 
   /**
    * New entries (`>`), waiting up to `blockMs` when there are none (0 = do not wait), with how
-   * many entries other consumers had pending right after the read. A read that does not wait
-   * goes in one MULTI with the pending count, so a backlog costs no extra round trip.
+   * many entries other consumers had pending right after the read, taken in the same round
+   * trip, so a backlog costs no extra one.
    */
   async readNew(
     count: number,
@@ -167,7 +168,8 @@ export class OutboxStream {
     // read (behind a blocking read the server runs it as soon as the read is served, in the
     // same pass, so it costs no round trip or fsync of its own; when the read times out
     // empty, it is one small write per block period), and the pending count right behind
-    // that. Not a MULTI: at maxmemory the datastore refuses every command queued in one.
+    // that. Pipelined rather than in a MULTI (as the read that does not wait once was): the
+    // same single round trip, and one code path for both kinds of read.
     const [reply, , pendingReply] = await Promise.all([
       this.reader.call("XREADGROUP", ...read),
       this.durability !== null ? this.reader.call("EVAL", ...this.barrierCommand()) : undefined,
@@ -283,7 +285,14 @@ export class OutboxStream {
 
   /** Moves an undecodable entry to the dead-letter stream with its XACK and XDEL, atomically. */
   async deadLetter(entry: StreamEntry, reason: string): Promise<void> {
-    const fields = entry.fields.length % 2 === 0 ? entry.fields : entry.fields.slice(0, -1);
+    const even = entry.fields.length % 2 === 0 ? entry.fields : entry.fields.slice(0, -1);
+    // An entry with thousands of fields would not fit the script's unpack, and failing here
+    // would stop the partition at it: the excess is dropped and counted instead.
+    const room = DEAD_LETTER_MAX_VALUES - 6;
+    const fields =
+      even.length <= room
+        ? even
+        : [...even.slice(0, room - 2), "dropped-fields", String((even.length - room + 2) / 2)];
     await runScript(
       this.writer,
       deadLetterScript,

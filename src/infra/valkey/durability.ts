@@ -72,9 +72,19 @@ export async function checkDatastore(
     });
     return outcomes;
   }
-  if (policy === "memory") return outcomes;
-
   const version = server.get("valkey_version") ?? server.get("redis_version") ?? "0";
+  // Both policies: the outbox's writes that must go through at maxmemory are scripts that
+  // declare flags (`#!lua flags=allow-oom`), which older servers cannot compile.
+  const scriptFlags = Number.parseInt(version, 10) >= 7;
+  outcomes.push({
+    name: "script flags supported",
+    ok: scriptFlags,
+    detail: scriptFlags
+      ? `server ${version} runs scripts with flags`
+      : `server ${version} cannot run scripts with flags (needs Redis/Valkey >= 7.0); install valkey-server >= 7.2 (Debian 12: bookworm-backports)`,
+  });
+  if (policy === "memory" || !scriptFlags) return outcomes;
+
   // Each check turns its own error (a command renamed or denied by ACL, say) into a failed
   // check, so the process refuses with exit 3 and the reason instead of crashing.
   const failed = (name: string, error: unknown): CheckOutcome => ({
