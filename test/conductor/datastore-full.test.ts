@@ -1,0 +1,137 @@
+/**
+ * The datastore reaches maxmemory (noeviction) under load, on a private primary + replica
+ * pair so the shared stack is untouched: the conductor's commits are refused, so nothing is
+ * acknowledged or replied and the conductor keeps running; once memory is available again,
+ * every command completes, each applied once.
+ */
+import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
+import { join } from "node:path";
+import amqp, { type ChannelModel } from "amqplib";
+import Redis from "ioredis";
+import { createWorkload } from "../../src/bench/workloads";
+import { type RunningValkey, startValkey } from "../../src/stack/index";
+import { waitForReplicatedAof } from "../../src/stack/valkey";
+import { type TestStack, testStack, uniquePartition } from "../support/stack";
+import { tempDir } from "../support/temp-dir";
+import {
+  disposeAll,
+  eventually,
+  expectEventsOnce,
+  PartitionStore,
+  Publisher,
+  partitionCount,
+  startConductor,
+} from "./helpers";
+
+let stack: TestStack;
+let publisher: Publisher;
+let rpc: ChannelModel;
+let primary: RunningValkey;
+let replica: RunningValkey;
+let admin: Redis;
+
+beforeAll(async () => {
+  stack = await testStack();
+  publisher = await Publisher.open(stack.brokerUrl);
+  rpc = await amqp.connect(stack.brokerUrl);
+  const dir = tempDir("matchd-datastore-full-");
+  primary = await startValkey({ dir: join(dir, "primary"), appendonly: true });
+  replica = await startValkey({
+    dir: join(dir, "replica"),
+    appendonly: true,
+    replicaOf: `127.0.0.1:${primary.port}`,
+  });
+  await waitForReplicatedAof(primary, replica, 20_000);
+  admin = new Redis(primary.url);
+}, 60_000);
+afterEach(disposeAll);
+afterAll(async () => {
+  admin?.disconnect();
+  await publisher?.close();
+  await rpc?.close().catch(() => undefined);
+  await replica?.stop().catch(() => undefined);
+  await primary?.stop().catch(() => undefined);
+});
+
+test("datastore full: nothing acknowledged, the conductor keeps running; memory back: everything completes once", async () => {
+  const partition = uniquePartition();
+  const store = new PartitionStore(primary.url, partition);
+  const channel = await rpc.createChannel();
+  try {
+    const { queue: replyQueue } = await channel.assertQueue("", {
+      exclusive: true,
+      autoDelete: true,
+    });
+    const replies = new Map<string, Record<string, unknown>>();
+    await channel.consume(
+      replyQueue,
+      (message) => {
+        if (message)
+          replies.set(
+            String(message.properties.correlationId),
+            JSON.parse(message.content.toString()),
+          );
+      },
+      { noAck: true },
+    );
+    const workload = createWorkload("alternating", { seed: 53, partition, partitionCount });
+    const commands = Array.from({ length: 60 }, (_, i) => workload.next(i));
+    const publish = (from: number, to: number) =>
+      Promise.all(
+        commands
+          .slice(from, to)
+          .map((c) =>
+            publisher.publish(partition, [c], { replyTo: replyQueue, correlationId: c.commandId }),
+          ),
+      );
+
+    const conductor = await startConductor(stack, partition, { datastoreUrl: primary.url });
+    await publish(0, 10);
+    await eventually("first 10 replied", () => replies.size === 10);
+
+    await admin.config("SET", "maxmemory", "1");
+    try {
+      await expect(admin.set(`matchd-oom-probe-${partition}`, "1")).rejects.toThrow("OOM");
+      await publish(10, 60);
+      await eventually(
+        "commits refused while the datastore is full",
+        async () => (await conductor.metric("matching_command_failures_total")) >= 2,
+        15_000,
+      );
+      const full = await conductor.metrics();
+      expect(full.matching_commands_processed_total).toBe(10);
+      expect(replies.size).toBe(10);
+      expect(conductor.process.exitCode).toBeNull();
+    } finally {
+      await admin.config("SET", "maxmemory", "0");
+    }
+
+    await eventually(
+      "every command replied once memory is available",
+      () => replies.size === 60,
+      30_000,
+    );
+    for (const command of commands) {
+      expect(replies.get(command.commandId)).toMatchObject({
+        commandId: command.commandId,
+        status: "accepted",
+      });
+    }
+    await eventually(
+      "counters settle",
+      async () => (await conductor.metric("matching_commands_processed_total")) >= 60,
+    );
+    const after = await conductor.metrics();
+    expect(after.matching_commands_processed_total).toBe(60);
+    expect(after.matching_events_created_total).toBe(120);
+    expect(await store.eventCount()).toBe(120);
+    await expectEventsOnce(store, commands);
+    expect(await store.bookSizes(partition)).toEqual({ bids: 0, asks: 0 });
+    expect(await conductor.stop()).toBe(0);
+    expect(await publisher.messageCount(partition)).toBe(0);
+  } finally {
+    await channel.close().catch(() => undefined);
+    store.close();
+    await publisher.deleteQueue(partition);
+  }
+}, 90_000);
