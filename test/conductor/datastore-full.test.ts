@@ -5,18 +5,16 @@
  * every command completes, each applied once.
  */
 import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
-import { join } from "node:path";
 import amqp, { type ChannelModel } from "amqplib";
 import Redis from "ioredis";
 import { createWorkload } from "../../src/bench/workloads";
-import { type RunningValkey, startValkey } from "../../src/stack/index";
-import { waitForReplicatedAof } from "../../src/stack/valkey";
 import { type TestStack, testStack, uniquePartition } from "../support/stack";
-import { tempDir } from "../support/temp-dir";
+import { startValkeyPair, type ValkeyPair } from "../support/valkey-pair";
 import {
   disposeAll,
   eventually,
   expectEventsOnce,
+  openReplies,
   PartitionStore,
   Publisher,
   partitionCount,
@@ -26,54 +24,30 @@ import {
 let stack: TestStack;
 let publisher: Publisher;
 let rpc: ChannelModel;
-let primary: RunningValkey;
-let replica: RunningValkey;
+let pair: ValkeyPair;
 let admin: Redis;
 
 beforeAll(async () => {
   stack = await testStack();
   publisher = await Publisher.open(stack.brokerUrl);
   rpc = await amqp.connect(stack.brokerUrl);
-  const dir = tempDir("matchd-datastore-full-");
-  primary = await startValkey({ dir: join(dir, "primary"), appendonly: true });
-  replica = await startValkey({
-    dir: join(dir, "replica"),
-    appendonly: true,
-    replicaOf: `127.0.0.1:${primary.port}`,
-  });
-  await waitForReplicatedAof(primary, replica, 20_000);
-  admin = new Redis(primary.url);
+  pair = await startValkeyPair("matchd-datastore-full-");
+  admin = new Redis(pair.primary.url);
 }, 60_000);
 afterEach(disposeAll);
 afterAll(async () => {
   admin?.disconnect();
   await publisher?.close();
   await rpc?.close().catch(() => undefined);
-  await replica?.stop().catch(() => undefined);
-  await primary?.stop().catch(() => undefined);
+  await pair?.replica.stop().catch(() => undefined);
+  await pair?.primary.stop().catch(() => undefined);
 });
 
 test("datastore full: nothing acknowledged, the conductor keeps running; memory back: everything completes once", async () => {
   const partition = uniquePartition();
-  const store = new PartitionStore(primary.url, partition);
-  const channel = await rpc.createChannel();
+  const store = new PartitionStore(pair.primary.url, partition);
+  const { queue: replyQueue, replies, close: closeReplies } = await openReplies(rpc);
   try {
-    const { queue: replyQueue } = await channel.assertQueue("", {
-      exclusive: true,
-      autoDelete: true,
-    });
-    const replies = new Map<string, Record<string, unknown>>();
-    await channel.consume(
-      replyQueue,
-      (message) => {
-        if (message)
-          replies.set(
-            String(message.properties.correlationId),
-            JSON.parse(message.content.toString()),
-          );
-      },
-      { noAck: true },
-    );
     const workload = createWorkload("alternating", { seed: 53, partition, partitionCount });
     const commands = Array.from({ length: 60 }, (_, i) => workload.next(i));
     const publish = (from: number, to: number) =>
@@ -85,7 +59,7 @@ test("datastore full: nothing acknowledged, the conductor keeps running; memory 
           ),
       );
 
-    const conductor = await startConductor(stack, partition, { datastoreUrl: primary.url });
+    const conductor = await startConductor(stack, partition, { datastoreUrl: pair.primary.url });
     await publish(0, 10);
     await eventually("first 10 replied", () => replies.size === 10);
 
@@ -130,7 +104,7 @@ test("datastore full: nothing acknowledged, the conductor keeps running; memory 
     expect(await conductor.stop()).toBe(0);
     expect(await publisher.messageCount(partition)).toBe(0);
   } finally {
-    await channel.close().catch(() => undefined);
+    await closeReplies();
     store.close();
     await publisher.deleteQueue(partition);
   }

@@ -349,3 +349,26 @@ export async function removePartition(
   store.close();
   await publisher.deleteQueue(partition);
 }
+
+/** An exclusive reply queue and the replies it received, by correlation id. */
+export async function openReplies(connection: ChannelModel): Promise<{
+  queue: string;
+  replies: Map<string, Record<string, unknown>>;
+  close(): Promise<void>;
+}> {
+  const channel = await connection.createChannel();
+  const { queue } = await channel.assertQueue("", { exclusive: true, autoDelete: true });
+  const replies = new Map<string, Record<string, unknown>>();
+  await channel.consume(
+    queue,
+    (message) => {
+      if (message)
+        replies.set(
+          String(message.properties.correlationId),
+          JSON.parse(message.content.toString()),
+        );
+    },
+    { noAck: true },
+  );
+  return { queue, replies, close: () => channel.close().catch(() => undefined) };
+}

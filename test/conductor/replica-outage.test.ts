@@ -6,18 +6,17 @@
  * (where WAITAOF answers at once) never acknowledges a batch.
  */
 import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
-import { join } from "node:path";
 import amqp, { type ChannelModel } from "amqplib";
 import { createWorkload } from "../../src/bench/workloads";
-import { type RunningValkey, startValkey } from "../../src/stack/index";
-import { waitForReplicatedAof } from "../../src/stack/valkey";
+import type { RunningValkey } from "../../src/stack/index";
 import { startTcpProxy } from "../outbox/helpers";
 import { type TestStack, testStack, uniquePartition } from "../support/stack";
-import { tempDir } from "../support/temp-dir";
+import { startValkeyPair } from "../support/valkey-pair";
 import {
   disposeAll,
   eventually,
   expectEventsOnce,
+  openReplies,
   PartitionStore,
   Publisher,
   partitionCount,
@@ -42,38 +41,15 @@ afterAll(async () => {
 });
 
 test("replica down: nothing acknowledged; replica back: everything completes once", async () => {
-  const dir = tempDir("matchd-replica-outage-");
-  const primary = await startValkey({ dir: join(dir, "primary"), appendonly: true });
-  servers.push(primary);
-  const replicaOptions = {
-    dir: join(dir, "replica"),
-    appendonly: true,
-    replicaOf: `127.0.0.1:${primary.port}`,
-  };
-  let replica = await startValkey(replicaOptions);
-  servers.push(replica);
-  await waitForReplicatedAof(primary, replica, 20_000);
+  const pair = await startValkeyPair("matchd-replica-outage-");
+  const primary = pair.primary;
+  let replica = pair.replica;
+  servers.push(primary, replica);
 
   const partition = uniquePartition();
   const store = new PartitionStore(primary.url, partition);
-  const channel = await rpc.createChannel();
+  const { queue: replyQueue, replies, close: closeReplies } = await openReplies(rpc);
   try {
-    const { queue: replyQueue } = await channel.assertQueue("", {
-      exclusive: true,
-      autoDelete: true,
-    });
-    const replies = new Map<string, Record<string, unknown>>();
-    await channel.consume(
-      replyQueue,
-      (message) => {
-        if (message)
-          replies.set(
-            String(message.properties.correlationId),
-            JSON.parse(message.content.toString()),
-          );
-      },
-      { noAck: true },
-    );
     const workload = createWorkload("alternating", { seed: 51, partition, partitionCount });
     const commands = Array.from({ length: 60 }, (_, i) => workload.next(i));
     const publish = (from: number, to: number) =>
@@ -106,7 +82,7 @@ test("replica down: nothing acknowledged; replica back: everything completes onc
     expect((await fetch(`${conductor.url}/readyz`)).status).toBe(503);
     expect(conductor.process.exitCode).toBeNull();
 
-    replica = await startValkey({ ...replicaOptions, port: replica.port });
+    replica = await pair.restartReplica(replica.port);
     servers.push(replica);
     await eventually(
       "every command replied after the replica is back",
@@ -136,23 +112,15 @@ test("replica down: nothing acknowledged; replica back: everything completes onc
     expect(await conductor.stop()).toBe(0);
     expect(await publisher.messageCount(partition)).toBe(0);
   } finally {
-    await channel.close().catch(() => undefined);
+    await closeReplies();
     store.close();
     await publisher.deleteQueue(partition);
   }
 }, 90_000);
 
 test("a durability wait resent on a new datastore connection never acknowledges a batch", async () => {
-  const dir = tempDir("matchd-resent-wait-");
-  const primary = await startValkey({ dir: join(dir, "primary"), appendonly: true });
-  servers.push(primary);
-  const replica = await startValkey({
-    dir: join(dir, "replica"),
-    appendonly: true,
-    replicaOf: `127.0.0.1:${primary.port}`,
-  });
-  servers.push(replica);
-  await waitForReplicatedAof(primary, replica, 20_000);
+  const { primary, replica } = await startValkeyPair("matchd-resent-wait-");
+  servers.push(primary, replica);
   // The conductor reaches the primary through a proxy, so its connections can be cut.
   const proxy = await startTcpProxy(primary.url);
   const partition = uniquePartition();

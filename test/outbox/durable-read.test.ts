@@ -6,15 +6,13 @@
  * stop during a wait ends at once.
  */
 import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
-import { join } from "node:path";
 import Redis from "ioredis";
 import { DurabilityTimeoutError } from "../../src/infra/valkey/durability";
 import { outboxConsumerGroup, partitionKeys } from "../../src/infra/valkey/keys";
 import { OutboxStream } from "../../src/outbox/stream-reader";
-import { type RunningValkey, startValkey } from "../../src/stack/index";
-import { waitForReplicatedAof } from "../../src/stack/valkey";
+import type { RunningValkey } from "../../src/stack/index";
 import { type TestStack, testStack, uniquePartition } from "../support/stack";
-import { tempDir } from "../support/temp-dir";
+import { startValkeyPair } from "../support/valkey-pair";
 import { eventually, Inbox, metricNumber, startOutbox, writeEvents } from "./helpers";
 
 let stack: TestStack;
@@ -25,14 +23,7 @@ let paused = false;
 
 beforeAll(async () => {
   stack = await testStack();
-  const dir = tempDir("matchd-outbox-durable-");
-  primary = await startValkey({ dir: join(dir, "primary"), appendonly: true });
-  replica = await startValkey({
-    dir: join(dir, "replica"),
-    appendonly: true,
-    replicaOf: `127.0.0.1:${primary.port}`,
-  });
-  await waitForReplicatedAof(primary, replica, 20_000);
+  ({ primary, replica } = await startValkeyPair("matchd-outbox-durable-"));
   valkey = new Redis(primary.url);
 }, 60_000);
 
