@@ -13,7 +13,7 @@ import { startValkeyPair, type ValkeyPair } from "../support/valkey-pair";
 import {
   disposeAll,
   eventually,
-  expectEventsOnce,
+  expectAlternatingCompletedOnce,
   openReplies,
   PartitionStore,
   Publisher,
@@ -80,29 +80,7 @@ test("datastore full: nothing acknowledged, the conductor keeps running; memory 
       await admin.config("SET", "maxmemory", "0");
     }
 
-    await eventually(
-      "every command replied once memory is available",
-      () => replies.size === 60,
-      30_000,
-    );
-    for (const command of commands) {
-      expect(replies.get(command.commandId)).toMatchObject({
-        commandId: command.commandId,
-        status: "accepted",
-      });
-    }
-    await eventually(
-      "counters settle",
-      async () => (await conductor.metric("matching_commands_processed_total")) >= 60,
-    );
-    const after = await conductor.metrics();
-    expect(after.matching_commands_processed_total).toBe(60);
-    expect(after.matching_events_created_total).toBe(120);
-    expect(await store.eventCount()).toBe(120);
-    await expectEventsOnce(store, commands);
-    expect(await store.bookSizes(partition)).toEqual({ bids: 0, asks: 0 });
-    expect(await conductor.stop()).toBe(0);
-    expect(await publisher.messageCount(partition)).toBe(0);
+    await expectAlternatingCompletedOnce(conductor, store, publisher, partition, commands, replies);
   } finally {
     await closeReplies();
     store.close();

@@ -14,11 +14,12 @@ import {
 } from "../../src/infra/amqp/topology";
 import { type PartitionKeys, partitionKeys } from "../../src/infra/valkey/keys";
 import { freePorts } from "../../src/stack/process";
+import { eventually } from "../support/eventually";
 import { metricsJson, spawnMatchd, type TestStack, testStack } from "../support/stack";
 
 export const partitionCount = 1024;
 
-export { eventually } from "../support/eventually";
+export { eventually };
 
 export interface ConductorProcess {
   process: Bun.Subprocess<"ignore", "ignore", "pipe">;
@@ -371,4 +372,40 @@ export async function openReplies(connection: ChannelModel): Promise<{
     { noAck: true },
   );
   return { queue, replies, close: () => channel.close().catch(() => undefined) };
+}
+
+/**
+ * After an outage: every command of an alternating run was replied "accepted", counted once
+ * (2 events each), its events are in the stream once, the book is empty, and the conductor
+ * stops cleanly with the queue empty. Returns its last metrics.
+ */
+export async function expectAlternatingCompletedOnce(
+  conductor: ConductorProcess,
+  store: PartitionStore,
+  publisher: Publisher,
+  partition: number,
+  commands: readonly CommandEnvelope[],
+  replies: Map<string, Record<string, unknown>>,
+): Promise<Record<string, unknown>> {
+  await eventually("every command replied", () => replies.size === commands.length, 30_000);
+  for (const command of commands) {
+    expect(replies.get(command.commandId)).toMatchObject({
+      commandId: command.commandId,
+      status: "accepted",
+    });
+  }
+  await eventually(
+    "counters settle",
+    async () => (await conductor.metric("matching_commands_processed_total")) >= commands.length,
+  );
+  const after = await conductor.metrics();
+  // Each command reached its final outcome once; the stream holds its events once.
+  expect(after.matching_commands_processed_total).toBe(commands.length);
+  expect(after.matching_events_created_total).toBe(2 * commands.length);
+  expect(await store.eventCount()).toBe(2 * commands.length);
+  await expectEventsOnce(store, commands);
+  expect(await store.bookSizes(partition)).toEqual({ bids: 0, asks: 0 });
+  expect(await conductor.stop()).toBe(0);
+  expect(await publisher.messageCount(partition)).toBe(0);
+  return after;
 }
