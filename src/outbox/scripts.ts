@@ -128,15 +128,16 @@ return 1
 `,
 );
 
+/** The most field and value strings a dead-letter entry carries: Lua's unpack takes ~8,000. */
+export const DEAD_LETTER_MAX_VALUES = 4000;
+
 /**
  * Moves an undecodable entry to the dead letter: adds it there, acknowledges and deletes it.
  * KEYS[1] = the events stream, KEYS[2] = the dead-letter stream
  * ARGV[1] = the group, ARGV[2] = the entry id, ARGV[3..] = the dead-letter entry's fields
- * (at most DEAD_LETTER_MAX_VALUES: Lua's unpack takes about 8,000 values)
+ * (at most DEAD_LETTER_MAX_VALUES of them)
  * Returns the dead-letter entry's id.
  */
-export const DEAD_LETTER_MAX_VALUES = 4000;
-
 export const deadLetterScript = luaScript(
   "dead-letter",
   `#!lua flags=allow-oom

@@ -288,6 +288,7 @@ export class OutboxStream {
     const even = entry.fields.length % 2 === 0 ? entry.fields : entry.fields.slice(0, -1);
     // An entry with thousands of fields would not fit the script's unpack, and failing here
     // would stop the partition at it: the excess is dropped and counted instead.
+    // Room left beside reason and source-id (4 values) and a dropped-fields pair (2).
     const room = DEAD_LETTER_MAX_VALUES - 6;
     const fields =
       even.length <= room
