@@ -275,6 +275,11 @@ async function runWithStack(
       "--durability-timeout-ms": config.durabilityTimeoutMs,
       "--log-level": config.logLevel,
     };
+    const outboxFlags = {
+      ...base,
+      "--window": config.outboxWindow,
+      "--read-count": config.outboxReadCount,
+    };
     const environment = await collectEnvironment({
       datastoreUrl: active.datastoreUrl,
       brokerUrl: active.brokerUrl,
@@ -296,7 +301,7 @@ async function runWithStack(
       report = await outboxDrainReport(
         effective,
         flags,
-        base,
+        outboxFlags,
         envFacts,
         { services, register },
         progress,
@@ -324,12 +329,7 @@ async function runWithStack(
       let outbox = outboxUrl;
       if (pipelineBoundary === "full-pipeline" && !outbox) {
         progress("starting outbox");
-        const service = await startService(
-          "outbox",
-          { ...base, "--window": config.outboxWindow, "--read-count": config.outboxReadCount },
-          progress,
-          register,
-        );
+        const service = await startService("outbox", outboxFlags, progress, register);
         outbox = service.url;
       }
       const defaultCommands = pipelineBoundary === "round-trip" ? 10_000 : 20_000;
@@ -632,7 +632,8 @@ async function datastoreReport(
 async function outboxDrainReport(
   config: Config,
   flags: ReadonlyMap<string, string>,
-  base: Record<string, string | number>,
+  /** The outbox's flags (stack URLs, partition, policy, window, read count). */
+  outboxFlags: Record<string, string | number>,
   environment: Record<string, string>,
   {
     services,
@@ -654,12 +655,7 @@ async function outboxDrainReport(
       for (let i = 0; i + 1 < extraArgs.length; i += 2) extra[extraArgs[i]!] = extraArgs[i + 1]!;
       const service = await startService(
         "outbox",
-        {
-          ...base,
-          "--window": config.outboxWindow,
-          "--read-count": config.outboxReadCount,
-          ...extra,
-        },
+        { ...outboxFlags, ...extra },
         progress,
         register,
       );

@@ -3,9 +3,6 @@
  * given) and the conductor and outbox as child processes of this same binary, with
  * readiness waits and a teardown that also runs on Ctrl-C.
  */
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { Config } from "../config/schema";
 import { stackDown, stackUp } from "../stack/index";
 import { freePorts } from "../stack/process";
@@ -34,6 +31,7 @@ export async function ensureStack(options: {
   config: Config;
   datastoreGiven: boolean;
   brokerGiven: boolean;
+  /** The private stack's directory; given whenever the two URLs are not. */
   dir?: string;
   keep: boolean;
   progress: (line: string) => void;
@@ -47,8 +45,10 @@ export async function ensureStack(options: {
       teardown: async () => {},
     };
   }
-  // One URL without the other was refused with the other flag problems (run.ts).
-  const dir = options.dir ?? mkdtempSync(join(tmpdir(), "matchd-bench-"));
+  // One URL without the other was refused with the other flag problems (run.ts), and run.ts
+  // made the directory: it decides when the directory goes.
+  const dir = options.dir;
+  if (dir === undefined) throw new Error("a private stack needs its directory");
   options.progress(`starting private stack in ${dir}`);
   const info = await stackUp({ dir, log: (line) => options.progress(`stack: ${line}`) });
   let done = false;

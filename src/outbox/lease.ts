@@ -8,7 +8,7 @@
  */
 import type { Logger } from "../infra/log";
 import type { Valkey } from "../infra/valkey/client";
-import { runScript } from "../infra/valkey/lua-script";
+import { type LuaScript, runScript } from "../infra/valkey/lua-script";
 import { acquireLeaseScript, releaseLeaseScript, renewLeaseScript } from "./scripts";
 
 export interface LeaseOptions {
@@ -98,6 +98,13 @@ export class PartitionLease {
     }
   }
 
+  /** Takes or renews the lease for this owner and TTL; true when the script did. */
+  private async runLeaseScript(script: LuaScript): Promise<boolean> {
+    return (
+      Number(await runScript(this.valkey, script, [this.key], [this.ownerId, this.ttlMs])) === 1
+    );
+  }
+
   private tick(): Promise<void> {
     this.ticking = this.keep();
     return this.ticking;
@@ -110,13 +117,7 @@ export class PartitionLease {
     let failed = false;
     try {
       if (this.held()) {
-        const renewed = await runScript(
-          this.valkey,
-          renewLeaseScript,
-          [this.key],
-          [this.ownerId, this.ttlMs],
-        );
-        if (Number(renewed) === 1) {
+        if (await this.runLeaseScript(renewLeaseScript)) {
           this.extend(sentAt);
         } else {
           this.log.warn("outbox lease lost: another owner holds it or it expired", {
@@ -127,13 +128,7 @@ export class PartitionLease {
         }
       } else {
         // A script that may write at maxmemory: see scripts.ts.
-        const taken = await runScript(
-          this.valkey,
-          acquireLeaseScript,
-          [this.key],
-          [this.ownerId, this.ttlMs],
-        );
-        if (Number(taken) === 1) {
+        if (await this.runLeaseScript(acquireLeaseScript)) {
           this.extend(sentAt);
           this.otherHolder = null;
         } else {
@@ -144,13 +139,7 @@ export class PartitionLease {
           if (ttlLeftMs > 0) next = Math.min(this.acquireIntervalMs, ttlLeftMs + 5);
           // Our own id means a renewal reply was lost; the key is still ours, so renew it.
           if (this.otherHolder === this.ownerId) {
-            const renewed = await runScript(
-              this.valkey,
-              renewLeaseScript,
-              [this.key],
-              [this.ownerId, this.ttlMs],
-            );
-            if (Number(renewed) === 1) {
+            if (await this.runLeaseScript(renewLeaseScript)) {
               this.extend(sentAt);
               this.otherHolder = null;
             }

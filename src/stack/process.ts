@@ -330,13 +330,16 @@ function belongsTo(pid: number, dir: string): boolean {
  * can be taken by an unrelated group once the leader's group emptied, so without such
  * proof a group is never adopted.
  */
-function orphanedGroup(target: { pid: number; startTicks?: number }, owner?: string): boolean {
+function orphanedGroup(
+  target: { pid: number; startTicks?: number },
+  lineage: Set<number>,
+  owner?: string,
+): boolean {
   const stat = readStat(target.pid);
   const members = () => groupMembers(target.pid);
   if (stat === undefined) {
     if (owner === undefined) return false;
     const found = members();
-    const lineage = ownLineage();
     // Never a group this process (or one of its ancestors) is in.
     if (found.some((m) => lineage.has(m.pid))) return false;
     return found.some((m) => belongsTo(m.pid, owner));
@@ -367,11 +370,11 @@ export async function stopProcesses(
   // Groups whose leader is seen running are ours until they empty; a group adopted without
   // its leader is ours only while the proof holds, so it is checked again before each signal.
   const verified = new Set(targets.filter((t) => isRunning(t.pid, t.startTicks)).map((t) => t.pid));
-  const running = targets.filter(
-    (t) => verified.has(t.pid) || (t.group === true && orphanedGroup(t, owner)),
-  );
   const lineage = ownLineage();
-  const stillOurs = (t: StopTarget) => verified.has(t.pid) || orphanedGroup(t, owner);
+  const running = targets.filter(
+    (t) => verified.has(t.pid) || (t.group === true && orphanedGroup(t, lineage, owner)),
+  );
+  const stillOurs = (t: StopTarget) => verified.has(t.pid) || orphanedGroup(t, lineage, owner);
   // A group seen empty twice, 50 ms or more apart (one walk of /proc can miss a process
   // forked meanwhile), is finished and never looked at again: its id may then be reused
   // by an unrelated group leader.
