@@ -7,17 +7,16 @@
 import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
 import amqp, { type ChannelModel } from "amqplib";
 import Redis from "ioredis";
-import { createWorkload } from "../../src/bench/workloads";
 import { type TestStack, testStack, uniquePartition } from "../support/stack";
 import { startValkeyPair, type ValkeyPair } from "../support/valkey-pair";
 import {
+  alternatingRpcCommands,
   disposeAll,
   eventually,
   expectAlternatingCompletedOnce,
   openReplies,
   PartitionStore,
   Publisher,
-  partitionCount,
   startConductor,
 } from "./helpers";
 
@@ -48,16 +47,7 @@ test("datastore full: nothing acknowledged, the conductor keeps running; memory 
   const store = new PartitionStore(pair.primary.url, partition);
   const { queue: replyQueue, replies, close: closeReplies } = await openReplies(rpc);
   try {
-    const workload = createWorkload("alternating", { seed: 53, partition, partitionCount });
-    const commands = Array.from({ length: 60 }, (_, i) => workload.next(i));
-    const publish = (from: number, to: number) =>
-      Promise.all(
-        commands
-          .slice(from, to)
-          .map((c) =>
-            publisher.publish(partition, [c], { replyTo: replyQueue, correlationId: c.commandId }),
-          ),
-      );
+    const { commands, publish } = alternatingRpcCommands(publisher, partition, 53, 60, replyQueue);
 
     const conductor = await startConductor(stack, partition, { datastoreUrl: pair.primary.url });
     await publish(0, 10);

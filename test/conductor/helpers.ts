@@ -6,6 +6,7 @@
 import { afterAll, afterEach, beforeAll, expect } from "bun:test";
 import amqp, { type ChannelModel, type ConfirmChannel, type Options } from "amqplib";
 import Redis from "ioredis";
+import { createWorkload } from "../../src/bench/workloads";
 import type { CommandEnvelope } from "../../src/domain/index";
 import {
   commandExchange,
@@ -408,4 +409,28 @@ export async function expectAlternatingCompletedOnce(
   expect(await conductor.stop()).toBe(0);
   expect(await publisher.messageCount(partition)).toBe(0);
   return after;
+}
+
+/**
+ * `count` alternating commands of `partition` (seeded) and a sender for a range of them, each
+ * published as an RPC whose reply goes to `replyQueue` under the command's id.
+ */
+export function alternatingRpcCommands(
+  publisher: Publisher,
+  partition: number,
+  seed: number,
+  count: number,
+  replyQueue: string,
+): { commands: CommandEnvelope[]; publish(from: number, to: number): Promise<unknown> } {
+  const workload = createWorkload("alternating", { seed, partition, partitionCount });
+  const commands = Array.from({ length: count }, (_, i) => workload.next(i));
+  const publish = (from: number, to: number) =>
+    Promise.all(
+      commands
+        .slice(from, to)
+        .map((c) =>
+          publisher.publish(partition, [c], { replyTo: replyQueue, correlationId: c.commandId }),
+        ),
+    );
+  return { commands, publish };
 }

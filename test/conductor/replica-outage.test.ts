@@ -13,6 +13,7 @@ import { startTcpProxy } from "../outbox/helpers";
 import { type TestStack, testStack, uniquePartition } from "../support/stack";
 import { startValkeyPair } from "../support/valkey-pair";
 import {
+  alternatingRpcCommands,
   disposeAll,
   eventually,
   expectAlternatingCompletedOnce,
@@ -51,16 +52,7 @@ test("replica down: nothing acknowledged; replica back: everything completes onc
   const store = new PartitionStore(primary.url, partition);
   const { queue: replyQueue, replies, close: closeReplies } = await openReplies(rpc);
   try {
-    const workload = createWorkload("alternating", { seed: 51, partition, partitionCount });
-    const commands = Array.from({ length: 60 }, (_, i) => workload.next(i));
-    const publish = (from: number, to: number) =>
-      Promise.all(
-        commands
-          .slice(from, to)
-          .map((c) =>
-            publisher.publish(partition, [c], { replyTo: replyQueue, correlationId: c.commandId }),
-          ),
-      );
+    const { commands, publish } = alternatingRpcCommands(publisher, partition, 51, 60, replyQueue);
 
     const conductor = await startConductor(stack, partition, {
       datastoreUrl: primary.url,
