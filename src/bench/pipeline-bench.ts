@@ -512,3 +512,27 @@ export async function resetPartition(valkey: Valkey, partition: number): Promise
   } while (cursor !== "0");
   return deleted;
 }
+
+/**
+ * Drops the commands left in the partition's queue by an earlier run (one interrupted
+ * mid-run leaves thousands): a conductor would match them before this run's, into the books
+ * the bench has just reset, and count them in its stage metrics. The bench owns the
+ * partition it is pointed at, as resetPartition already assumes. Returns how many were
+ * dropped; a queue that does not exist yet holds none.
+ */
+export async function purgeCommandQueue(brokerUrl: string, partition: number): Promise<number> {
+  const connection = await connectBroker(brokerUrl, "matchd-bench-reset");
+  try {
+    const channel = await connection.createChannel();
+    // A passive check of a missing queue closes the channel with 404 and emits 'error' too.
+    channel.on("error", () => undefined);
+    try {
+      await channel.checkQueue(commandQueue(partition));
+    } catch {
+      return 0;
+    }
+    return (await channel.purgeQueue(commandQueue(partition))).messageCount;
+  } finally {
+    await connection.close().catch(() => undefined);
+  }
+}

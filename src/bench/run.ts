@@ -17,7 +17,12 @@ import { runDomainBench, runRestingMemoryBench } from "./domain-bench";
 import { collectEnvironment, environmentFacts } from "./environment";
 import { renderHtmlReport } from "./html-report";
 import { runOutboxDrainBench, type SinkMode } from "./outbox-drain";
-import { type PipelineBoundary, resetPartition, runPipelineBench } from "./pipeline-bench";
+import {
+  type PipelineBoundary,
+  purgeCommandQueue,
+  resetPartition,
+  runPipelineBench,
+} from "./pipeline-bench";
 import type { BenchReport } from "./report";
 import { renderReport } from "./report";
 import { type BenchStack, ensureStack, type ServiceProcess, startService } from "./services";
@@ -313,6 +318,9 @@ async function runWithStack(
       valkey.disconnect();
       if (deleted > 0)
         progress(`deleted ${deleted} leftover keys of partition ${config.partition}`);
+      const purged = await purgeCommandQueue(active.brokerUrl, config.partition);
+      if (purged > 0)
+        progress(`purged ${purged} leftover commands from partition ${config.partition}'s queue`);
       const conductorUrl = flags.get("--conductor-url");
       const outboxUrl = flags.get("--outbox-url");
       let conductor = conductorUrl;

@@ -6,6 +6,9 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import amqp from "amqplib";
+import { createWorkload } from "../../src/bench/workloads";
+import { commandQueue, commandQueueArguments } from "../../src/infra/amqp/topology";
 import { matchdCommand, testStack } from "../support/stack";
 import { tempDir } from "../support/temp-dir";
 
@@ -130,6 +133,38 @@ describe("matchd bench pipeline boundaries", () => {
     ]);
     expect((report.invariants as Record<string, unknown>).ok).toBe(true);
     expect((report.extra as Record<string, unknown>).batchMax).toBe(1);
+    expect(code).toBe(0);
+  }, 150_000);
+
+  test("commands an earlier run left in the partition's queue are purged before the run", async () => {
+    // 25 bids of another seed, as an interrupted run leaves them: matched first, they would
+    // take this run's asks and leave its own bids resting.
+    const stack = await testStack();
+    const connection = await amqp.connect(stack.brokerUrl);
+    const channel = await connection.createConfirmChannel();
+    const queue = commandQueue(5);
+    await channel.assertQueue(queue, { durable: true, arguments: commandQueueArguments });
+    const leftover = createWorkload("alternating", { seed: 99, partition: 5, partitionCount: 8 });
+    const commands = Array.from({ length: 50 }, (_, i) => leftover.next(i));
+    for (const bid of commands.filter((_, i) => i % 2 === 0)) {
+      channel.sendToQueue(queue, Buffer.from(JSON.stringify(bid)), { persistent: true });
+    }
+    await channel.waitForConfirms();
+    await connection.close();
+
+    const { code, report, stderr } = await bench([
+      "conductor",
+      "--commands",
+      "200",
+      "--warmup",
+      "0",
+    ]);
+    expect(report.invariants).toMatchObject({
+      ok: true,
+      commandsProcessed: 200,
+      remainingBookDepth: 0,
+    });
+    expect(stderr).toContain("purged 25 leftover commands from partition 5's queue");
     expect(code).toBe(0);
   }, 150_000);
 
