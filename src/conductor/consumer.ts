@@ -39,10 +39,6 @@ export class CommandConsumer {
   private consumerTag: string | undefined;
   private generation = 0;
 
-  /** True while `generation` is the channel deliveries currently arrive on. */
-  isCurrent(generation: number): boolean {
-    return this.connected && generation === this.generation;
-  }
   private pending: Delivery[] = [];
   private stopping = false;
   /** Failed connection attempts in a row; the reconnect backoff grows with it. */
@@ -134,15 +130,16 @@ export class CommandConsumer {
   }
 
   /**
-   * Returns a failed batch and every later delivery to the queue, so the broker
-   * redelivers them in their original order rather than after newer commands.
+   * Returns a failed batch and every later delivery to the queue, so the broker redelivers
+   * them in their original order rather than after newer commands. It closes the connection
+   * (the broker requeues everything unacknowledged on it, in order) and reconnects: a nack
+   * would reach only the deliveries that have arrived, and one already on the wire would
+   * arrive after it, be taken ahead of the requeued commands and be matched before them (a
+   * test saw 10..19 taken before 0..9). Deliveries of the closed channel are never taken.
    */
-  requeueFrom(batch: readonly Delivery[]): void {
-    const current = this.pending.filter((d) => d.generation === this.generation);
-    const last = current[current.length - 1] ?? batch[batch.length - 1];
+  requeueFrom(_batch: readonly Delivery[]): void {
     this.pending = [];
-    if (!last || last.generation !== this.generation || !this.channel) return;
-    this.channel.nack(last.message, true, true);
+    this.lost("a failed batch is requeued", this.generation, "info");
   }
 
   reply(message: ConsumeMessage, body: string): void {
@@ -200,13 +197,14 @@ export class CommandConsumer {
     if (this.connection) await withinMs(quietly(this.connection.close()), closeTimeoutMs);
   }
 
-  private lost(reason: string, generation: number): void {
+  private lost(reason: string, generation: number, level: "info" | "warn" = "warn"): void {
     if (!this.connected || generation !== this.generation) return;
     this.connected = false;
     this.generation++;
     this.pending = [];
     if (this.stopping) return;
-    this.log.warn("broker link lost; reconnecting", { reason });
+    if (level === "warn") this.log.warn("broker link lost; reconnecting", { reason });
+    else this.log.info("reconnecting to the broker", { reason });
     this.connection?.close().catch(() => undefined);
     this.scheduleReconnect();
   }

@@ -270,15 +270,10 @@ export class Conductor {
     for (;;) {
       await Bun.sleep(backoffDelayMs(this.failureAttempts++, conductorBackoff));
       try {
-        // After a keyspace reset, only a conductor still on the channel its batch came from
-        // (still the active consumer) claims the partition again; a stale one just reloads and
-        // claims when deliveries reach it again, instead of fencing the live owner.
-        const stillActive = batch.length > 0 && this.consumer.isCurrent(batch[0]!.generation);
-        if (error instanceof FencedError && stillActive) await this.takeOwnership();
-        else {
-          if (error instanceof FencedError) this.claimedGeneration = -1;
-          await this.reload();
-        }
+        // The requeue reconnected the consumer, so the partition is claimed again (a new
+        // channel) only when deliveries reach this conductor as the active consumer: after a
+        // keyspace reset it must not fence an owner that became active meanwhile.
+        await this.reload();
         return;
       } catch (reloadError) {
         this.log.warn("reload failed; retrying", { error: reloadError });
