@@ -22,6 +22,37 @@ function isIdText(value: unknown): value is string {
   return typeof value === "string" && value.length >= 1 && value.length <= 200;
 }
 
+/**
+ * The most UTF-8 bytes a command id may take. Its events' ids (`<commandId>:<ordinal>:<type>`,
+ * at most ~30 bytes more) become AMQP message ids, which are short strings of at most 255
+ * bytes: a longer id could be committed but never published.
+ */
+export const MAX_COMMAND_ID_BYTES = 200;
+
+/** Bytes of `text` in UTF-8 (a lone surrogate counts 3, as TextEncoder writes U+FFFD). */
+export function utf8Length(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x80) bytes += 1;
+    else if (code < 0x800) bytes += 2;
+    else if (code >= 0xd800 && code <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        bytes += 4;
+        i++;
+      } else bytes += 3;
+    } else bytes += 3;
+  }
+  return bytes;
+}
+
+/** A command id: 1 to 200 UTF-16 units that take at most MAX_COMMAND_ID_BYTES in UTF-8. */
+export function isCommandIdText(value: unknown): value is string {
+  // Up to 66 units cannot exceed 200 bytes (3 bytes a unit at most): no need to count.
+  return isIdText(value) && (value.length <= 66 || utf8Length(value) <= MAX_COMMAND_ID_BYTES);
+}
+
 function isPositiveInt(value: unknown): value is number {
   return Number.isSafeInteger(value) && (value as number) > 0;
 }
@@ -75,7 +106,7 @@ export function decodeValidCommand(value: unknown): CommandEnvelope | undefined 
   const v = value;
   if (
     v.schemaVersion !== 1 ||
-    !isIdText(v.commandId) ||
+    !isCommandIdText(v.commandId) ||
     typeof v.correlationId !== "string" ||
     v.correlationId.length > 200 ||
     typeof v.submittedAt !== "string" ||

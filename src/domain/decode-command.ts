@@ -2,11 +2,14 @@
 // checked later by the engine, so every reject reason comes from one place.
 
 import { z } from "zod";
-import { decodeValidCommand } from "./decode-command-fast";
+import { decodeValidCommand, isCommandIdText, MAX_COMMAND_ID_BYTES } from "./decode-command-fast";
 import { type ResultCode, ResultCodes } from "./result-codes";
 import type { CommandEnvelope } from "./types";
 
 const idText = z.string().min(1).max(200);
+const commandIdText = idText.refine(isCommandIdText, {
+  message: `must take at most ${MAX_COMMAND_ID_BYTES} bytes in UTF-8 (its events' ids become AMQP message ids)`,
+});
 /** Producers use string user ids; a numeric id is accepted and turned into its decimal text. */
 const userIdText = z.union([idText, z.number().int().nonnegative()]).transform((v) => String(v));
 const pairId = z.number().int().positive();
@@ -36,7 +39,7 @@ const cancelPayload = z.looseObject({ id: idText, userId: userIdText, pairId });
 
 const base = {
   schemaVersion: z.literal(1),
-  commandId: idText,
+  commandId: commandIdText,
   correlationId: z.string().max(200),
   submittedAt: z.string().min(1).max(64),
   pairId,
@@ -105,13 +108,9 @@ function salvageHints(value: unknown): {
 } {
   if (!isRecord(value)) return {};
   const hints: ReturnType<typeof salvageHints> = {};
-  // An id too long to be valid is not cut to fit: two such ids sharing their first 200
+  // An id too long to be valid (in units or in bytes) is not cut to fit: two such ids sharing their first 200
   // characters would share one stored result. Without an id the command is dead-lettered.
-  if (
-    typeof value.commandId === "string" &&
-    value.commandId.length > 0 &&
-    value.commandId.length <= 200
-  ) {
+  if (isCommandIdText(value.commandId)) {
     hints.commandId = value.commandId;
   }
   if (typeof value.correlationId === "string")

@@ -24,6 +24,9 @@ export interface OutboxEvent {
 
 export type Decoded = { ok: true; event: OutboxEvent } | { ok: false; reason: string };
 
+/** The most bytes an AMQP short string (here the message id) holds. */
+const MESSAGE_ID_MAX_BYTES = 255;
+
 function isEventType(value: unknown): value is EventType {
   return typeof value === "string" && Object.hasOwn(eventExchanges, value);
 }
@@ -49,6 +52,17 @@ export function decodeEntry(entry: StreamEntry): Decoded {
   const { eventId, type } = envelope as { eventId?: unknown; type?: unknown };
   if (typeof eventId !== "string" || eventId.length === 0) {
     return { ok: false, reason: "event has no eventId" };
+  }
+  // The event id is sent as the message id, an AMQP short string: a longer one can never be
+  // published, and retrying it would hold up the partition behind it for ever.
+  if (
+    eventId.length > MESSAGE_ID_MAX_BYTES / 3 &&
+    Buffer.byteLength(eventId) > MESSAGE_ID_MAX_BYTES
+  ) {
+    return {
+      ok: false,
+      reason: `eventId takes ${Buffer.byteLength(eventId)} bytes in UTF-8; a message id holds at most ${MESSAGE_ID_MAX_BYTES}`,
+    };
   }
   if (!isEventType(type)) {
     return { ok: false, reason: `unknown event type ${JSON.stringify(type)}` };

@@ -47,6 +47,8 @@ test("malformed bodies: dead-lettered or rejected, all acknowledged, conductor k
         partition,
       }),
       "numeric-command-id": JSON.stringify({ ...valid(50), commandId: 42 }),
+      // 201 bytes in UTF-8: its events' ids could never be AMQP message ids.
+      "command-id-over-200-bytes": JSON.stringify({ ...valid(51), commandId: "€".repeat(67) }),
     };
     const rejected: Record<string, { body: object; code: number }> = {
       precision: { body: valid(1, (c) => (c.payload.price = "100.123")), code: 203 },

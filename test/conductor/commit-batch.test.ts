@@ -15,14 +15,14 @@ import { ConductorStore } from "../../src/conductor/store";
 import { resolveConfig } from "../../src/config/resolve";
 import type { Config } from "../../src/config/schema";
 import { type CommandEnvelope, MatchingEngine } from "../../src/domain/index";
-import { type TestStack, testStack, uniquePartition } from "../support/stack";
+import { stackStartTimeoutMs, type TestStack, testStack, uniquePartition } from "../support/stack";
 import { PartitionStore, partitionCount } from "./helpers";
 
 let stack: TestStack;
 
 beforeAll(async () => {
   stack = await testStack();
-});
+}, stackStartTimeoutMs);
 
 function conductorConfig(partition: number): Config {
   const resolved = resolveConfig(

@@ -40,7 +40,7 @@ afterAll(async () => {
   await rpc?.close().catch(() => undefined);
   await pair?.replica.stop().catch(() => undefined);
   await pair?.primary.stop().catch(() => undefined);
-});
+}, 60_000);
 
 test("datastore full: nothing acknowledged, the conductor keeps running; memory back: everything completes once", async () => {
   const partition = uniquePartition();

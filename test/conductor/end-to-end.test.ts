@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import amqp, { type ChannelModel } from "amqplib";
 import { createWorkload } from "../../src/bench/workloads";
 import { bookMember } from "../../src/conductor/store";
-import { testStack, uniquePartition } from "../support/stack";
+import { stackStartTimeoutMs, testStack, uniquePartition } from "../support/stack";
 import {
   conductorSuite,
   eventually,
@@ -115,7 +115,7 @@ describe("RPC and idempotency", () => {
   let rpc: ChannelModel;
   beforeAll(async () => {
     rpc = await amqp.connect((await testStack()).brokerUrl);
-  });
+  }, stackStartTimeoutMs);
   afterAll(async () => {
     await rpc.close().catch(() => undefined);
   });

@@ -16,7 +16,13 @@ import {
 import { type PartitionKeys, partitionKeys } from "../../src/infra/valkey/keys";
 import { freePorts } from "../../src/stack/process";
 import { eventually } from "../support/eventually";
-import { metricsJson, spawnMatchd, type TestStack, testStack } from "../support/stack";
+import {
+  metricsJson,
+  spawnMatchd,
+  stackStartTimeoutMs,
+  type TestStack,
+  testStack,
+} from "../support/stack";
 
 export const partitionCount = 1024;
 
@@ -314,7 +320,7 @@ export function conductorSuite(): { readonly stack: TestStack; readonly publishe
   beforeAll(async () => {
     suite.stack = await testStack();
     suite.publisher = await Publisher.open(suite.stack.brokerUrl);
-  });
+  }, stackStartTimeoutMs);
   afterEach(disposeAll);
   afterAll(async () => {
     await suite.publisher.close();

@@ -10,7 +10,7 @@ import amqp, { type ChannelModel } from "amqplib";
 import { createWorkload } from "../../src/bench/workloads";
 import type { RunningValkey } from "../../src/stack/index";
 import { startTcpProxy } from "../outbox/helpers";
-import { type TestStack, testStack, uniquePartition } from "../support/stack";
+import { stackStartTimeoutMs, type TestStack, testStack, uniquePartition } from "../support/stack";
 import { startValkeyPair } from "../support/valkey-pair";
 import {
   alternatingRpcCommands,
@@ -34,7 +34,7 @@ beforeAll(async () => {
   stack = await testStack();
   publisher = await Publisher.open(stack.brokerUrl);
   rpc = await amqp.connect(stack.brokerUrl);
-});
+}, stackStartTimeoutMs);
 afterEach(disposeAll);
 afterAll(async () => {
   await publisher.close();

@@ -11,14 +11,14 @@ import type { Config } from "../../src/config/schema";
 import { commandExchange, commandQueue } from "../../src/infra/amqp/topology";
 import { createLogger } from "../../src/infra/log";
 import { eventually } from "../support/eventually";
-import { type TestStack, testStack, uniquePartition } from "../support/stack";
+import { stackStartTimeoutMs, type TestStack, testStack, uniquePartition } from "../support/stack";
 
 let stack: TestStack;
 let consumer: CommandConsumer | undefined;
 
 beforeAll(async () => {
   stack = await testStack();
-});
+}, stackStartTimeoutMs);
 
 afterAll(async () => {
   await consumer?.close();

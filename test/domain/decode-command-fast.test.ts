@@ -29,6 +29,9 @@ const oddValue = fc.oneof(
       "",
       "x".repeat(200),
       "x".repeat(201),
+      // 66 and 67 three-byte characters: 198 and 201 bytes, both under 200 units.
+      "€".repeat(66),
+      "€".repeat(67),
       "x".repeat(64),
       "x".repeat(65),
       "bid",

@@ -65,4 +65,16 @@ describe("decodeCommand", () => {
     expect(a).not.toHaveProperty("commandId");
     expect(b).not.toHaveProperty("commandId");
   });
+
+  test("a command id may take at most 200 bytes in UTF-8: its event ids become AMQP message ids (255 bytes at most)", () => {
+    // 66 "€" take 198 bytes; 67 take 201, in 67 UTF-16 units (under the 200-unit limit).
+    expect(decodeCommand({ ...good, commandId: "€".repeat(66) }).ok).toBe(true);
+    const long = decodeCommand({ ...good, commandId: "€".repeat(67) });
+    expect(long).toMatchObject({ ok: false, code: ResultCodes.badEnvelope });
+    expect(long).not.toHaveProperty("commandId");
+    expect((long as { reason: string }).reason).toContain("200 bytes in UTF-8");
+    // Four bytes for a character outside the basic plane (two UTF-16 units).
+    expect(decodeCommand({ ...good, commandId: "😀".repeat(50) }).ok).toBe(true);
+    expect(decodeCommand({ ...good, commandId: `${"😀".repeat(50)}x` }).ok).toBe(false);
+  });
 });

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import Redis from "ioredis";
 import { type RunningValkey, startValkey } from "../../src/stack/index";
 import { eventually } from "../support/eventually";
-import { matchdCommand, spawnMatchd, testStack } from "../support/stack";
+import { matchdCommand, spawnMatchd, stackStartTimeoutMs, testStack } from "../support/stack";
 import { tempDir } from "../support/temp-dir";
 
 async function matchd(args: string[], env: Record<string, string>) {
@@ -37,10 +37,10 @@ describe("durability policy at boot", () => {
     noAof = await startValkey({ dir: join(dir, "no-aof"), appendonly: false });
     lonePrimary = await startValkey({ dir: join(dir, "lone"), appendonly: true });
     servers.push(noAof, lonePrimary);
-  });
+  }, stackStartTimeoutMs);
   afterAll(async () => {
     for (const server of servers) await server.stop();
-  });
+  }, 60_000);
 
   test("appendonly off: check exits 3 and names it", async () => {
     const { stdout, code } = await matchd(["check"], { MATCHING_DATASTORE_URL: noAof.url });

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import amqp, { type ChannelModel, type ConfirmChannel, type GetMessage } from "amqplib";
 import { FramePublisher } from "../../src/infra/amqp/fast-publish";
-import { testStack } from "../support/stack";
+import { stackStartTimeoutMs, testStack } from "../support/stack";
 
 let connection: ChannelModel;
 let channel: ConfirmChannel;
@@ -15,7 +15,7 @@ beforeAll(async () => {
   connection = await amqp.connect((await testStack()).brokerUrl);
   channel = await connection.createConfirmChannel();
   queue = (await channel.assertQueue("", { exclusive: true, autoDelete: true })).queue;
-});
+}, stackStartTimeoutMs);
 
 afterAll(async () => {
   await connection.close().catch(() => undefined);
@@ -89,4 +89,28 @@ test("a closed channel refuses a publish the way amqplib does", async () => {
   expect(() => publisher.publish("", queue, smallBody, false, { persistent: true })).toThrow(
     /closed/i,
   );
+});
+
+test("a publish amqplib refuses leaves no confirm callback behind: later confirms settle their own publishes", async () => {
+  const own = await connection.createConfirmChannel();
+  const publisher = new FramePublisher(own);
+  let strayConfirm = false;
+  // A message id over 255 bytes fits no AMQP short string: the encoder leaves it to amqplib,
+  // which throws.
+  expect(() =>
+    publisher.publish("", queue, smallBody, false, { messageId: "€".repeat(100) }, () => {
+      strayConfirm = true;
+    }),
+  ).toThrow(/messageId/);
+  const confirms = [1, 2, 3].map(
+    (n) =>
+      new Promise<number>((resolve) => {
+        publisher.publish("", queue, smallBody, false, { messageId: `m${n}` }, () => resolve(n));
+      }),
+  );
+  const settled = await Promise.race([Promise.all(confirms), Bun.sleep(5000).then(() => null)]);
+  expect(settled).toEqual([1, 2, 3]);
+  expect(strayConfirm).toBe(false);
+  await own.close();
+  for (let n = 0; n < 3; n++) await getOne();
 });

@@ -37,7 +37,7 @@ afterAll(async () => {
   valkey?.disconnect();
   await replica?.stop().catch(() => undefined);
   await primary?.stop().catch(() => undefined);
-});
+}, 60_000);
 
 /** The replica stops acknowledging: what is written from now on is not durable. */
 function pause(): void {

@@ -32,6 +32,16 @@ describe("decodeEntry", () => {
       "unknown event type",
     ],
     [
+      "an eventId of 255 bytes (85 three-byte characters)",
+      ["event", JSON.stringify({ eventId: "€".repeat(85), type: "order.rested.v1" })],
+      null,
+    ],
+    [
+      "an eventId over 255 bytes, too long for an AMQP message id",
+      ["event", JSON.stringify({ eventId: "€".repeat(86), type: "order.rested.v1" })],
+      "258 bytes in UTF-8; a message id holds at most 255",
+    ],
+    [
       "a prototype key as type",
       ["event", JSON.stringify({ eventId: "e", type: "toString" })],
       "unknown event type",

@@ -156,6 +156,14 @@ describe("outbox", () => {
       JSON.stringify({ eventId: "x1", type: "order.exploded.v1" }),
     );
     await valkey.xadd(keys.events, "*", "event", JSON.stringify({ type: "order.rested.v1" }));
+    // An event id no AMQP message id can hold (258 bytes): published, it would be refused for
+    // ever and hold up every entry behind it.
+    await valkey.xadd(
+      keys.events,
+      "*",
+      "event",
+      JSON.stringify({ eventId: "€".repeat(86), type: "order.rested.v1" }),
+    );
     // Far more fields than the dead-letter script's unpack takes (~8,000 values): the excess
     // is dropped and counted rather than stopping the partition at this entry.
     const manyFields = Array.from({ length: 10_000 }, (_, i) => `f${i}`);
@@ -166,19 +174,20 @@ describe("outbox", () => {
     await eventually("stream drained", async () => (await streamLength(partition)) === 0);
     expect(inbox.firstDeliveryOrderKept()).toBe(true);
     const dead = await valkey.xrange(keys.eventsDeadLetter, "-", "+");
-    expect(dead.length).toBe(5);
+    expect(dead.length).toBe(6);
     const fields = dead.map(([, flat]) => Object.fromEntries(pairs(flat)));
     expect(fields[0]!.event).toBe("{not json");
     expect(fields[0]!.reason).toContain("not JSON");
     expect(fields[1]!.other).toBe("no event field");
     expect(fields[2]!.reason).toContain("unknown event type");
     expect(fields[3]!.reason).toContain("eventId");
-    expect(fields[4]!.reason).toContain("no `event` field");
-    expect(fields[4]!.f0).toBe("f1");
-    expect(fields[4]!["dropped-fields"]).toBe("3004");
+    expect(fields[4]!.reason).toContain("a message id holds at most 255");
+    expect(fields[5]!.reason).toContain("no `event` field");
+    expect(fields[5]!.f0).toBe("f1");
+    expect(fields[5]!["dropped-fields"]).toBe("3004");
     expect(fields.every((f) => typeof f["source-id"] === "string")).toBe(true);
     const metrics = await child.metrics();
-    expect(metricNumber(metrics, "matching_outbox_dead_letter_total")).toBe(5);
+    expect(metricNumber(metrics, "matching_outbox_dead_letter_total")).toBe(6);
     expect(metricNumber(metrics, "matching_outbox_publish_retries_total")).toBe(0);
     await child.stop();
   }, 60_000);

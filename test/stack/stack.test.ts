@@ -24,7 +24,7 @@ const dir = tempDir("matchd-stack-test-");
 afterAll(async () => {
   await stackDown({ dir });
   rmSync(dir, { recursive: true, force: true });
-});
+}, STACK_UP_TIMEOUT_MS);
 
 /** Gone means no such pid, or a zombie: this container's init does not reap orphans. */
 function gone(pid: number): boolean {

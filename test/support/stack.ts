@@ -13,6 +13,13 @@ export interface TestStack {
   brokerUrl: string;
 }
 
+/**
+ * For a hook that waits for testStack(): bun gives hooks 5 s (bunfig's timeout is for tests),
+ * and a private stack, started when the environment names none, can take longer on a busy
+ * machine; a hook cut short stops the stack mid-start and every test of the file fails.
+ */
+export const stackStartTimeoutMs = 120_000;
+
 let started: Promise<TestStack> | undefined;
 /** The directory of the private stack this run started, if it started one. */
 let privateStackDir: string | undefined;

@@ -5,10 +5,11 @@ import { afterAll } from "bun:test";
 import { stopPrivateStack } from "./stack";
 import { removeTempDirs } from "./temp-dir";
 
+// bun gives hooks 5 s whatever bunfig says; stopping RabbitMQ can take longer.
 afterAll(async () => {
   try {
     await stopPrivateStack();
   } finally {
     removeTempDirs();
   }
-});
+}, 60_000);

@@ -88,13 +88,23 @@ export class FramePublisher {
     const content = typeof body === "string" ? Buffer.from(body) : body;
     const options = amqplibOptions(mandatory, properties);
     if (this.confirms) {
-      return (this.channel as ConfirmChannel).publish(
-        exchange,
-        routingKey,
-        content,
-        options,
-        onConfirm,
-      );
+      const unconfirmed = (this.channel as unknown as { unconfirmed?: unknown[] }).unconfirmed;
+      const before = unconfirmed?.length ?? -1;
+      try {
+        return (this.channel as ConfirmChannel).publish(
+          exchange,
+          routingKey,
+          content,
+          options,
+          onConfirm,
+        );
+      } catch (error) {
+        // amqplib registers the confirm callback before it encodes the message: one it refuses
+        // (a property too long for its field, a closed channel) would leave a callback for a
+        // message never sent, and every later confirm would settle the publish before its own.
+        if (unconfirmed !== undefined && unconfirmed.length === before + 1) unconfirmed.pop();
+        throw error;
+      }
     }
     return this.channel.publish(exchange, routingKey, content, options);
   }
