@@ -519,7 +519,10 @@ export class DeliveryLoop {
    */
   private async endSession(reason: StopReason | "datastore"): Promise<void> {
     const deadline = performance.now() + this.settleTimeoutMs;
-    while (this.outstanding > 0 && performance.now() < deadline) {
+    // A failed channel confirms nothing more, and amqplib does not always fail what it still
+    // awaits: its close stops at the first slot an out-of-order ack already settled, which
+    // left the rest to wait out the whole settle timeout.
+    while (this.outstanding > 0 && !this.publisher?.failed && performance.now() < deadline) {
       await this.wakeup.wait(Math.min(100, deadline - performance.now()));
     }
     if (this.outstanding > 0) {

@@ -171,7 +171,11 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
   return 0;
 }
 
-/** Logs connection trouble once per episode instead of letting ioredis print every retry. */
+/**
+ * Logs connection trouble once per episode instead of letting ioredis print every retry, and
+ * reports every reconnect: also one with no error before it (a server or proxy that closed
+ * the connection cleanly), whose lost read may have moved entries into the pending list.
+ */
 function watchConnection(
   valkey: Valkey,
   role: string,
@@ -179,16 +183,18 @@ function watchConnection(
   onRestored: () => void,
 ): Valkey {
   let down = false;
+  let connectedBefore = false;
   valkey.on("error", (error: Error) => {
     if (down) return;
     down = true;
     log.warn("datastore connection error", { role, error });
   });
   valkey.on("ready", () => {
-    if (down) {
-      log.info("datastore connection restored", { role });
+    if (connectedBefore) {
+      log.info("datastore connection restored", { role, afterError: down });
       onRestored();
     }
+    connectedBefore = true;
     down = false;
   });
   return valkey;

@@ -18,6 +18,13 @@ import {
   recordAttemptsScript,
 } from "./scripts";
 
+/** A read answered on another physical connection than the one it was sent on. */
+export class ReadAcrossReconnectError extends Error {
+  constructor() {
+    super("the datastore connection was re-established while a read of new entries was in flight");
+  }
+}
+
 /** The barrier key outlives an idle outbox's reads (one per block period) by far. */
 const READ_BARRIER_TTL_MS = 60_000;
 
@@ -175,6 +182,10 @@ export class OutboxStream {
       this.durability !== null ? this.reader.call("EVAL", ...this.barrierCommand()) : undefined,
       this.reader.call("XPENDING", this.keys.events, this.group),
     ]);
+    // A read that was resent on a new connection may have had a first attempt that moved
+    // entries into this consumer's pending list with its reply lost: what this reply holds
+    // comes after them, so it is not delivered; the next session re-reads the pending list.
+    if (connectionGeneration(this.reader) !== generation) throw new ReadAcrossReconnectError();
     const others = this.othersIn(pendingReply);
     const entries = firstStreamEntries(reply).map((item) => {
       const [id, fields] = item as [string, string[]];

@@ -310,6 +310,36 @@ describe("outbox", () => {
     await child.stop();
   }, 60_000);
 
+  test("a datastore connection the server closes cleanly (no error) still restarts the session; nothing lost, order kept", async () => {
+    const partition = uniquePartition();
+    await deletePartitionKeys(valkey, partition);
+    const inbox = await inboxFor(partition);
+    await writeEvents(valkey, partition, 0, 1000);
+    // Under memory no durability wait notices the new connection: only the reconnect does.
+    const child = await outbox(partition, ["--durability", "memory"]);
+    await inbox.waitFor(1000, 15_000);
+    // Idle, so its reader waits in a blocking read and writes nothing the close could fail
+    // with: ioredis reconnects without an error. A read whose reply such a close loses may
+    // have moved entries into the pending list (a race no test can force); the session must
+    // restart and re-read that list either way.
+    const clients = String(await valkey.call("CLIENT", "LIST"));
+    // Lazy: a later field, lib-name, ends in "name=" too.
+    const reader = /^id=(\d+) .*? name=(\S*)/gm;
+    const ids = [...clients.matchAll(reader)]
+      .filter((match) => match[2] === `matchd-outbox-p${partition}-reader`)
+      .map((match) => match[1]!);
+    expect(ids.length).toBe(1);
+    expect(Number(await valkey.call("CLIENT", "KILL", "ID", ids[0]!))).toBe(1);
+    await eventually("the session restarted", () =>
+      child.stderr().includes('"role":"reader","afterError":false'),
+    );
+    await writeEvents(valkey, partition, 1000, 2000);
+    await inbox.waitFor(2000, 15_000);
+    await eventually("stream drained", async () => (await streamLength(partition)) === 0);
+    expect(inbox.firstDeliveryOrderKept()).toBe(true);
+    await child.stop();
+  }, 60_000);
+
   test("unroutable events are retried, counted and reported as degraded until a queue is bound", async () => {
     const exchange = "messages:order:reject";
     // The contract's exchanges are shared by every test on this broker: run only when
