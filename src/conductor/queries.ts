@@ -4,6 +4,7 @@
  */
 import type { Hono } from "hono";
 import type { MatchingEngine } from "../domain/index";
+import { DurabilityTimeoutError } from "../infra/valkey/durability";
 import type { ConductorStore } from "./store";
 
 export function queryRoutes(
@@ -11,6 +12,8 @@ export function queryRoutes(
   store: ConductorStore,
   /** False while the books are being (re)loaded: they may hold a failed batch's effects. */
   loaded: () => boolean,
+  /** Under aof-replicated, how long a stored result may wait to be durable before it is shown. */
+  durableWithinMs?: number,
 ) {
   return (app: Hono): void => {
     for (const path of ["/books/*", "/orders/*", "/digest"]) {
@@ -38,7 +41,7 @@ export function queryRoutes(
     });
     app.get("/commands/:commandId", async (c) => {
       try {
-        const stored = await store.storedResult(c.req.param("commandId"));
+        const stored = await store.storedResult(c.req.param("commandId"), durableWithinMs);
         if (stored === null)
           return c.json(
             { error: "no stored result (never processed, or past the dedup window)" },
@@ -46,6 +49,10 @@ export function queryRoutes(
           );
         return c.body(stored, 200, { "content-type": "application/json" });
       } catch (error) {
+        if (error instanceof DurabilityTimeoutError) {
+          // Committed, but not yet fsynced on primary and replica: it could still be lost.
+          return c.json({ error: `stored result not yet durable: ${error.message}` }, 503);
+        }
         return c.json({ error: `datastore unavailable: ${(error as Error).message}` }, 503);
       }
     });

@@ -73,7 +73,12 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
         reasons,
       };
     },
-    routes: queryRoutes(engine, store, () => owner.loaded),
+    routes: queryRoutes(
+      engine,
+      store,
+      () => owner.loaded,
+      config.durability === "aof-replicated" ? config.durabilityTimeoutMs : undefined,
+    ),
   });
   const http = serveHttp(app, config.httpPort);
   log.info("http listening", { port: http.port });

@@ -5,7 +5,7 @@
  */
 import type { RestingOrder, Side, StpMode } from "../domain/index";
 import { connectionGeneration, type Valkey } from "../infra/valkey/client";
-import { waitDurable } from "../infra/valkey/durability";
+import { markerWriteScript, waitDurable } from "../infra/valkey/durability";
 import type { PartitionKeys } from "../infra/valkey/keys";
 import { luaScript, runEncodedScript, runScript } from "../infra/valkey/lua-script";
 import { type CommitBuilder, commitScript, orderHashFields } from "./commit-script";
@@ -96,8 +96,25 @@ export class ConductorStore {
     return { stored, accepted };
   }
 
-  async storedResult(commandId: string): Promise<string | null> {
-    return this.reader.get(this.keys.processedCommand(commandId));
+  /**
+   * A command's stored result, answered only once it is durable when `durableWithinMs` is
+   * given (aof-replicated): a result is stored by the commit, before its durability wait, and
+   * one read then could still be lost with its commit. A marker written on the reader's
+   * connection after the read, then WAITAOF for it, covers the result too (the AOF and the
+   * replication stream are ordered). Throws DurabilityTimeoutError when the wait times out.
+   */
+  async storedResult(commandId: string, durableWithinMs?: number): Promise<string | null> {
+    const generation = connectionGeneration(this.reader);
+    const stored = await this.reader.get(this.keys.processedCommand(commandId));
+    if (stored === null || durableWithinMs === undefined) return stored;
+    await runScript(
+      this.reader,
+      markerWriteScript,
+      [this.keys.durabilityProbe],
+      [String(Date.now()), 60_000],
+    );
+    await waitDurable(this.reader, durableWithinMs, { writtenOn: generation });
+    return stored;
   }
 
   async commit(batch: CommitBuilder): Promise<void> {

@@ -42,7 +42,7 @@ export async function runDatastoreChecks(config: Config): Promise<CheckOutcome[]
       valkey.connect().catch(() => undefined),
       boundMs,
     );
-    const probeKey = `${partitionKeys(config.partition).prefix}durability-probe`;
+    const probeKey = partitionKeys(config.partition).durabilityProbe;
     return await checkDatastore(valkey, config.durability, config.durabilityTimeoutMs, probeKey);
   } finally {
     valkey.disconnect();

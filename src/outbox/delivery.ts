@@ -61,6 +61,12 @@ const durabilityRetryFloorMs = 250;
 
 /** Entries per acknowledgement: bounds one script call, whose Lua unpack takes at most ~8,000 values. */
 const ackBatchMax = 5000;
+/**
+ * Confirmed events waiting for their XACK + XDEL beyond which publishing waits: the window
+ * bounds only unconfirmed events, and a datastore that stops acknowledging while the broker
+ * keeps confirming would otherwise grow the buffer (and the reads behind it) without limit.
+ */
+const ackBacklogMax = 4 * ackBatchMax;
 
 export class DeliveryLoop {
   private readonly stream: OutboxStream;
@@ -386,8 +392,9 @@ export class DeliveryLoop {
         });
         continue;
       }
-      while (this.outstanding >= this.window) {
-        // Woken by each confirm; the timeout only re-checks the lease's local deadline.
+      while (this.outstanding >= this.window || this.ackBuffer.length >= ackBacklogMax) {
+        // Woken by each confirm and each acknowledged batch; the timeout only re-checks the
+        // lease's local deadline.
         await this.wakeup.wait(1000);
         this.checkInterrupt();
       }
@@ -495,6 +502,7 @@ export class DeliveryLoop {
         try {
           await this.stream.acknowledge(batch);
           this.metrics.ackBatchSize.observe(batch.length);
+          this.wakeup.wake();
         } catch (error) {
           // The entries stay pending and are republished after the retry; consumers dedup by event id.
           this.ackBuffer = [];

@@ -74,9 +74,23 @@ test("replica down: nothing acknowledged; replica back: everything completes onc
     expect(replies.size).toBe(10);
     expect((await fetch(`${conductor.url}/readyz`)).status).toBe(503);
     expect(conductor.process.exitCode).toBeNull();
+    // Committed, so its result is stored, but not durable: the query must not report it,
+    // for the commit could still be lost with the primary.
+    const committed = commands[10]!.commandId;
+    expect((await store.storedResults([committed])).has(committed)).toBe(true);
+    const notYet = await fetch(`${conductor.url}/commands/${committed}`);
+    expect(notYet.status).toBe(503);
+    expect(await notYet.text()).toContain("not yet durable");
 
     replica = await pair.restartReplica(replica.port);
     servers.push(replica);
+    let durable: unknown;
+    await eventually("the stored result reported once durable", async () => {
+      const response = await fetch(`${conductor.url}/commands/${committed}`);
+      if (response.status === 200) durable = await response.json();
+      return response.status === 200;
+    });
+    expect((durable as { commandId: string }).commandId).toBe(committed);
     const after = await expectAlternatingCompletedOnce(
       conductor,
       store,

@@ -3,8 +3,7 @@
  * `matching:{matching-p<N>}:` so that one partition's keys share one hash slot. One
  * exception, by design: the fencing epoch counter lives under `fencing:{matching-p<N>}:`
  * (same hash slot) so that a reset of every `matching:*` key keeps it; a datastore user
- * restricted by ACL must be allowed `fencing:*` too. The boot check's probe key
- * (`durability-probe`, src/infra/boot.ts) is built from `prefix` where it is used.
+ * restricted by ACL must be allowed `fencing:*` too.
  */
 
 export interface PartitionKeys {
@@ -28,6 +27,11 @@ export interface PartitionKeys {
   ownerEpochCounter: string;
   /** Extension: written by the outbox after each read so its durability wait has a write to cover. */
   outboxReadBarrier: string;
+  /**
+   * Extension: a marker written so that a durability wait has a write to cover (the boot
+   * check's probe, the conductor's answer to a stored-result query).
+   */
+  durabilityProbe: string;
 }
 
 export const outboxConsumerGroup = "matching-outbox-v1";
@@ -51,5 +55,6 @@ export function partitionKeys(partition: number): PartitionKeys {
     // every `matching:*` key keep it, so an epoch is never issued twice (see claimOwnership).
     ownerEpochCounter: `fencing:{matching-p${partition}}:owner-epoch-counter`,
     outboxReadBarrier: `${prefix}outbox-read-barrier`,
+    durabilityProbe: `${prefix}durability-probe`,
   };
 }
