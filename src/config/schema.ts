@@ -137,8 +137,11 @@ export const settings = [
     key: "dedupRetentionSeconds",
     env: "MATCHING_DEDUP_RETENTION_S",
     flag: "--dedup-retention-s",
-    accepted: "seconds 60..31536000 that dedup markers and stored results are kept",
-    schema: integer(60, 31_536_000),
+    accepted: "seconds 3600..31536000 that dedup markers and stored results are kept",
+    // At least an hour: a command committed but not acknowledged (a replica outage holds its
+    // acknowledgement back) is redelivered until it is, and a redelivery that comes after its
+    // markers expired would execute it again. A minute's outage was enough at the old 60 s.
+    schema: integer(3600, 31_536_000),
     defaultFor: always(String(7 * 24 * 3600)),
   },
   {

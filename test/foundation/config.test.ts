@@ -29,6 +29,14 @@ describe("resolveConfig", () => {
     expect(result.ok && result.config.partition).toBe(3);
   });
 
+  test("a dedup window under an hour is refused: a redelivery after it would execute again", () => {
+    const short = resolveConfig({ MATCHING_DEDUP_RETENTION_S: "60" }, new Map(), "conductor");
+    expect(short.ok).toBe(false);
+    if (!short.ok) expect(short.problems.join("\n")).toContain("MATCHING_DEDUP_RETENTION_S");
+    const hour = resolveConfig({ MATCHING_DEDUP_RETENTION_S: "3600" }, new Map(), "conductor");
+    expect(hour.ok && hour.config.dedupRetentionSeconds).toBe(3600);
+  });
+
   test("a rejected URL is echoed without its password, parseable or not", () => {
     const result = resolveConfig(
       {
