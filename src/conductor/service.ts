@@ -215,6 +215,13 @@ export class Conductor {
       this.log.warn("batch committed but its channel is gone; it will be redelivered", {
         commands: batch.length,
       });
+      // As after a failure: the redelivery replies and is these commands' first counted
+      // outcome, so a client gets one reply and each command is counted once.
+      if (this.unacknowledged.size > unacknowledgedMax) this.unacknowledged.clear();
+      for (const [commandId, events] of committed.committed) {
+        this.unacknowledged.set(commandId, events);
+      }
+      return true;
     }
     const now = Date.now();
     let fresh = 0;
