@@ -27,17 +27,23 @@ export class Fnv1a64 {
     this.h3 = t3 & 0xffff;
   }
 
-  /** Hashes a string as UTF-16 code units (one byte when below 256), then a unit separator. */
+  /**
+   * Hashes a string so that no two lists of strings give one byte stream: its length in
+   * UTF-16 units (four bytes), then every unit as two bytes. (A separator byte after each
+   * string, as before, let an id that contained it pass for two fields, and a character
+   * above 0xff for three bytes of others: two different books, one digest.)
+   */
   text(value: string): void {
-    for (let i = 0; i < value.length; i++) {
+    const length = value.length;
+    this.byte(length >>> 24);
+    this.byte(length >>> 16);
+    this.byte(length >>> 8);
+    this.byte(length);
+    for (let i = 0; i < length; i++) {
       const c = value.charCodeAt(i);
-      if (c > 0xff) {
-        this.byte(0xff);
-        this.byte(c >>> 8);
-      }
+      this.byte(c >>> 8);
       this.byte(c);
     }
-    this.byte(0x1f);
   }
 
   hex(): string {
@@ -58,6 +64,10 @@ export interface DigestOrder {
   volumeTotal: string;
   timestamp: number;
   stp: StpMode;
+  /** The pair's precisions: books that differ only in them accept different orders next. */
+  priceDecimals: number;
+  amountDecimals: number;
+  quoteDecimals: number;
 }
 
 /**
@@ -76,7 +86,7 @@ export function digestOrders(orders: Iterable<DigestOrder>): string {
     hash.text(order.volumeTotal);
     hash.text(String(order.timestamp));
     hash.text(order.stp);
-    hash.byte(0x1e);
+    hash.text(`${order.priceDecimals}/${order.amountDecimals}/${order.quoteDecimals}`);
   }
   return hash.hex();
 }

@@ -760,6 +760,9 @@ export class MatchingEngine {
               volumeTotal: node.volumeTotalText,
               timestamp: node.timestamp,
               stp: node.stp,
+              priceDecimals: node.priceDecimals,
+              amountDecimals: node.amountDecimals,
+              quoteDecimals: node.quoteDecimals,
             };
           }
         }

@@ -461,6 +461,9 @@ export class ReferenceBook {
         volumeTotal: text(o.volumeTotal),
         timestamp: o.timestamp,
         stp: o.stp,
+        priceDecimals: o.pd,
+        amountDecimals: o.ad,
+        quoteDecimals: o.qd,
       })),
     );
   }

@@ -3,7 +3,8 @@
 
 import { expect, test } from "bun:test";
 import { createWorkload, workloadNames } from "../../src/bench/workloads";
-import { MatchingEngine } from "../../src/domain/index";
+import { MatchingEngine, type PlaceOrderPayload } from "../../src/domain/index";
+import { place } from "./helpers";
 
 function run(name: string, commands: number): { transcript: string; engine: MatchingEngine } {
   const engine = new MatchingEngine();
@@ -41,4 +42,27 @@ test("alternating emits exactly 2 events per command and leaves an empty book", 
   for (let i = 0; i < 1000; i++) events += engine.apply(workload.next(i)).events.length;
   expect(events).toBe(2000);
   expect(engine.restingOrderCount()).toBe(0);
+});
+
+test("the digest tells books apart that differ only where a field's text could pass for another's", () => {
+  const digestOf = (orders: Partial<PlaceOrderPayload>[]): string => {
+    const engine = new MatchingEngine();
+    for (const [i, order] of orders.entries()) {
+      const outcome = engine.apply(place({ id: `o${i}`, timestamp: 1_704_067_200_000, ...order }));
+      expect(outcome.result.status).toBe("accepted");
+    }
+    return engine.digest();
+  };
+  // The old separator byte (0x1f) inside an id against the same byte between id and user id.
+  expect(digestOf([{ id: "x\u001fu1", userId: "y" }])).not.toBe(
+    digestOf([{ id: "x", userId: "u1\u001fy" }]),
+  );
+  // A character above 0xff against the three bytes the old encoding gave it.
+  expect(digestOf([{ id: "\u4142" }])).not.toBe(digestOf([{ id: "\u00ffAB" }]));
+  // Same orders, other precisions: the next order is judged against them.
+  expect(digestOf([{ id: "p", priceDecimals: 2 }])).not.toBe(
+    digestOf([{ id: "p", priceDecimals: 3 }]),
+  );
+  // Same book, same digest.
+  expect(digestOf([{ id: "p" }])).toBe(digestOf([{ id: "p" }]));
 });
