@@ -87,7 +87,9 @@ export async function commitBatch(
   for (const item of decoded) {
     if (item.kind === "command") {
       commandIds.push(item.command.commandId);
-      if (item.command.type === "order.place") orderIds.push(item.command.payload.id);
+      // A place's id for the duplicate check, a cancel's target to tell a finished order
+      // from an unknown one after a restart (the engine's memory of finished ids is lost).
+      orderIds.push(item.command.payload.id);
     } else if (item.kind === "invalid") {
       commandIds.push(item.commandId);
     }
@@ -142,10 +144,7 @@ export async function commitBatch(
     }
     const outcome =
       item.kind === "command"
-        ? engine.apply(
-            item.command,
-            item.command.type === "order.place" && accepted.has(item.command.payload.id),
-          )
+        ? engine.apply(item.command, accepted.has(item.command.payload.id))
         : item.outcome();
     const resultJson = JSON.stringify(outcome.result);
     batchResults.set(commandId, resultJson);

@@ -102,11 +102,13 @@ export function parseScaledValue(text: unknown, decimals: number): Scaled | Deci
   return narrow(raw / pow10n(fractionDigits - decimals));
 }
 
+const NEGATIVE_PLAIN_DECIMAL = /^-[0-9]+(\.[0-9]+)?$/;
+
 function classifyBadCharacter(text: string, c: number): DecimalError {
   if (c === 101 || c === 69)
     return { problem: "exponent", reason: "exponent notation not accepted" };
-  // Negative only when the text starts with the sign: "1-2" is simply not a number.
-  if (c === 45 && text.charCodeAt(0) === 45 && text.length > 1)
+  // Negative only when a sign leads a plain decimal: "1-2", "-abc" and "--1" are not numbers.
+  if (c === 45 && NEGATIVE_PLAIN_DECIMAL.test(text))
     return { problem: "negative", reason: "negative value" };
   return { problem: "bad-decimal", reason: "not a plain decimal number" };
 }

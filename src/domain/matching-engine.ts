@@ -99,9 +99,14 @@ export class MatchingEngine {
     this.orders = new OrderIndex(recentMemory);
   }
 
+  /**
+   * `alreadyAccepted`: the shell's stored marker says an order with the command's order id was
+   * accepted before (beyond what this engine remembers): a place of it is a duplicate, and a
+   * cancel of it, unless it rests, finds it finished rather than unknown.
+   */
   apply(command: CommandEnvelope, alreadyAccepted = false): CommandOutcome {
     if (command.type === "order.place") return this.place(command, alreadyAccepted);
-    if (command.type === "order.cancel") return this.cancel(command);
+    if (command.type === "order.cancel") return this.cancel(command, alreadyAccepted);
     const unknown = command as { type?: unknown };
     return this.reject(
       command,
@@ -577,14 +582,14 @@ export class MatchingEngine {
     };
   }
 
-  private cancel(command: CancelOrderCommand): CommandOutcome {
+  private cancel(command: CancelOrderCommand, acceptedBefore: boolean): CommandOutcome {
     const payload = command.payload;
     if (payload.pairId !== command.pairId) {
       return this.reject(command, ResultCodes.pairMismatch, "payload pairId differs from envelope");
     }
     const node = this.orders.get(payload.id);
     if (node === undefined || node === FINISHED || node.pairId !== command.pairId) {
-      if (node === FINISHED) {
+      if (node === FINISHED || (node === undefined && acceptedBefore)) {
         return this.reject(
           command,
           ResultCodes.orderAlreadyFinished,
@@ -821,15 +826,17 @@ function quoteOf(
 
 function rejectInfo(target: CommandEnvelope | RejectTarget): RejectTarget {
   if (!("payload" in target)) return target;
-  const payload = target.payload;
+  // An envelope of an unknown type reaches here undecoded: its payload may be anything.
+  const payload: { id?: unknown; userId?: unknown } =
+    typeof target.payload === "object" && target.payload !== null ? target.payload : {};
   return {
     commandId: target.commandId,
     correlationId: target.correlationId,
     pairId: target.pairId,
     partition: target.partition,
     submittedAt: target.submittedAt,
-    orderId: payload.id,
-    userId: payload.userId,
+    orderId: typeof payload.id === "string" ? payload.id : undefined,
+    userId: typeof payload.userId === "string" ? payload.userId : undefined,
     type: target.type,
   };
 }

@@ -210,3 +210,43 @@ describe("RPC and idempotency", () => {
     }
   }, 60_000);
 });
+
+test("a cancel of an order filled before a restart is 'already finished', not 'unknown': the marker answers for the lost memory", async () => {
+  const partition = uniquePartition();
+  const store = new PartitionStore(suite.stack.datastoreUrl, partition);
+  try {
+    const workload = createWorkload("alternating", { seed: 12, partition, partitionCount });
+    const [bid, ask] = [workload.next(0), workload.next(1)];
+    const first = await startConductor(suite.stack, partition);
+    await suite.publisher.publish(partition, [bid, ask]);
+    await eventually(
+      "the bid filled",
+      async () => (await first.metric("matching_commands_processed_total")) === 2,
+    );
+    expect(await first.stop()).toBe(0);
+
+    const second = await startConductor(suite.stack, partition);
+    const orderId = bid.type === "order.place" ? bid.payload.id : "";
+    const userId = bid.type === "order.place" ? bid.payload.userId : "";
+    const cancel = {
+      ...bid,
+      commandId: `${bid.commandId}-cancel`,
+      type: "order.cancel" as const,
+      payload: { id: orderId, userId, pairId: bid.pairId },
+    };
+    await suite.publisher.publish(partition, [cancel]);
+    await eventually(
+      "the cancel processed",
+      async () => (await second.metric("matching_commands_processed_total")) === 1,
+    );
+    const stored = await store.storedResults([cancel.commandId]);
+    expect(stored.get(cancel.commandId)).toMatchObject({
+      status: "rejected",
+      codeName: "order-already-finished",
+    });
+    expect(await second.stop()).toBe(0);
+  } finally {
+    store.close();
+    await suite.publisher.deleteQueue(partition);
+  }
+}, 60_000);

@@ -409,6 +409,24 @@ describe("cancel", () => {
     expect(types(out)).toEqual(["order.rejected.v1"]);
     expect(out.changes).toEqual([]);
   });
+
+  test("a finished order the engine no longer remembers is still finished when the shell's marker says it was accepted", () => {
+    // A memory of two finished ids: b1's fill is forgotten after two more finishes (as after a
+    // restart, when the memory starts empty).
+    const engine = new MatchingEngine({ recentMemory: 2 });
+    engine.apply(place({ id: "b1" }));
+    engine.apply(place({ id: "a1", side: "ask", userId: "u2" }));
+    for (const id of ["m1", "m2", "m3"]) engine.apply(place({ id, type: "market", price: "0" }));
+    expect(engine.apply(cancel("b1")).result.code).toBe(ResultCodes.unknownOrder);
+    const marked = engine.apply(cancel("b1"), true);
+    expect(marked.result).toMatchObject({
+      status: "rejected",
+      code: ResultCodes.orderAlreadyFinished,
+    });
+    // A resting order is cancelled whatever the marker says.
+    engine.apply(place({ id: "b2" }));
+    expect(engine.apply(cancel("b2"), true).result.status).toBe("accepted");
+  });
 });
 
 describe("duplicates", () => {
@@ -445,6 +463,19 @@ describe("duplicates", () => {
 });
 
 describe("validation rejects", () => {
+  test("a command of an unknown type is rejected whatever its payload holds", () => {
+    const engine = new MatchingEngine();
+    for (const body of [null, 5, "x", { id: 7 }, { id: "o1", userId: "u1" }]) {
+      const command = { ...place({ id: "o1" }), type: "order.weird", payload: body };
+      const outcome = engine.apply(command as unknown as Parameters<MatchingEngine["apply"]>[0]);
+      expect(outcome.result).toMatchObject({
+        status: "rejected",
+        code: ResultCodes.unknownCommandType,
+      });
+      expect(types(outcome)).toEqual(["order.rejected.v1"]);
+    }
+  });
+
   test.each([
     ["price precision", { price: "100.001" }, ResultCodes.precisionExceeded],
     ["volume precision", { volume: "0.000000001" }, ResultCodes.precisionExceeded],
@@ -452,6 +483,7 @@ describe("validation rejects", () => {
     ["zero volume", { volume: "0" }, ResultCodes.nonPositive],
     ["negative volume", { volume: "-1" }, ResultCodes.nonPositive],
     ["non-numeric price", { price: "abc" }, ResultCodes.badDecimal],
+    ["a sign before no number", { price: "-abc" }, ResultCodes.badDecimal],
     ["a minus sign inside a number", { volume: "1-2", volumeTotal: "3" }, ResultCodes.badDecimal],
     [
       "market order with a non-numeric price",
