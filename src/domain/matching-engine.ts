@@ -185,7 +185,18 @@ export class MatchingEngine {
         return this.reject(command, ResultCodes.postOnlyWouldTake, "post-only order would take");
       }
     }
-    return this.match(command, parsed, book, idHash);
+    const outcome = this.match(command, parsed, book, idHash);
+    // A taker on a pair with no book that left nothing resting (a market, IOC or FOK order)
+    // leaves no empty book behind: one per pair id ever named would grow without bound.
+    if (book === undefined) this.dropEmptyBook(command.pairId);
+    return outcome;
+  }
+
+  private dropEmptyBook(pairId: number): void {
+    const book = this.books.get(pairId);
+    if (book === undefined || book.orderCount > 0) return;
+    this.books.delete(pairId);
+    if (this.lastBook === book) this.lastBook = undefined;
   }
 
   private match(
@@ -664,6 +675,9 @@ export class MatchingEngine {
     if (typeof volumeTotal === "object") loadFailure(order, "bad volumeTotal");
     if (!Number.isSafeInteger(order.sequence) || order.sequence < 0)
       loadFailure(order, "bad sequence");
+    if (order.side !== "bid" && order.side !== "ask") loadFailure(order, "bad side");
+    if (!stpModes.has(order.stp)) loadFailure(order, "bad stp mode");
+    if (remaining > volumeTotal) loadFailure(order, "volume above volumeTotal");
     const book = this.books.get(order.pairId) ?? this.createBook(order.pairId);
     if (book.precisionDiffers(order.priceDecimals, order.amountDecimals, order.quoteDecimals)) {
       loadFailure(order, "precisions differ from the pair's other orders");
@@ -788,6 +802,13 @@ export class MatchingEngine {
       .sort((a, b) => a.pairId - b.pairId);
   }
 }
+
+const stpModes: ReadonlySet<string> = new Set([
+  "none",
+  "cancel-taker",
+  "cancel-maker",
+  "cancel-both",
+]);
 
 function loadFailure(order: RestingOrder, why: string): never {
   throw new MatchingInvariantError(`cannot load order ${order.id}: ${why}`);

@@ -568,8 +568,29 @@ describe("state management", () => {
 
   test("a broken datastore order throws MatchingInvariantError", () => {
     const engine = engineWith(place({ id: "b1" }));
-    const order = { ...engine.getOrder("b1")!, id: "b2", volume: "-1" };
-    expect(() => engine.loadRestingOrder(order)).toThrow(MatchingInvariantError);
+    const good = engine.getOrder("b1")!;
+    for (const broken of [
+      { volume: "-1" },
+      { volume: "2", volumeTotal: "1" },
+      { side: "buy" },
+      { stp: "cancel-everything" },
+    ]) {
+      const order = { ...good, id: "b2", ...broken } as typeof good;
+      expect(() => engine.loadRestingOrder(order)).toThrow(MatchingInvariantError);
+    }
+  });
+
+  test("a taker that leaves nothing resting on a new pair leaves no empty book behind", () => {
+    const engine = new MatchingEngine();
+    const books = (engine as unknown as { books: Map<number, PairBook> }).books;
+    for (let pairId = 1; pairId <= 50; pairId++) {
+      engine.apply(place({ id: `m${pairId}`, pairId, type: "market", price: "0" }));
+      engine.apply(place({ id: `i${pairId}`, pairId, timeInForce: "ioc" }));
+    }
+    expect(books.size).toBe(0);
+    engine.apply(place({ id: "r1", pairId: 7 }));
+    expect(books.size).toBe(1);
+    engine.check();
   });
 
   test("a fill that would break conservation throws before it changes anything", () => {
