@@ -7,7 +7,7 @@ import packageJson from "../package.json";
 import { parseArgs } from "./cli/args";
 import { runCheck } from "./cli/check";
 import { commandUsage, mainUsage } from "./cli/usage";
-import { resolveConfig } from "./config/resolve";
+import { resolveConfig, unknownSettingNames } from "./config/resolve";
 import { type Config, configFlags, type Subcommand } from "./config/schema";
 import { PolicyRefusedError } from "./infra/boot";
 import { createLogger } from "./infra/log";
@@ -81,6 +81,9 @@ async function main(argv: string[]): Promise<number> {
   }
   const config = resolved.config;
   const log = createLogger(config.logLevel, { service: subcommand, partition: config.partition });
+  for (const name of unknownSettingNames(process.env)) {
+    log.warn("environment variable is no setting and is ignored (misspelt?)", { name });
+  }
 
   switch (subcommand) {
     case "check":

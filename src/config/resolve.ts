@@ -43,6 +43,21 @@ export function resolveConfig(
     : { ok: false, problems };
 }
 
+/**
+ * MATCHING_* variables in the environment that are no setting (MATCHING_REPLICA_URL, which
+ * `matchd stack up` writes for the tests, aside): most likely misspelt settings, whose
+ * defaults then apply without a word. Reported as warnings; they start nothing different.
+ */
+export function unknownSettingNames(env: Readonly<Record<string, string | undefined>>): string[] {
+  const known = new Set<string>([
+    ...settings.map((setting) => setting.env),
+    "MATCHING_REPLICA_URL",
+  ]);
+  return Object.keys(env)
+    .filter((name) => name.startsWith("MATCHING_") && !known.has(name))
+    .sort();
+}
+
 /** A redacted view of the config for start-up logs and bench reports. */
 export function describeConfig(config: Config): Record<string, unknown> {
   return {

@@ -44,10 +44,19 @@ function integer(min: number, max: number): z.ZodType<number> {
     .pipe(z.number().int().min(min).max(max));
 }
 
-function url(protocols: string[]): z.ZodType<string> {
+/**
+ * A URL of one of `protocols` that names a host (a client would otherwise fall back to
+ * localhost) and, when `path` is given, whose path matches it.
+ */
+function url(protocols: string[], path?: RegExp): z.ZodType<string> {
   return z.string().refine((value) => {
     try {
-      return protocols.includes(new URL(value).protocol);
+      const parsed = new URL(value);
+      return (
+        protocols.includes(parsed.protocol) &&
+        parsed.hostname !== "" &&
+        (path === undefined || path.test(parsed.pathname))
+      );
     } catch {
       return false;
     }
@@ -65,15 +74,17 @@ export const settings = [
     key: "datastoreUrl",
     env: "MATCHING_DATASTORE_URL",
     flag: "--datastore-url",
-    accepted: "a redis:// or rediss:// URL of the Valkey primary",
-    schema: url(["redis:", "rediss:"]),
+    accepted:
+      "a redis:// or rediss:// URL of the Valkey primary (host required; path empty or a database number)",
+    // The path can only be a database number: anything else would fail only at connect.
+    schema: url(["redis:", "rediss:"], /^(\/\d*)?$/),
     defaultFor: always("redis://127.0.0.1:6379"),
   },
   {
     key: "brokerUrl",
     env: "MATCHING_BROKER_URL",
     flag: "--broker-url",
-    accepted: "an amqp:// or amqps:// URL (the vhost is its path)",
+    accepted: "an amqp:// or amqps:// URL (host required; the vhost is its path)",
     schema: url(["amqp:", "amqps:"]),
     defaultFor: always("amqp://guest:guest@127.0.0.1:5672"),
   },

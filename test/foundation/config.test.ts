@@ -1,6 +1,6 @@
 /** The config schema: defaults, flag precedence, and every bad value reported at once. */
 import { describe, expect, test } from "bun:test";
-import { resolveConfig } from "../../src/config/resolve";
+import { resolveConfig, unknownSettingNames } from "../../src/config/resolve";
 
 describe("resolveConfig", () => {
   test("defaults follow the contract", () => {
@@ -35,6 +35,38 @@ describe("resolveConfig", () => {
     if (!short.ok) expect(short.problems.join("\n")).toContain("MATCHING_DEDUP_RETENTION_S");
     const hour = resolveConfig({ MATCHING_DEDUP_RETENTION_S: "3600" }, new Map(), "conductor");
     expect(hour.ok && hour.config.dedupRetentionSeconds).toBe(3600);
+  });
+
+  test("a URL without a host, or a datastore URL whose path is no database number, is refused", () => {
+    for (const [env, value] of [
+      ["MATCHING_DATASTORE_URL", "redis://"],
+      ["MATCHING_DATASTORE_URL", "redis://h/abc"],
+      ["MATCHING_BROKER_URL", "amqp://"],
+    ] as const) {
+      const result = resolveConfig({ [env]: value }, new Map(), "conductor");
+      expect({ value, ok: result.ok }).toEqual({ value, ok: false });
+      if (!result.ok) expect(result.problems.join("\n")).toContain(env);
+    }
+    const fine = resolveConfig(
+      {
+        MATCHING_DATASTORE_URL: "redis://h:6380/2",
+        MATCHING_BROKER_URL: "amqp://u:p@h:5673/matchd",
+      },
+      new Map(),
+      "conductor",
+    );
+    expect(fine.ok).toBe(true);
+  });
+
+  test("MATCHING_* variables that are no setting are named (a misspelt setting would fall back to its default)", () => {
+    expect(
+      unknownSettingNames({
+        MATCHING_DURABLITY: "memory",
+        MATCHING_DURABILITY: "memory",
+        MATCHING_REPLICA_URL: "redis://h",
+        PATH: "/bin",
+      }),
+    ).toEqual(["MATCHING_DURABLITY"]);
   });
 
   test("a rejected URL is echoed without its password, parseable or not", () => {
