@@ -128,9 +128,13 @@ export class Conductor {
           continue;
         }
         await new Promise<void>((resolve) => {
-          this.wake = resolve;
-          // A bounded sleep: re-check even if a wake-up were missed.
-          setTimeout(resolve, 200);
+          // A bounded sleep: re-check even if a wake-up were missed. A wake-up clears the
+          // timer, so an idle loop does not leave one behind per pass.
+          const timer = setTimeout(resolve, 200);
+          this.wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
         });
         continue;
       }
