@@ -528,8 +528,10 @@ export async function purgeCommandQueue(brokerUrl: string, partition: number): P
     channel.on("error", () => undefined);
     try {
       await channel.checkQueue(commandQueue(partition));
-    } catch {
-      return 0;
+    } catch (error) {
+      // 404: no such queue, so nothing to purge; anything else is a real failure.
+      if ((error as { code?: unknown }).code === 404) return 0;
+      throw error;
     }
     return (await channel.purgeQueue(commandQueue(partition))).messageCount;
   } finally {

@@ -68,6 +68,12 @@ export class CommandConsumer {
       `matchd-conductor-p${this.config.partition}`,
     );
     this.connection = connection;
+    // A reconnect that was under way when close() began must not leave a consumer behind.
+    const abandoned = async (): Promise<boolean> => {
+      if (!this.stopping) return false;
+      await connection.close().catch(() => undefined);
+      return true;
+    };
     connection.on("error", (error: Error) => this.log.warn("broker connection error", { error }));
     connection.on("close", () => this.lost("connection closed", generation));
     await declareCommandTopology(connection, this.config.partition, this.log);
@@ -95,6 +101,7 @@ export class CommandConsumer {
       { noAck: false },
     );
     this.consumerTag = consumerTag;
+    if (await abandoned()) return;
     this.connected = true;
     this.reconnectAttempts = 0;
     this.log.info("consuming commands", { queue: this.queue, prefetch: this.config.prefetch });
@@ -137,9 +144,13 @@ export class CommandConsumer {
    * arrive after it, be taken ahead of the requeued commands and be matched before them (a
    * test saw 10..19 taken before 0..9). Deliveries of the closed channel are never taken.
    */
-  requeueFrom(_batch: readonly Delivery[]): void {
+  requeueFrom(batch: readonly Delivery[]): void {
+    // A batch of a connection already gone was requeued, with everything after it, when that
+    // connection closed; the deliveries of the current one come after it: nothing to do.
+    const generation = batch[0]?.generation ?? this.generation;
+    if (generation !== this.generation) return;
     this.pending = [];
-    this.lost("a failed batch is requeued", this.generation, "info");
+    this.lost("a failed batch is requeued", generation, "info");
   }
 
   reply(message: ConsumeMessage, body: string): void {

@@ -50,8 +50,9 @@ export function queryRoutes(
         return c.body(stored, 200, { "content-type": "application/json" });
       } catch (error) {
         if (error instanceof DurabilityTimeoutError) {
-          // Committed, but not yet fsynced on primary and replica: it could still be lost.
-          return c.json({ error: `stored result not yet durable: ${error.message}` }, 503);
+          // Not confirmed fsynced on primary and replica (a replica that does not answer
+          // leaves even an old result unconfirmed): it could still be lost.
+          return c.json({ error: `stored result not confirmed durable: ${error.message}` }, 503);
         }
         return c.json({ error: `datastore unavailable: ${(error as Error).message}` }, 503);
       }

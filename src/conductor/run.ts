@@ -46,7 +46,16 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
     commandTimeoutMs: conductorCommandTimeoutMs,
   });
   reader.on("error", () => undefined); // reported through failed lookups and /readyz
-  const store = new ConductorStore(writer, keys, reader);
+  // GET /commands/:commandId waits for durability on a connection of its own: a WAITAOF on
+  // the reader would hold up every batch's dedup lookup queued behind it. Connected on
+  // first use.
+  const queries = createValkey(config.datastoreUrl, {
+    name: `matchd-conductor-p${config.partition}-queries`,
+    commandTimeoutMs: conductorCommandTimeoutMs,
+    lazy: true,
+  });
+  queries.on("error", () => undefined); // reported as 503 by the query
+  const store = new ConductorStore(writer, keys, reader, queries);
   let conductor: Conductor | undefined;
   const consumer = new CommandConsumer(config, log, () => conductor?.notify());
   const metrics = createConductorMetrics(
@@ -103,6 +112,7 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
     await http.stop();
     writer.disconnect();
     reader.disconnect();
+    queries.disconnect();
     await consumer.close().catch(() => undefined);
     return 0;
   }
@@ -120,6 +130,7 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
   await http.stop();
   writer.disconnect();
   reader.disconnect();
+  queries.disconnect();
   log.info("conductor stopped", { reason, digest: engine.digest() });
   // A fenced conductor exits non-zero so a supervisor notices the takeover; a failed loop too.
   return reason === "fenced" ? 4 : reason === "crashed" ? 1 : 0;

@@ -72,10 +72,15 @@ export class Conductor {
 
   /** Claims ownership and loads the books; retried by the caller on failure. */
   async takeOwnership(): Promise<void> {
-    this.epoch = await this.store.claimOwnership();
-    this.metrics.ownerEpoch.set(this.epoch);
-    await this.reload();
-    this.log.info("partition owned", { epoch: this.epoch });
+    const { epoch, previous } = await this.store.claimOwnership();
+    // Nobody owned the partition since this conductor's own epoch (every commit is fenced by
+    // the owner epoch), so books it loaded or committed itself are still Valkey's: a requeued
+    // batch, which reconnects and so claims again, costs one reload, in fail(), not two.
+    const unchanged = this.loaded && this.epoch > 0 && previous === this.epoch;
+    this.epoch = epoch;
+    this.metrics.ownerEpoch.set(epoch);
+    if (!unchanged) await this.reload();
+    this.log.info("partition owned", { epoch, reloaded: !unchanged });
   }
 
   async reload(): Promise<void> {

@@ -16,7 +16,8 @@ const commitLua = luaScript("commit", commitScript);
 /**
  * Draws the next epoch and makes it the partition's owner epoch, atomically: a separate INCR
  * and SET could let a slower claimant overwrite a newer epoch with its older one.
- * KEYS[1] = the epoch counter, KEYS[2] = owner-epoch. Returns the new epoch.
+ * KEYS[1] = the epoch counter, KEYS[2] = owner-epoch. Returns the new epoch and the owner
+ * epoch it replaced (0 when there was none).
  */
 const claimOwnershipLua = luaScript(
   "claim-ownership",
@@ -27,7 +28,7 @@ if current >= epoch then
   redis.call('SET', KEYS[1], epoch)
 end
 redis.call('SET', KEYS[2], epoch)
-return epoch
+return {epoch, current}
 `,
 );
 
@@ -59,6 +60,8 @@ export class ConductorStore {
      * WAITAOF for the previous batch, and a lookup queued behind it would wait too.
      */
     private readonly reader: Valkey = writer,
+    /** Stored-result queries, which may wait for durability: never the reader's lookups. */
+    private readonly queries: Valkey = reader,
   ) {}
 
   /**
@@ -66,15 +69,14 @@ export class ConductorStore {
    * The epoch comes from a counter that outlives a reset of the `matching:` keyspace, so a
    * stale owner's epoch can never be issued again and match after a reset.
    */
-  async claimOwnership(): Promise<number> {
-    return Number(
-      await runScript(
-        this.writer,
-        claimOwnershipLua,
-        [this.keys.ownerEpochCounter, this.keys.ownerEpoch],
-        [],
-      ),
-    );
+  async claimOwnership(): Promise<{ epoch: number; previous: number }> {
+    const [epoch, previous] = (await runScript(
+      this.writer,
+      claimOwnershipLua,
+      [this.keys.ownerEpochCounter, this.keys.ownerEpoch],
+      [],
+    )) as [number, number];
+    return { epoch: Number(epoch), previous: Number(previous) };
   }
 
   async lookup(commandIds: readonly string[], orderIds: readonly string[]): Promise<DedupLookup> {
@@ -99,21 +101,25 @@ export class ConductorStore {
   /**
    * A command's stored result, answered only once it is durable when `durableWithinMs` is
    * given (aof-replicated): a result is stored by the commit, before its durability wait, and
-   * one read then could still be lost with its commit. A marker written on the reader's
+   * one read then could still be lost with its commit. A marker written on the queries'
    * connection after the read, then WAITAOF for it, covers the result too (the AOF and the
    * replication stream are ordered). Throws DurabilityTimeoutError when the wait times out.
    */
   async storedResult(commandId: string, durableWithinMs?: number): Promise<string | null> {
-    const generation = connectionGeneration(this.reader);
-    const stored = await this.reader.get(this.keys.processedCommand(commandId));
+    const connection = this.queries;
+    const stored = await connection.get(this.keys.processedCommand(commandId));
     if (stored === null || durableWithinMs === undefined) return stored;
+    // The marker and the wait must share a connection (the read need not: whatever it saw
+    // precedes the marker in the server's order). Taken after the read, which connects a
+    // lazy connection on first use.
+    const generation = connectionGeneration(connection);
     await runScript(
-      this.reader,
+      connection,
       markerWriteScript,
       [this.keys.durabilityProbe],
       [String(Date.now()), 60_000],
     );
-    await waitDurable(this.reader, durableWithinMs, { writtenOn: generation });
+    await waitDurable(connection, durableWithinMs, { writtenOn: generation });
     return stored;
   }
 

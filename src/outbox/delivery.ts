@@ -535,10 +535,10 @@ export class DeliveryLoop {
     }
     if (this.outstanding > 0) {
       this.log.warn(
-        "confirms still outstanding after the settle timeout; their entries stay pending",
-        {
-          outstanding: this.outstanding,
-        },
+        this.publisher?.failed
+          ? "the broker channel failed with confirms outstanding; their entries stay pending"
+          : "confirms still outstanding after the settle timeout; their entries stay pending",
+        { outstanding: this.outstanding },
       );
     }
     // Confirms that did arrive may have extended the prefix; push them to the stream.

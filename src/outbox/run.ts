@@ -31,6 +31,9 @@ function leaseCommandTimeoutMs(config: Config): number {
   return Math.max(250, Math.floor(config.outboxLeaseTtlMs / 4));
 }
 
+/** Every writer command is small; one unanswered this long means the server stopped answering. */
+const writerCommandTimeoutMs = 10_000;
+
 export async function runOutbox(config: Config, log: Logger): Promise<number> {
   await enforceDurabilityPolicy(config, log);
   const partition = config.partition;
@@ -43,8 +46,11 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
     watchConnection(
       createValkey(config.datastoreUrl, {
         name: `matchd-outbox-p${partition}-${role}`,
-        // The lease keeper's connection must not hang on a server that stopped answering.
+        // The lease keeper's connection must not hang on a server that stopped answering, nor
+        // the writer's: a hung acknowledgement would stop publishing (it waits once 20,000
+        // confirmed events await theirs) with nothing failing. The reader's reads block.
         ...(role === "control" ? { commandTimeoutMs: leaseCommandTimeoutMs(config) } : {}),
+        ...(role === "writer" ? { commandTimeoutMs: writerCommandTimeoutMs } : {}),
       }),
       role,
       log,
@@ -173,8 +179,9 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
 
 /**
  * Logs connection trouble once per episode instead of letting ioredis print every retry, and
- * reports every reconnect: also one with no error before it (a server or proxy that closed
- * the connection cleanly), whose lost read may have moved entries into the pending list.
+ * reports reconnects: every one of the reader's, also with no error before it (a server or
+ * proxy that closed the connection cleanly), whose lost read may have moved entries into the
+ * pending list; the other connections' after an error.
  */
 function watchConnection(
   valkey: Valkey,
@@ -190,7 +197,9 @@ function watchConnection(
     log.warn("datastore connection error", { role, error });
   });
   valkey.on("ready", () => {
-    if (connectedBefore) {
+    // Only a reader can lose a read to a clean close; the others restart the session after
+    // an error, as before (an idle writer closed by a proxy would otherwise restart it often).
+    if (connectedBefore && (down || role === "reader")) {
       log.info("datastore connection restored", { role, afterError: down });
       onRestored();
     }

@@ -88,7 +88,7 @@ describe("group commit", () => {
     const config = conductorConfig(partition);
     const engine = new MatchingEngine();
     const conductorStore = new ConductorStore(store.valkey, store.keys);
-    const epoch = await conductorStore.claimOwnership();
+    const { epoch } = await conductorStore.claimOwnership();
     const metrics = createConductorMetrics(
       config,
       () => 0,
@@ -202,7 +202,7 @@ describe("the commit script's encoding", () => {
     const store = new PartitionStore(stack.datastoreUrl, partition);
     const conductorStore = new ConductorStore(store.valkey, store.keys);
     try {
-      const epoch = await conductorStore.claimOwnership();
+      const { epoch } = await conductorStore.claimOwnership();
       const first = new CommitBuilder(store.keys.ownerEpoch, epoch);
       first.setWithTtl(store.keys.processedCommand("a"), "1", 60);
       await conductorStore.commit(first);

@@ -80,7 +80,7 @@ test("replica down: nothing acknowledged; replica back: everything completes onc
     expect((await store.storedResults([committed])).has(committed)).toBe(true);
     const notYet = await fetch(`${conductor.url}/commands/${committed}`);
     expect(notYet.status).toBe(503);
-    expect(await notYet.text()).toContain("not yet durable");
+    expect(await notYet.text()).toContain("not confirmed durable");
 
     replica = await pair.restartReplica(replica.port);
     servers.push(replica);

@@ -330,8 +330,13 @@ describe("outbox", () => {
       .map((match) => match[1]!);
     expect(ids.length).toBe(1);
     expect(Number(await valkey.call("CLIENT", "KILL", "ID", ids[0]!))).toBe(1);
-    await eventually("the session restarted", () =>
-      child.stderr().includes('"role":"reader","afterError":false'),
+    // Restored (with no error before it, unless the close caught a write in flight), and the
+    // session ended for it and started again.
+    await eventually(
+      "the session restarted",
+      () =>
+        /"message":"datastore connection restored"[^\n]*"role":"reader"/.test(child.stderr()) &&
+        child.stderr().includes("outbox retrying after backoff"),
     );
     await writeEvents(valkey, partition, 1000, 2000);
     await inbox.waitFor(2000, 15_000);
