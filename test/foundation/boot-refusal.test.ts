@@ -121,7 +121,7 @@ describe("durability policy at boot", () => {
     expect(seen).toContain("DURABILITY POLICY memory");
   });
 
-  test("a user denied CONFIG still passes; one denied COMMAND gets a failed check, not a crash", async () => {
+  test("a user denied CONFIG still passes; one denied COMMAND gets a failed check, not a crash, and the other checks", async () => {
     const admin = new Redis(lonePrimary.url);
     try {
       await admin.call("ACL", "SETUSER", "noconfig", "on", ">pw", "~*", "&*", "+@all", "-config");
@@ -134,6 +134,10 @@ describe("durability policy at boot", () => {
       expect(noConfig.code).toBe(3);
       const noCommand = await matchd(["check"], { MATCHING_DATASTORE_URL: url("nocommand") });
       expect(noCommand.stdout).toContain("FAIL WAITAOF supported: could not be checked");
+      // The checks after it still run: the refusal names every problem at once.
+      expect(noCommand.stdout).toContain("PASS primary role");
+      expect(noCommand.stdout).toContain("PASS appendonly on");
+      expect(noCommand.stdout).toContain("FAIL replica connected");
       expect(noCommand.code).toBe(3);
       expect(noCommand.stderr).not.toContain("at ");
     } finally {

@@ -14,9 +14,9 @@ export interface TestStack {
 }
 
 /**
- * For a hook that waits for testStack(): bun gives hooks 5 s (bunfig's timeout is for tests),
- * and a private stack, started when the environment names none, can take longer on a busy
- * machine; a hook cut short stops the stack mid-start and every test of the file fails.
+ * For a hook that waits for testStack(): a private stack, started when the environment names
+ * none, can take long on a busy machine, and a hook cut short stops it mid-start, failing
+ * every test of the file (bun's default, 5 s, is raised to 60 s in the preload).
  */
 export const stackStartTimeoutMs = 120_000;
 

@@ -83,10 +83,11 @@ export async function checkDatastore(
       ? `server ${version} runs scripts with flags`
       : `server ${version} cannot run scripts with flags (needs Redis/Valkey >= 7.0); install valkey-server >= 7.2 (Debian 12: bookworm-backports)`,
   });
-  if (policy === "memory" || !scriptFlags) return outcomes;
+  if (policy === "memory") return outcomes;
 
   // Each check turns its own error (a command renamed or denied by ACL, say) into a failed
-  // check, so the process refuses with exit 3 and the reason instead of crashing.
+  // check, so the process refuses with exit 3 and the reason instead of crashing, and the
+  // checks after it still run: the refusal lists every problem at once.
   const failed = (name: string, error: unknown): CheckOutcome => ({
     name,
     ok: false,
@@ -95,52 +96,50 @@ export async function checkDatastore(
   let hasWaitAof = false;
   try {
     hasWaitAof = await commandExists(valkey, "waitaof");
+    outcomes.push({
+      name: "WAITAOF supported",
+      ok: hasWaitAof,
+      detail: hasWaitAof
+        ? `server ${version} has WAITAOF`
+        : `server ${version} has no WAITAOF (needs Redis/Valkey >= 7.2); install valkey-server >= 7.2 (Debian 12: bookworm-backports)`,
+    });
   } catch (error) {
     outcomes.push(failed("WAITAOF supported", error));
-    return outcomes;
   }
-  outcomes.push({
-    name: "WAITAOF supported",
-    ok: hasWaitAof,
-    detail: hasWaitAof
-      ? `server ${version} has WAITAOF`
-      : `server ${version} has no WAITAOF (needs Redis/Valkey >= 7.2); install valkey-server >= 7.2 (Debian 12: bookworm-backports)`,
-  });
 
-  let replication: Map<string, string>;
+  let role = "unknown";
+  let replicas = 0;
   try {
-    replication = parseInfo(await valkey.info("replication"));
+    const replication = parseInfo(await valkey.info("replication"));
+    role = replication.get("role") ?? "unknown";
+    replicas = Number(replication.get("connected_slaves") ?? "0");
+    outcomes.push({
+      name: "primary role",
+      ok: role === "master",
+      detail:
+        role === "master"
+          ? "server is a primary"
+          : `server is a ${role === "slave" ? "replica" : role}, not a primary; point MATCHING_DATASTORE_URL at the primary`,
+    });
   } catch (error) {
     outcomes.push(failed("primary role", error));
-    return outcomes;
   }
-  const role = replication.get("role") ?? "unknown";
-  outcomes.push({
-    name: "primary role",
-    ok: role === "master",
-    detail:
-      role === "master"
-        ? "server is a primary"
-        : `server is a ${role === "slave" ? "replica" : role}, not a primary; point MATCHING_DATASTORE_URL at the primary`,
-  });
 
   // INFO persistence rather than CONFIG GET: managed servers often deny or rename CONFIG.
-  let aofOn: boolean;
+  let aofOn = false;
   try {
     aofOn = parseInfo(await valkey.info("persistence")).get("aof_enabled") === "1";
+    outcomes.push({
+      name: "appendonly on",
+      ok: aofOn,
+      detail: aofOn
+        ? "appendonly yes"
+        : "appendonly is off; set `appendonly yes` (and appendfsync always) on primary and replica",
+    });
   } catch (error) {
     outcomes.push(failed("appendonly on", error));
-    return outcomes;
   }
-  outcomes.push({
-    name: "appendonly on",
-    ok: aofOn,
-    detail: aofOn
-      ? "appendonly yes"
-      : "appendonly is off; set `appendonly yes` (and appendfsync always) on primary and replica",
-  });
 
-  const replicas = Number(replication.get("connected_slaves") ?? "0");
   outcomes.push({
     name: "replica connected",
     ok: replicas >= 1,
@@ -150,7 +149,8 @@ export async function checkDatastore(
         : "no replica is connected; start a replica with `replicaof <primary>` and appendonly yes",
   });
 
-  if (hasWaitAof && role === "master" && aofOn && replicas >= 1) {
+  // The probe is a flagged script: it needs every check above, script flags included.
+  if (scriptFlags && hasWaitAof && role === "master" && aofOn && replicas >= 1) {
     try {
       await runScript(valkey, markerWriteScript, [probeKey], [String(Date.now()), 60_000]);
       // The same sliced wait as every commit: one blocking WAITAOF can stall ~1 s.
