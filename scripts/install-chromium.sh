@@ -10,8 +10,10 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 log=$(mktemp -t matchd-install-chromium-XXXXXX)
 trap 'rm -f "$log"' EXIT
 printf 'install-chromium: installing Debian package chromium\n' >&2
-if ! { as_root apt-get update -qq &&
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+# Waits for the dpkg and lists locks a freshly booted machine's apt timers may hold.
+wait_locks=(-o DPkg::Lock::Timeout=300)
+if ! { as_root apt-get "${wait_locks[@]}" update -qq &&
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get "${wait_locks[@]}" install -y -qq --no-install-recommends \
     chromium fonts-dejavu-core; } >"$log" 2>&1; then
   cat "$log" >&2
   exit 1

@@ -14,8 +14,11 @@ valkey_ok() {
   [ "${1:-0}" -gt 7 ] || { [ "${1:-0}" -eq 7 ] && [ "${2:-0}" -ge 2 ]; }
 }
 
+# A freshly booted machine's apt timers can hold the dpkg and lists locks for a while: wait
+# for them (up to 5 minutes) instead of failing at once.
+apt_wait=(-o DPkg::Lock::Timeout=300)
 apt_updated=0
-apt_update() { [ "$apt_updated" = 1 ] || { as_root apt-get update -qq >/dev/null; apt_updated=1; }; }
+apt_update() { [ "$apt_updated" = 1 ] || { as_root apt-get "${apt_wait[@]}" update -qq >/dev/null; apt_updated=1; }; }
 
 # The URI of the machine's Debian archive in deb822 sources: the first stanza listing the
 # codename as a suite and signed by Debian's archive key (or, failing that, whose URI ends in
@@ -57,7 +60,7 @@ if ! valkey_ok; then
   apt_update
   codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
   log "installing valkey-server from ${codename}-backports"
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t "${codename}-backports" valkey-server >/dev/null
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get "${apt_wait[@]}" install -y -qq -t "${codename}-backports" valkey-server >/dev/null
   # The package starts a system-wide service on 6379; matchd runs its own private servers.
   as_root systemctl disable --now valkey-server >/dev/null 2>&1 || as_root service valkey-server stop >/dev/null 2>&1 || true
 fi
@@ -65,7 +68,7 @@ fi
 if [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then
   apt_update
   log "installing rabbitmq-server"
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rabbitmq-server >/dev/null
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get "${apt_wait[@]}" install -y -qq rabbitmq-server >/dev/null
   as_root systemctl disable --now rabbitmq-server >/dev/null 2>&1 || as_root service rabbitmq-server stop >/dev/null 2>&1 || true
 fi
 

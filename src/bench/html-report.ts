@@ -146,11 +146,26 @@ export function renderHtmlReport(
     typeof v === "number" ? formatNumber(v) : typeof v === "string" ? readableJson(v) : String(v),
   ]);
 
+  // A failed check keeps its evidence under its name and adds `<name>Failed: true`.
+  const failedChecks = new Set(
+    Object.entries(report.invariants)
+      .filter(([name, value]) => name.endsWith("Failed") && value === true)
+      .map(([name]) => name.slice(0, -"Failed".length)),
+  );
   const invariantRows = Object.entries(report.invariants)
     .filter(([name]) => name !== "ok")
     .map(([name, value]) => {
-      // Only booleans are checks with a verdict; numbers and strings are the evidence beside them.
-      const verdict = typeof value === "boolean" ? (value ? "pass" : "fail") : "info";
+      // Booleans are checks with a verdict, as is evidence whose check failed; other numbers
+      // and strings are the evidence beside them.
+      const failedFlag = name.endsWith("Failed") && value === true;
+      const verdict =
+        failedFlag || failedChecks.has(name)
+          ? "fail"
+          : typeof value === "boolean"
+            ? value
+              ? "pass"
+              : "fail"
+            : "info";
       const shown = typeof value === "number" ? formatNumber(value) : String(value);
       return `<tr class="${verdict}"><td>${esc(name)}</td><td class="num">${esc(shown)}</td><td>${verdict}</td></tr>`;
     })

@@ -123,7 +123,11 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
   const recorder = new SeriesRecorder({ intervalMs: 1000 });
   let timedStart = 0;
 
+  // A command completes once: more events than its count says must not time it again.
+  const completedOnce = new Uint8Array(bodies.length);
   const complete = (i: number) => {
+    if (completedOnce[i] === 1) return;
+    completedOnce[i] = 1;
     const end = useReplies ? repliedAt[i]! : lastEventAt[i]!;
     completed++;
     if (i < timedFrom) return;
@@ -170,12 +174,13 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
         if (eventId === undefined) return;
         const colon = eventId.indexOf(":");
         const i = indexOf.get(eventId.slice(0, colon));
+        // Events of other runs (a shared broker) are neither received, nor duplicates, nor
+        // rejections here.
+        if (i === undefined) return;
         if (!seen.isNew(eventId, i, colon)) {
           duplicateEvents++;
           return;
         }
-        // Events of other runs (a shared broker) are neither received nor rejections here.
-        if (i === undefined) return;
         eventsReceived++;
         if (eventId.endsWith(":order.rejected.v1")) failedReplies++;
         if (eventId.endsWith(":deal.executed.v1")) fills[i]!++;

@@ -25,7 +25,13 @@ import {
 } from "./pipeline-bench";
 import type { BenchReport } from "./report";
 import { renderReport } from "./report";
-import { type BenchStack, ensureStack, type ServiceProcess, startService } from "./services";
+import {
+  type BenchStack,
+  ensureStack,
+  fetchMetrics,
+  type ServiceProcess,
+  startService,
+} from "./services";
 import { workloadNames } from "./workloads";
 
 export const benchBoundaries: readonly string[] = [
@@ -340,6 +346,22 @@ async function runWithStack(
         const service = await startService("outbox", outboxFlags, progress, register);
         outbox = service.url;
       }
+      // A running service given by URL reports its own policy: the report's durability label
+      // and its replica check follow the bench's, so the two must agree.
+      for (const [name, url] of [
+        ["conductor", conductorUrl],
+        ["outbox", pipelineBoundary === "full-pipeline" ? outboxUrl : undefined],
+      ] as const) {
+        if (url === undefined) continue;
+        const policy = (await fetchMetrics(url)).matching_durability_policy as
+          | { policy?: unknown }
+          | undefined;
+        if (policy?.policy !== config.durability) {
+          throw new Error(
+            `the ${name} at ${url} runs durability policy ${String(policy?.policy)}, the bench ${config.durability}; pass --durability ${String(policy?.policy)}`,
+          );
+        }
+      }
       const defaultCommands = pipelineBoundary === "round-trip" ? 10_000 : 20_000;
       let commands = intFlag(flags, "--commands", defaultCommands);
       const rateFlag = flags.get("--rate");
@@ -381,7 +403,7 @@ async function runWithStack(
       report = {
         boundary,
         boundaryStatement: boundaryStatements[boundary]!,
-        durability: describeDurability(config),
+        durability: describeDurability(config, envFacts),
         workload,
         workloadDescription: String(result.facts.workloadDescription),
         commands: result.commands,
@@ -407,6 +429,9 @@ async function runWithStack(
           maxCommandQueueDepth: result.facts.maxQueueDepth as number,
           maxEventStreamLength: result.facts.maxStreamLength as number,
           stages: JSON.stringify(result.stages),
+          // The services' histograms are cumulative: they cannot be cut at the warm-up.
+          stagesCover:
+            "every command the services processed since they started (prefill and warm-up included)",
         },
       };
       series = {
@@ -454,10 +479,12 @@ async function removeStoppedStackDir(dir: string, progress: (line: string) => vo
   }
 }
 
-function describeDurability(config: Config): string {
+/** The policy, with the datastore's own persistence settings as the environment probe read them. */
+function describeDurability(config: Config, envFacts: Record<string, string>): string {
+  const servers = `datastore ${envFacts["valkey aof"] ?? "aof unknown"}, hz ${envFacts["valkey hz"] ?? "unknown"}`;
   return config.durability === "aof-replicated"
-    ? `aof-replicated: ack only after WAITAOF 1 1 confirms primary and replica fsync (timeout ${config.durabilityTimeoutMs} ms); stack servers run appendfsync always, hz 100`
-    : "memory: no durability wait; acknowledged commands can be lost";
+    ? `aof-replicated: ack only after WAITAOF 1 1 confirms primary and replica fsync (timeout ${config.durabilityTimeoutMs} ms); ${servers}`
+    : `memory: no durability wait; acknowledged commands can be lost; ${servers}`;
 }
 
 function round(value: number, digits: number): number {

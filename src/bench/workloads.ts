@@ -28,7 +28,10 @@ export interface Workload {
   /** The i-th timed command; stateful generators require i = 0, 1, 2, ... in order. */
   next(i: number): CommandEnvelope;
   expectedEventsPerCommand?: number;
-  /** Events and resting orders the first `commands` commands must leave, when known exactly. */
+  /**
+   * Events and resting orders the first `commands` commands must leave, when known exactly.
+   * Stateful workloads answer for the commands generated so far: call it after them.
+   */
   expectedAfter?(commands: number): { events: number; resting: number };
 }
 
@@ -94,19 +97,28 @@ interface PlaceSpec {
   postOnly?: boolean;
 }
 
-/** Builds envelopes for one workload: ids and times come from (seed, stream, index). */
+/** Builds envelopes for one workload: ids and times come from (seed, partition, stream, index). */
 class CommandFactory {
+  /**
+   * The seed of the command ids, with the partition mixed in (partition 0 keeps the seed as it
+   * is): two benches on two partitions of one broker share the event exchanges, and with one
+   * seed their command ids, and so their event ids, would match each other's.
+   */
+  private readonly idSeed: number;
+
   constructor(
-    private readonly seed: number,
+    seed: number,
     private readonly partition: number,
-  ) {}
+  ) {
+    this.idSeed = partition === 0 ? seed : mix32(seed ^ 0x2f6b9a41, partition);
+  }
 
   private envelopeBase(stream: number, index: number, pairId: number) {
     const ms = WORKLOAD_EPOCH_MS + (stream === 0 ? index : index % 1_000_000);
     return {
       schemaVersion: 1 as const,
-      commandId: deterministicUuid(this.seed, stream, index),
-      correlationId: deterministicUuid(this.seed, stream + 1000, index),
+      commandId: deterministicUuid(this.idSeed, stream, index),
+      correlationId: deterministicUuid(this.idSeed, stream + 1000, index),
       submittedAt: new Date(ms).toISOString(),
       pairId,
       partition: this.partition,
@@ -190,6 +202,8 @@ function alternating(factory: CommandFactory, pairId: number, orderId: OrderIdOf
         volume: "1",
       }),
     expectedEventsPerCommand: 2,
+    // Couples of 4 events; an odd last bid rests with 1.
+    expectedAfter: (commands) => ({ events: 2 * commands - (commands % 2), resting: commands % 2 }),
   };
 }
 
@@ -363,5 +377,12 @@ function multiPair(
       });
     },
     expectedEventsPerCommand: 2,
+    // Each pair alternates on its own: one left with an unmatched bid (its next side is ask)
+    // holds one resting order, whose command emitted 1 event instead of 2.
+    expectedAfter: (commands) => {
+      let resting = 0;
+      for (const side of nextSide.values()) if (side === "ask") resting++;
+      return { events: 2 * commands - resting, resting };
+    },
   };
 }

@@ -240,15 +240,19 @@ export async function stackDown({ dir }: { dir: string }): Promise<{ stopped: st
   const record = readRecord(root);
   if (record === undefined) return { stopped: [] };
   const byName = (names: string[]) => record.processes.filter((p) => names.includes(p.name));
-  const stoppedPids = [
-    ...(await stopProcesses(
-      byName(["valkey-primary", "valkey-replica", "rabbitmq", "rabbitmq-beam"]),
-      15_000,
-      root,
-    )),
-    // epmd last: the node deregisters from it while it shuts down.
-    ...(await stopProcesses(byName(["epmd"]), 5_000, root)),
-  ];
+  let serversFailed: unknown;
+  const servers = await stopProcesses(
+    byName(["valkey-primary", "valkey-replica", "rabbitmq", "rabbitmq-beam"]),
+    15_000,
+    root,
+  ).catch((error: unknown) => {
+    serversFailed = error;
+    return [] as number[];
+  });
+  // epmd last: the node deregisters from it while it shuts down. Stopped also when a server
+  // would not stop, so that what can go does not outlive the failure with no record left.
+  const stoppedPids = [...servers, ...(await stopProcesses(byName(["epmd"]), 5_000, root))];
+  if (serversFailed !== undefined) throw serversFailed;
   return {
     stopped: record.processes.filter((p) => stoppedPids.includes(p.pid)).map((p) => p.name),
   };

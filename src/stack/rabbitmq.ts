@@ -225,6 +225,9 @@ export async function startRabbitmq({
       logs: [stdoutLog, nodeLog],
       probe: async () => {
         const connection = await connect(url);
+        // amqplib emits 'error' on a socket error or a fatal close: unheard, it would end the
+        // process before the failed start could stop what it started.
+        connection.on("error", () => undefined);
         try {
           await connection.createChannel();
           return true;

@@ -69,6 +69,21 @@ describe("renderHtmlReport", () => {
     expect(html).toContain("p50 0.436 · p99.9 88.6");
   });
 
+  test("a failed check's evidence and its Failed flag are shown as failures, not info and pass", () => {
+    const report = syntheticReport();
+    report.invariants = {
+      ok: false,
+      duplicateEventsReceived: 3,
+      duplicateEventsReceivedFailed: true,
+      commandFailures: 0,
+    };
+    const html = renderHtmlReport(report, syntheticSeries());
+    const row = (name: string) => new RegExp(`<tr class="(\\w+)"><td>${name}</td>`).exec(html)?.[1];
+    expect(row("duplicateEventsReceived")).toBe("fail");
+    expect(row("duplicateEventsReceivedFailed")).toBe("fail");
+    expect(row("commandFailures")).toBe("info");
+  });
+
   test("series recorder shows a stall as a zero-throughput interval", () => {
     const { timeline, histogram } = syntheticSeries();
     expect(timeline.length).toBeGreaterThanOrEqual(3);

@@ -9,7 +9,9 @@ import { join } from "node:path";
 import amqp from "amqplib";
 import { createWorkload } from "../../src/bench/workloads";
 import { commandQueue, commandQueueArguments } from "../../src/infra/amqp/topology";
-import { matchdCommand, testStack } from "../support/stack";
+import { freePorts } from "../../src/stack/process";
+import { eventually } from "../support/eventually";
+import { matchdCommand, spawnMatchd, testStack } from "../support/stack";
 import { tempDir } from "../support/temp-dir";
 
 async function bench(
@@ -166,6 +168,38 @@ describe("matchd bench pipeline boundaries", () => {
     });
     expect(stderr).toContain("purged 25 leftover commands from partition 5's queue");
     expect(code).toBe(0);
+  }, 150_000);
+
+  test("a running conductor given by URL must run the bench's durability policy: its label follows it", async () => {
+    const stack = await testStack();
+    const [port] = await freePorts(1);
+    const { child } = spawnMatchd(
+      ["conductor", "--partition", "5", "--partition-count", "8", "--http-port", String(port)],
+      {
+        MATCHING_DATASTORE_URL: stack.datastoreUrl,
+        MATCHING_BROKER_URL: stack.brokerUrl,
+        MATCHING_DURABILITY: "memory",
+      },
+    );
+    try {
+      await eventually(
+        "the conductor answers",
+        async () =>
+          (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.status === 200,
+      );
+      const { code, stderr } = await bench([
+        "conductor",
+        "--conductor-url",
+        `http://127.0.0.1:${port}`,
+        "--commands",
+        "50",
+      ]).catch((error: Error) => ({ code: -1, stderr: error.message, report: {} }));
+      expect(stderr).toContain("runs durability policy memory, the bench aof-replicated");
+      expect(code).not.toBe(0);
+    } finally {
+      child.kill("SIGTERM");
+      await child.exited;
+    }
   }, 150_000);
 
   test("outbox-drain: timed from the outbox's first read until the sink has every event", async () => {

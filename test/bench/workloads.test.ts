@@ -5,7 +5,7 @@ import { expect, test } from "bun:test";
 import { runDomainBench } from "../../src/bench/domain-bench";
 import { renderReport } from "../../src/bench/report";
 import { createWorkload, deterministicUuid, workloadNames } from "../../src/bench/workloads";
-import { decodeCommand } from "../../src/domain/index";
+import { decodeCommand, MatchingEngine } from "../../src/domain/index";
 
 test.each([...workloadNames])("%s is deterministic and decodes", (name) => {
   const a = createWorkload(name, { seed: 3 });
@@ -32,7 +32,40 @@ test("deterministic UUIDs are UUID-shaped and distinct", () => {
 
 test("runDomainBench reports invariants for a short alternating run", () => {
   const report = runDomainBench({ workload: "alternating", commands: 2000, seed: 1, warmup: 100 });
-  expect(report.invariants).toMatchObject({ ok: true, eventsMatch: true, bookEmpty: true });
+  expect(report.invariants).toMatchObject({
+    ok: true,
+    eventsMatch: true,
+    restingExpected: 0,
+    restingMatch: true,
+    nothingRefused: true,
+  });
   expect(report.extra.events).toBe(4000);
   expect(renderReport(report)).toContain("pure-domain");
+});
+
+test("the alternating and multi-pair workloads know exactly what they leave", () => {
+  for (const [name, commands] of [
+    ["alternating", 7],
+    ["alternating", 8],
+    ["multi-pair", 501],
+  ] as const) {
+    const workload = createWorkload(name, { seed: 3 });
+    const engine = new MatchingEngine();
+    let events = 0;
+    for (let i = 0; i < commands; i++) events += engine.apply(workload.next(i)).events.length;
+    expect({ name, commands, ...workload.expectedAfter!(commands) }).toEqual({
+      name,
+      commands,
+      events,
+      resting: engine.restingOrderCount(),
+    });
+  }
+});
+
+test("two partitions with one seed get different command ids (their events share the exchanges)", () => {
+  const p1 = createWorkload("alternating", { seed: 1, partition: 1, partitionCount: 8 });
+  const p2 = createWorkload("alternating", { seed: 1, partition: 2, partitionCount: 8 });
+  const ids = new Set<string>();
+  for (let i = 0; i < 100; i++) ids.add(p1.next(i).commandId).add(p2.next(i).commandId);
+  expect(ids.size).toBe(200);
 });
