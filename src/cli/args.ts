@@ -32,9 +32,20 @@ export function parseArgs(
     if (booleans.has(name) && eq < 0) {
       parsed.switches.add(name);
     } else if (valued.has(name)) {
-      const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
+      // `--dir --help` means a forgotten value, not a directory named --help: a separate
+      // value may not look like a flag (`--dir=--x` still says it means it).
+      const next = argv[i + 1];
+      const value =
+        eq > 0
+          ? arg.slice(eq + 1)
+          : next !== undefined && !next.startsWith("--")
+            ? next
+            : undefined;
+      if (eq < 0 && value !== undefined) i++;
       if (value === undefined) parsed.unknown.push(`${name} needs a value`);
       else parsed.flags.set(name, value);
+    } else if (booleans.has(name)) {
+      parsed.unknown.push(`${name} takes no value`);
     } else {
       parsed.unknown.push(`unknown flag ${name}`);
     }

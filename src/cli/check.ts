@@ -6,6 +6,7 @@ import type { Config } from "../config/schema";
 import { connectBroker } from "../infra/amqp/connect";
 import { runDatastoreChecks } from "../infra/boot";
 import type { CheckOutcome } from "../infra/valkey/durability";
+import { withinMs } from "../infra/within";
 
 export async function runCheck(config: Config, print: (line: string) => void): Promise<number> {
   const outcomes = await runDatastoreChecks(config);
@@ -17,12 +18,29 @@ export async function runCheck(config: Config, print: (line: string) => void): P
   return outcomes.every((o) => o.ok) ? 0 : 3;
 }
 
+/** How long opening the channel may take: a broker that accepts TCP and then stalls must not hang the check. */
+const channelTimeoutMs = 5000;
+
 async function checkBroker(url: string): Promise<CheckOutcome> {
   try {
     const connection = await connectBroker(url, "matchd-check");
-    const channel = await connection.createChannel();
-    await channel.close();
-    await connection.close();
+    // amqplib throws an unheard 'error' (a fatal close, a socket reset): a crash, not a FAIL.
+    connection.on("error", () => undefined);
+    try {
+      const opened = await withinMs(
+        connection
+          .createChannel()
+          .then((channel) => channel.close())
+          .then(() => true),
+        channelTimeoutMs,
+      );
+      if (opened === undefined) throw new Error(`no channel within ${channelTimeoutMs} ms`);
+    } finally {
+      await withinMs(
+        connection.close().catch(() => undefined),
+        channelTimeoutMs,
+      );
+    }
     return { name: "broker reachable", ok: true, detail: "AMQP channel opened" };
   } catch (error) {
     return {

@@ -163,7 +163,10 @@ function formatLabels(labels: Labels): string {
   const entries = Object.entries(labels);
   if (entries.length === 0) return "";
   const body = entries
-    .map(([k, v]) => `${k}="${v.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`)
+    // The exposition format escapes backslash, double quote and line feed in label values.
+    .map(
+      ([k, v]) => `${k}="${v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n")}"`,
+    )
     .join(",");
   return `{${body}}`;
 }

@@ -123,6 +123,11 @@ export class DeliveryLoop {
     return this.publisher !== null && this.publisher.failed === null;
   }
 
+  /** Why the broker blocks publishing (a resource alarm), or null. */
+  get brokerBlocked(): string | null {
+    return this.publisher?.blockedReason ?? null;
+  }
+
   start(): Promise<void> {
     this.runPromise ??= this.run();
     return this.runPromise;

@@ -85,13 +85,16 @@ export class PartitionLease {
     await this.ticking?.catch(() => undefined);
     clearTimeout(this.timer);
     clearTimeout(this.expiryTimer);
-    const wasHeld = this.held();
     this.expiresAt = 0;
     this.setHeld(false);
-    if (!wasHeld) return;
+    // Sent even when this process no longer trusts its lease (a lost renewal reply let the
+    // local deadline pass while the key still names it): the script deletes the key only
+    // when it names this owner, so a successor never waits out the TTL for nothing.
     try {
-      await runScript(this.valkey, releaseLeaseScript, [this.key], [this.ownerId]);
-      this.log.info("outbox lease released", { owner: this.ownerId });
+      const deleted = Number(
+        await runScript(this.valkey, releaseLeaseScript, [this.key], [this.ownerId]),
+      );
+      if (deleted === 1) this.log.info("outbox lease released", { owner: this.ownerId });
     } catch (error) {
       // The key expires by itself within the TTL; a failed release only delays a successor.
       this.log.warn("outbox lease release failed; it will expire", { error });

@@ -22,6 +22,8 @@ export class EventPublisher {
   private readonly returned = new Set<string>();
   /** Set by close(): a deliberate close is not logged as a broker failure. */
   private closing = false;
+  /** Why the broker blocks this connection's publishing (a resource alarm), or null. */
+  blockedReason: string | null = null;
   /** Publishes pre-encoded frames on `channel` (amqplib's publish when it cannot). */
   private readonly frames: FramePublisher;
 
@@ -33,8 +35,15 @@ export class EventPublisher {
   ) {
     connection.on("error", (error: Error) => this.fail(error));
     connection.on("close", () => this.fail(new Error("broker connection closed")));
-    connection.on("blocked", (reason: string) => log.warn("broker blocked publishing", { reason }));
-    connection.on("unblocked", () => log.info("broker unblocked publishing"));
+    // A blocked connection sends nothing and nothing fails: readiness says so (see run.ts).
+    connection.on("blocked", (reason: string) => {
+      this.blockedReason = reason;
+      log.warn("broker blocked publishing", { reason });
+    });
+    connection.on("unblocked", () => {
+      this.blockedReason = null;
+      log.info("broker unblocked publishing");
+    });
     this.frames = new FramePublisher(channel);
     if (!this.frames.encoding)
       log.debug("amqplib internals not as expected; publishing through amqplib");

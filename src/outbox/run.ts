@@ -116,6 +116,8 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
       };
     }
     if (!deliveryLoop.brokerConnected) reasons.push("broker disconnected");
+    const blocked = deliveryLoop.brokerBlocked;
+    if (blocked !== null) reasons.push(`broker blocks publishing: ${blocked}`);
     if (reasons.length > 0) return { ready: false, status: "not-ready", reasons };
     if (deliveryLoop.unroutableExchange !== null) {
       return {
@@ -155,10 +157,25 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
   lease.start();
   const running = deliveryLoop.start();
   const signal = await new Promise<string>((resolve) => {
-    process.once("SIGTERM", () => resolve("SIGTERM"));
-    process.once("SIGINT", () => resolve("SIGINT"));
+    // Handled for good, not once: a second signal during the stop (up to its bound) would
+    // otherwise end the process before the lease is released and the confirmed prefix
+    // acknowledged.
+    let received: string | undefined;
+    const onSignal = (name: string) => () => {
+      if (received !== undefined) {
+        log.warn("already shutting down; signal ignored", { signal: name });
+        return;
+      }
+      received = name;
+      resolve(name);
+    };
+    process.on("SIGTERM", onSignal("SIGTERM"));
+    process.on("SIGINT", onSignal("SIGINT"));
     // A loop that ends by itself (it should not) also ends the process.
-    void running.then(() => resolve("loop ended"));
+    void running.then(() => {
+      received ??= "loop ended";
+      resolve("loop ended");
+    });
   });
   log.info("outbox shutting down", { signal });
   const stopped =
@@ -174,7 +191,8 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
   await server.stop();
   for (const connection of connections) connection.disconnect();
   log.info("outbox stopped");
-  return 0;
+  // A loop that ended by itself is a failure a supervisor must see.
+  return signal === "loop ended" ? 1 : 0;
 }
 
 /**

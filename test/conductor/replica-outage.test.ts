@@ -147,7 +147,11 @@ test("a durability wait resent on a new datastore connection never acknowledges 
     process.kill(replica.pid, "SIGSTOP");
     paused = true;
     await publish(commands[1]!);
-    await Bun.sleep(500);
+    // Committed (its result is stored before the durability wait), so it now waits.
+    await eventually("the second command committed", async () =>
+      (await store.storedResults([commands[1]!.commandId])).has(commands[1]!.commandId),
+    );
+    await Bun.sleep(100);
     // Cut the conductor's connections while it waits: ioredis resends the WAITAOF on a fresh
     // connection, where it answers at once because that connection has written nothing.
     proxy.outage(100);

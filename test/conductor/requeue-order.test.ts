@@ -50,9 +50,14 @@ function publishFromAnotherProcess(partition: number, from: number, to: number):
     for (let i = ${from}; i < ${to}; i++)
       channel.publish(${JSON.stringify(commandExchange)}, ${JSON.stringify(commandQueue(partition))}, Buffer.from(String(i)), { persistent: true });
     await channel.waitForConfirms();
+    // Until the broker has handed them all to the consumer, whose process is blocked
+    // meanwhile: then they are on the wire (in its socket), not in the queue.
+    const check = await connection.createChannel();
+    for (let n = 0; n < 250; n++) {
+      if ((await check.checkQueue(${JSON.stringify(commandQueue(partition))})).messageCount === 0) break;
+      await Bun.sleep(20);
+    }
     await connection.close();
-    // Time for the broker to hand them to the consumer, whose process is blocked meanwhile.
-    await Bun.sleep(300);
   `;
   const result = Bun.spawnSync([process.execPath, "-e", script], {
     cwd: process.cwd(),
@@ -91,4 +96,9 @@ test("a requeued batch and the deliveries on the wire behind it come back in the
     20_000,
   );
   expect(seen).toEqual(Array.from({ length: 20 }, (_, i) => String(i)));
+  await consumer.close();
+  consumer = undefined;
+  const cleanup = await amqp.connect(stack.brokerUrl);
+  await (await cleanup.createChannel()).deleteQueue(commandQueue(partition));
+  await cleanup.close();
 }, 60_000);

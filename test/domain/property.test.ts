@@ -51,7 +51,8 @@ function toCommand(
     const userId = op.kind === 18 ? users[op.user]! : "u1";
     return {
       command: { ...base, type: "order.cancel", payload: { id: refId, userId, pairId: op.pair } },
-      alreadyAccepted: false,
+      // The shell's accepted-order marker, also for orders the engine no longer remembers.
+      alreadyAccepted: op.side,
     };
   }
   const id = op.kind === 16 ? refId : `o${index}`;

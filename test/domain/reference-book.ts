@@ -118,7 +118,10 @@ export class ReferenceBook {
         return reject(ResultCodes.pairMismatch, "payload pairId differs from envelope");
       const order = this.orders.find((o) => o.id === p.id && o.pairId === command.pairId);
       if (!order) {
-        if (this.finished.has(p.id))
+        // Finished: remembered so, or accepted before by the shell's marker, and not resting
+        // anywhere (an order resting on another pair is unknown on this one).
+        const restingElsewhere = this.orders.some((o) => o.id === p.id);
+        if (!restingElsewhere && (this.finished.has(p.id) || alreadyAccepted))
           return reject(ResultCodes.orderAlreadyFinished, "order already filled or cancelled");
         return reject(ResultCodes.unknownOrder, "no such resting order");
       }

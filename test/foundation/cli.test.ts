@@ -52,6 +52,18 @@ describe("matchd CLI", () => {
       expect(all.stderr).toContain(problem);
   });
 
+  test("a valued flag followed by another flag is missing its value; a switch takes none", async () => {
+    const missing = await matchd(["outbox", "--partition", "--window", "5"]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain("--partition needs a value");
+    const commands = await matchd(["bench", "domain", "--commands", "--json"]);
+    expect(commands.code).toBe(2);
+    expect(commands.stderr).toContain("--commands needs a value");
+    const valuedSwitch = await matchd(["bench", "domain", "--json=true"]);
+    expect(valuedSwitch.code).toBe(2);
+    expect(valuedSwitch.stderr).toContain("--json takes no value");
+  });
+
   test("a bad --flow is refused with exit 2 before any stack starts", async () => {
     const sideways = await matchd(["bench", "broker", "--flow", "sideways"]);
     expect(sideways.code).toBe(2);
