@@ -30,9 +30,20 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
 
   // Listening first: a SIGTERM while the datastore or the broker is still unreachable at boot
   // ends the process cleanly (exit 0) instead of killing it.
+  // Handled for good, not once: a second signal during the stop would otherwise end the
+  // process with batches committed and not yet acknowledged.
   const signalled = new Promise<string>((resolve) => {
-    process.once("SIGTERM", () => resolve("SIGTERM"));
-    process.once("SIGINT", () => resolve("SIGINT"));
+    let received = false;
+    const onSignal = (name: string) => () => {
+      if (received) {
+        log.warn("already shutting down; signal ignored", { signal: name });
+        return;
+      }
+      received = true;
+      resolve(name);
+    };
+    process.on("SIGTERM", onSignal("SIGTERM"));
+    process.on("SIGINT", onSignal("SIGINT"));
   });
   const keys = partitionKeys(config.partition);
   const writer = createValkey(config.datastoreUrl, {

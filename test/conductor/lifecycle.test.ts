@@ -23,3 +23,15 @@ test("SIGTERM while the broker is unreachable at boot exits 0", async () => {
     conductor.log().includes("before it started consuming"),
   );
 }, 30_000);
+
+test("a second SIGTERM during the stop is logged and ignored: the stop finishes, exit 0", async () => {
+  const stack = await testStack();
+  const conductor = await startConductor(stack, uniquePartition());
+  conductor.process.kill("SIGTERM");
+  await Bun.sleep(1);
+  conductor.process.kill("SIGTERM");
+  expect(await conductor.process.exited).toBe(0);
+  await eventually("the second signal logged", () =>
+    conductor.log().includes("already shutting down; signal ignored"),
+  );
+}, 30_000);
