@@ -10,9 +10,13 @@ import { connectBroker } from "../infra/amqp/connect";
 import { FramePublisher } from "../infra/amqp/fast-publish";
 import { declareEventExchanges } from "../infra/amqp/topology";
 import type { Logger } from "../infra/log";
+import { withinMs } from "../infra/within";
 import type { OutboxEvent } from "./envelope";
 
 export type ConfirmOutcome = "ack" | "nack" | "returned" | "closed";
+
+/** How long closing waits for each of the broker's close-ok replies. */
+const closeTimeoutMs = 2000;
 
 export class EventPublisher {
   private failure: Error | null = null;
@@ -128,8 +132,18 @@ export class EventPublisher {
   async close(): Promise<void> {
     this.closing = true;
     this.fail(new Error("publisher closed"));
-    await this.channel.close().catch(() => undefined);
-    await this.connection.close().catch(() => undefined);
+    // Each close waits for the broker's close-ok, which a broker that blocks this connection
+    // (or stopped answering) may never send: bounded, so that a new session can start. A
+    // connection whose close was cut short is left to the heartbeat to end; nothing of the
+    // outbox's state depends on it (entries are acknowledged in the stream, not the broker).
+    await withinMs(
+      this.channel.close().catch(() => undefined),
+      closeTimeoutMs,
+    );
+    await withinMs(
+      this.connection.close().catch(() => undefined),
+      closeTimeoutMs,
+    );
   }
 
   private fail(error: Error): void {
