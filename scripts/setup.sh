@@ -14,11 +14,22 @@ valkey_ok() {
   [ "${1:-0}" -gt 7 ] || { [ "${1:-0}" -eq 7 ] && [ "${2:-0}" -ge 2 ]; }
 }
 
-# A freshly booted machine's apt timers can hold the dpkg and lists locks for a while: wait
-# for them (up to 5 minutes) instead of failing at once.
+# A freshly booted machine's apt timers can hold apt's locks for a while: installs wait for
+# the dpkg lock (up to 5 minutes), and an update, whose lists lock that option may not
+# cover, is retried for as long.
 apt_wait=(-o DPkg::Lock::Timeout=300)
 apt_updated=0
-apt_update() { [ "$apt_updated" = 1 ] || { as_root apt-get "${apt_wait[@]}" update -qq >/dev/null; apt_updated=1; }; }
+apt_update() {
+  [ "$apt_updated" = 1 ] && return 0
+  local tries=0
+  until as_root apt-get "${apt_wait[@]}" update -qq >/dev/null; do
+    tries=$((tries + 1))
+    [ "$tries" -lt 30 ] || return 1
+    log "apt-get update failed (another apt running?); retrying in 10 s"
+    sleep 10
+  done
+  apt_updated=1
+}
 
 # The URI of the machine's Debian archive in deb822 sources: the first stanza listing the
 # codename as a suite and signed by Debian's archive key (or, failing that, whose URI ends in

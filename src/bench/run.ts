@@ -319,6 +319,25 @@ async function runWithStack(
       );
     } else {
       const pipelineBoundary = boundary as PipelineBoundary;
+      const conductorUrl = flags.get("--conductor-url");
+      const outboxUrl = flags.get("--outbox-url");
+      // A running service given by URL reports its own policy: the report's durability label
+      // and its replica check follow the bench's, so the two must agree, and are checked
+      // before the partition is reset under the service.
+      for (const [name, url] of [
+        ["conductor", conductorUrl],
+        ["outbox", pipelineBoundary === "full-pipeline" ? outboxUrl : undefined],
+      ] as const) {
+        if (url === undefined) continue;
+        const policy = (await fetchMetrics(url)).matching_durability_policy as
+          | { policy?: unknown }
+          | undefined;
+        if (policy?.policy !== config.durability) {
+          throw new Error(
+            `the ${name} at ${url} runs durability policy ${String(policy?.policy)}, the bench ${config.durability}; pass --durability ${String(policy?.policy)}`,
+          );
+        }
+      }
       const valkey = createValkey(active.datastoreUrl, { name: "matchd-bench-reset" });
       const deleted = await resetPartition(valkey, config.partition);
       valkey.disconnect();
@@ -327,8 +346,6 @@ async function runWithStack(
       const purged = await purgeCommandQueue(active.brokerUrl, config.partition);
       if (purged > 0)
         progress(`purged ${purged} leftover commands from partition ${config.partition}'s queue`);
-      const conductorUrl = flags.get("--conductor-url");
-      const outboxUrl = flags.get("--outbox-url");
       let conductor = conductorUrl;
       if (!conductor) {
         progress("starting conductor");
@@ -345,22 +362,6 @@ async function runWithStack(
         progress("starting outbox");
         const service = await startService("outbox", outboxFlags, progress, register);
         outbox = service.url;
-      }
-      // A running service given by URL reports its own policy: the report's durability label
-      // and its replica check follow the bench's, so the two must agree.
-      for (const [name, url] of [
-        ["conductor", conductorUrl],
-        ["outbox", pipelineBoundary === "full-pipeline" ? outboxUrl : undefined],
-      ] as const) {
-        if (url === undefined) continue;
-        const policy = (await fetchMetrics(url)).matching_durability_policy as
-          | { policy?: unknown }
-          | undefined;
-        if (policy?.policy !== config.durability) {
-          throw new Error(
-            `the ${name} at ${url} runs durability policy ${String(policy?.policy)}, the bench ${config.durability}; pass --durability ${String(policy?.policy)}`,
-          );
-        }
       }
       const defaultCommands = pipelineBoundary === "round-trip" ? 10_000 : 20_000;
       let commands = intFlag(flags, "--commands", defaultCommands);

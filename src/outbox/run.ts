@@ -171,16 +171,23 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
     };
     process.on("SIGTERM", onSignal("SIGTERM"));
     process.on("SIGINT", onSignal("SIGINT"));
-    // A loop that ends by itself (it should not) also ends the process.
-    void running.then(() => {
+    // A loop that ends by itself (it should not), or fails, also ends the process, through
+    // the same stop (the lease released), with exit 1.
+    const ended = (error?: unknown) => {
+      if (error !== undefined) log.error("delivery loop failed", { error });
       received ??= "loop ended";
       resolve("loop ended");
-    });
+    };
+    running.then(() => ended(), ended);
   });
   log.info("outbox shutting down", { signal });
   const stopped =
     (await withinMs(
-      deliveryLoop.stop().then(() => true),
+      // A loop that failed fails its stop too: the lease is released all the same.
+      deliveryLoop.stop().then(
+        () => true,
+        () => false,
+      ),
       shutdownTimeoutMs,
     )) === true;
   if (!stopped) log.warn("shutdown did not finish in time; closing anyway", { shutdownTimeoutMs });

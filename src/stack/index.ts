@@ -251,7 +251,12 @@ export async function stackDown({ dir }: { dir: string }): Promise<{ stopped: st
   });
   // epmd last: the node deregisters from it while it shuts down. Stopped also when a server
   // would not stop, so that what can go does not outlive the failure with no record left.
-  const stoppedPids = [...servers, ...(await stopProcesses(byName(["epmd"]), 5_000, root))];
+  const epmd = await stopProcesses(byName(["epmd"]), 5_000, root).catch((error: unknown) => {
+    // The servers' failure, if any, is the one to report; epmd's otherwise.
+    serversFailed ??= error;
+    return [] as number[];
+  });
+  const stoppedPids = [...servers, ...epmd];
   if (serversFailed !== undefined) throw serversFailed;
   return {
     stopped: record.processes.filter((p) => stoppedPids.includes(p.pid)).map((p) => p.name),

@@ -7,8 +7,10 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import amqp from "amqplib";
+import Redis from "ioredis";
 import { createWorkload } from "../../src/bench/workloads";
 import { commandQueue, commandQueueArguments } from "../../src/infra/amqp/topology";
+import { partitionKeys } from "../../src/infra/valkey/keys";
 import { freePorts } from "../../src/stack/process";
 import { eventually } from "../support/eventually";
 import { matchdCommand, spawnMatchd, testStack } from "../support/stack";
@@ -181,6 +183,9 @@ describe("matchd bench pipeline boundaries", () => {
         MATCHING_DURABILITY: "memory",
       },
     );
+    const canary = new Redis(stack.datastoreUrl);
+    const canaryKey = `${partitionKeys(5).prefix}canary`;
+    await canary.set(canaryKey, "1");
     try {
       await eventually(
         "the conductor answers",
@@ -196,9 +201,13 @@ describe("matchd bench pipeline boundaries", () => {
       ]).catch((error: Error) => ({ code: -1, stderr: error.message, report: {} }));
       expect(stderr).toContain("runs durability policy memory, the bench aof-replicated");
       expect(code).not.toBe(0);
+      // Refused before the partition was reset under the running service.
+      expect(await canary.exists(canaryKey)).toBe(1);
     } finally {
       child.kill("SIGTERM");
       await child.exited;
+      await canary.del(canaryKey);
+      canary.disconnect();
     }
   }, 150_000);
 

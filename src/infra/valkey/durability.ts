@@ -109,6 +109,8 @@ export async function checkDatastore(
 
   let role = "unknown";
   let replicas = 0;
+  /** The error of INFO replication, when it could not be read. */
+  let replication: unknown;
   try {
     const replication = parseInfo(await valkey.info("replication"));
     role = replication.get("role") ?? "unknown";
@@ -122,6 +124,7 @@ export async function checkDatastore(
           : `server is a ${role === "slave" ? "replica" : role}, not a primary; point MATCHING_DATASTORE_URL at the primary`,
     });
   } catch (error) {
+    replication = error;
     outcomes.push(failed("primary role", error));
   }
 
@@ -140,14 +143,17 @@ export async function checkDatastore(
     outcomes.push(failed("appendonly on", error));
   }
 
-  outcomes.push({
-    name: "replica connected",
-    ok: replicas >= 1,
-    detail:
-      replicas >= 1
-        ? `${replicas} replica(s) connected`
-        : "no replica is connected; start a replica with `replicaof <primary>` and appendonly yes",
-  });
+  // Unread replication info says nothing about replicas: no advice to start one.
+  if (replication !== undefined) outcomes.push(failed("replica connected", replication));
+  else
+    outcomes.push({
+      name: "replica connected",
+      ok: replicas >= 1,
+      detail:
+        replicas >= 1
+          ? `${replicas} replica(s) connected`
+          : "no replica is connected; start a replica with `replicaof <primary>` and appendonly yes",
+    });
 
   // The probe is a flagged script: it needs every check above, script flags included.
   if (scriptFlags && hasWaitAof && role === "master" && aofOn && replicas >= 1) {
