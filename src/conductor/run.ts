@@ -10,6 +10,7 @@ import { MatchingEngine } from "../domain/index";
 import { enforceDurabilityPolicy } from "../infra/boot";
 import { createHttpApp, serveHttp } from "../infra/http/app";
 import type { Logger } from "../infra/log";
+import { watchShutdown } from "../infra/shutdown";
 import { createValkey } from "../infra/valkey/client";
 import { partitionKeys } from "../infra/valkey/keys";
 import { CommandConsumer } from "./consumer";
@@ -29,22 +30,9 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
   await enforceDurabilityPolicy(config, log);
 
   // Listening first: a SIGTERM while the datastore or the broker is still unreachable at boot
-  // ends the process cleanly (exit 0) instead of killing it.
-  // Handled for good, not once: a second signal during the stop would otherwise end the
-  // process with batches committed and not yet acknowledged.
-  const signalled = new Promise<string>((resolve) => {
-    let received = false;
-    const onSignal = (name: string) => () => {
-      if (received) {
-        log.warn("already shutting down; signal ignored", { signal: name });
-        return;
-      }
-      received = true;
-      resolve(name);
-    };
-    process.on("SIGTERM", onSignal("SIGTERM"));
-    process.on("SIGINT", onSignal("SIGINT"));
-  });
+  // ends the process cleanly (exit 0) instead of killing it; a second one during the stop is
+  // ignored (see watchShutdown).
+  const signalled = watchShutdown(log).reason;
   const keys = partitionKeys(config.partition);
   const writer = createValkey(config.datastoreUrl, {
     name: `matchd-conductor-p${config.partition}`,

@@ -11,6 +11,7 @@ import { enforceDurabilityPolicy } from "../infra/boot";
 import { createHttpApp, type Readiness, serveHttp } from "../infra/http/app";
 import type { Logger } from "../infra/log";
 import { MetricsRegistry } from "../infra/metrics";
+import { watchShutdown } from "../infra/shutdown";
 import { createValkey, type Valkey } from "../infra/valkey/client";
 import { outboxConsumerGroup, partitionKeys } from "../infra/valkey/keys";
 import { withinMs } from "../infra/within";
@@ -156,30 +157,18 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
 
   lease.start();
   const running = deliveryLoop.start();
-  const signal = await new Promise<string>((resolve) => {
-    // Handled for good, not once: a second signal during the stop (up to its bound) would
-    // otherwise end the process before the lease is released and the confirmed prefix
-    // acknowledged.
-    let received: string | undefined;
-    const onSignal = (name: string) => () => {
-      if (received !== undefined) {
-        log.warn("already shutting down; signal ignored", { signal: name });
-        return;
-      }
-      received = name;
-      resolve(name);
-    };
-    process.on("SIGTERM", onSignal("SIGTERM"));
-    process.on("SIGINT", onSignal("SIGINT"));
-    // A loop that ends by itself (it should not), or fails, also ends the process, through
-    // the same stop (the lease released), with exit 1.
-    const ended = (error?: unknown) => {
-      if (error !== undefined) log.error("delivery loop failed", { error });
-      received ??= "loop ended";
-      resolve("loop ended");
-    };
-    running.then(() => ended(), ended);
-  });
+  // The first signal stops the outbox, later ones are ignored (see watchShutdown); a loop
+  // that ends by itself (it should not), or fails, also ends the process, through the same
+  // stop (the lease released), with exit 1.
+  const shutdown = watchShutdown(log);
+  running.then(
+    () => shutdown.stop("loop ended"),
+    (error: unknown) => {
+      log.error("delivery loop failed", { error });
+      shutdown.stop("loop ended");
+    },
+  );
+  const signal = await shutdown.reason;
   log.info("outbox shutting down", { signal });
   const stopped =
     (await withinMs(
