@@ -101,6 +101,8 @@ export class DeliveryLoop {
   /** Exchange that last returned an event as unroutable, until a retry gets past it. */
   unroutableExchange: string | null = null;
   private runPromise: Promise<void> | null = null;
+  /** Since when (performance.now()) opening a broker channel has failed, or null. */
+  private brokerDownSince: number | null = null;
 
   constructor(options: DeliveryOptions) {
     this.stream = options.stream;
@@ -147,6 +149,19 @@ export class DeliveryLoop {
    */
   datastoreReconnected(): void {
     this.requestInterrupt("datastore");
+  }
+
+  /**
+   * A holder that has not reached the broker for three lease TTLs hands the lease over and
+   * stays standby for two: an outbox whose path to the broker works takes over, and when no
+   * outbox reaches the broker the lease only passes around.
+   */
+  private resignIfCutOff(): void {
+    const now = performance.now();
+    this.brokerDownSince ??= now;
+    if (!this.lease.held() || now - this.brokerDownSince < 3 * this.lease.ttl) return;
+    this.brokerDownSince = null;
+    void this.lease.resign(2 * this.lease.ttl);
   }
 
   /** Stops reading, lets outstanding confirms settle (bounded), acknowledges the confirmed prefix. */
@@ -221,8 +236,10 @@ export class DeliveryLoop {
       if (!this.publisher) {
         try {
           this.publisher = await this.openPublisher();
+          this.brokerDownSince = null;
         } catch (error) {
           this.log.warn("cannot open the broker channel", { error });
+          this.resignIfCutOff();
           throw new SessionInterrupted("broker");
         }
         this.publisher.onFailure(() => this.requestInterrupt("broker"));

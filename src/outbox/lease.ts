@@ -45,6 +45,8 @@ export class PartitionLease {
   private ticking: Promise<void> | undefined;
   /** Who holds the lease when this process does not, for readiness and logs. */
   otherHolder: string | null = null;
+  /** Until then (performance.now()) this process does not take the lease: it resigned. */
+  private standbyUntil = 0;
 
   constructor({
     valkey,
@@ -63,6 +65,34 @@ export class PartitionLease {
     this.acquireIntervalMs = acquireIntervalMs;
     this.onChange = onChange ?? (() => undefined);
     this.safetyMarginMs = Math.min(1000, Math.floor(ttlMs / 5));
+  }
+
+  /** The lease's time to live. */
+  get ttl(): number {
+    return this.ttlMs;
+  }
+
+  /**
+   * Gives the lease up and stays standby for `forMs`: a holder that cannot publish (its
+   * broker unreachable) lets another outbox, whose path to the broker may work, take over
+   * rather than keep the partition's events waiting behind it.
+   */
+  async resign(forMs: number): Promise<void> {
+    this.standbyUntil = performance.now() + forMs;
+    const wasHeld = this.held();
+    this.expiresAt = 0;
+    clearTimeout(this.expiryTimer);
+    this.setHeld(false);
+    if (!wasHeld) return;
+    try {
+      await runScript(this.valkey, releaseLeaseScript, [this.key], [this.ownerId]);
+      this.log.warn("outbox lease handed over: this outbox cannot publish", {
+        owner: this.ownerId,
+        standbyMs: forMs,
+      });
+    } catch (error) {
+      this.log.warn("outbox lease release failed; it will expire", { error });
+    }
   }
 
   /** True while this process may publish: checked before every publish. */
@@ -129,6 +159,9 @@ export class PartitionLease {
           this.expiresAt = 0;
           this.setHeld(false);
         }
+      } else if (sentAt < this.standbyUntil) {
+        // Resigned: another outbox may take the lease meanwhile.
+        next = Math.min(this.acquireIntervalMs, this.standbyUntil - sentAt + 5);
       } else {
         // A script that may write at maxmemory: see scripts.ts.
         if (await this.runLeaseScript(acquireLeaseScript)) {
@@ -155,6 +188,8 @@ export class PartitionLease {
       this.log.warn("outbox lease keeper could not reach the datastore", { error });
       failed = true;
     }
+    // A renewal that was in flight when the lease was resigned does not take it back.
+    if (performance.now() < this.standbyUntil) this.expiresAt = 0;
     if (this.held()) {
       this.setHeld(true);
       // After a failed renewal, try again soon rather than a third of the TTL later: a

@@ -9,6 +9,7 @@ import amqp from "amqplib";
 import Redis from "ioredis";
 import { allEventExchanges, eventExchanges } from "../../src/infra/amqp/topology";
 import { outboxConsumerGroup, partitionKeys } from "../../src/infra/valkey/keys";
+import { freePorts } from "../../src/stack/process";
 import { type TestStack, testStack, uniquePartition } from "../support/stack";
 import {
   deletePartitionKeys,
@@ -526,6 +527,36 @@ describe("outbox", () => {
     expect(inbox.firstDeliveryOrderKept()).toBe(true);
     await b.stop();
   }, 60_000);
+  test("a lease holder that cannot reach the broker hands the lease over to one that can", async () => {
+    const partition = uniquePartition();
+    await deletePartitionKeys(valkey, partition);
+    const inbox = await inboxFor(partition);
+    const args = ["--lease-ttl-ms", "1000", "--claim-idle-ms", "300"];
+    const closedPort = (await freePorts(1))[0]!;
+    const cutOff = await outbox(
+      partition,
+      args,
+      {},
+      {
+        ...stack,
+        brokerUrl: `amqp://guest:guest@127.0.0.1:${closedPort}/matchd`,
+      },
+    );
+    await eventually(
+      "the cut-off outbox holds the lease",
+      async () => metricNumber(await cutOff.metrics(), "matching_outbox_lease_held") === 1,
+    );
+    const healthy = await outbox(partition, args);
+    await writeEvents(valkey, partition, 0, 100);
+    // Three TTLs without the broker, then the hand-over and the healthy one's first drain.
+    await inbox.waitFor(100, 20_000);
+    expect(inbox.firstDeliveryOrderKept()).toBe(true);
+    expect(cutOff.stderr()).toContain("outbox lease handed over: this outbox cannot publish");
+    expect(metricNumber(await healthy.metrics(), "matching_outbox_lease_held")).toBe(1);
+    await healthy.stop();
+    await cutOff.stop();
+  }, 60_000);
+
   test("entries another consumer left pending go out before this consumer's own pending ones, in stream order", async () => {
     const partition = uniquePartition();
     const keys = partitionKeys(partition);
