@@ -5,7 +5,7 @@
  */
 import type { RestingOrder, Side, StpMode } from "../domain/index";
 import { connectionGeneration, type Valkey } from "../infra/valkey/client";
-import { markerWriteScript, waitDurable } from "../infra/valkey/durability";
+import { waitDurable, writeMarkerAndWaitDurable } from "../infra/valkey/durability";
 import type { PartitionKeys } from "../infra/valkey/keys";
 import { luaScript, runEncodedScript, runScript } from "../infra/valkey/lua-script";
 import { type CommitBuilder, commitScript, orderHashFields } from "./commit-script";
@@ -109,17 +109,9 @@ export class ConductorStore {
     const connection = this.queries;
     const stored = await connection.get(this.keys.processedCommand(commandId));
     if (stored === null || durableWithinMs === undefined) return stored;
-    // The marker and the wait must share a connection (the read need not: whatever it saw
-    // precedes the marker in the server's order). Taken after the read, which connects a
-    // lazy connection on first use.
-    const generation = connectionGeneration(connection);
-    await runScript(
-      connection,
-      markerWriteScript,
-      [this.keys.durabilityProbe],
-      [String(Date.now()), 60_000],
-    );
-    await waitDurable(connection, durableWithinMs, { writtenOn: generation });
+    // After the read (which connects the lazy connection on first use): the marker and the
+    // wait share a connection; the read need not, since what it saw precedes the marker.
+    await writeMarkerAndWaitDurable(connection, this.keys.durabilityProbe, durableWithinMs);
     return stored;
   }
 

@@ -4,6 +4,7 @@
  * routes that type to. An entry that cannot be published says why, for the dead letter.
  */
 import { eventExchanges } from "../infra/amqp/topology";
+import { SHORTSTR_MAX } from "../infra/amqp/wire";
 
 export type EventType = keyof typeof eventExchanges;
 
@@ -23,9 +24,6 @@ export interface OutboxEvent {
 }
 
 export type Decoded = { ok: true; event: OutboxEvent } | { ok: false; reason: string };
-
-/** The most bytes an AMQP short string (here the message id) holds. */
-const MESSAGE_ID_MAX_BYTES = 255;
 
 function isEventType(value: unknown): value is EventType {
   return typeof value === "string" && Object.hasOwn(eventExchanges, value);
@@ -55,13 +53,12 @@ export function decodeEntry(entry: StreamEntry): Decoded {
   }
   // The event id is sent as the message id, an AMQP short string: a longer one can never be
   // published, and retrying it would hold up the partition behind it for ever.
-  if (
-    eventId.length > MESSAGE_ID_MAX_BYTES / 3 &&
-    Buffer.byteLength(eventId) > MESSAGE_ID_MAX_BYTES
-  ) {
+  // (At most 3 bytes a UTF-16 unit: a short id needs no counting, and ids are short.)
+  const idBytes = eventId.length > SHORTSTR_MAX / 3 ? Buffer.byteLength(eventId) : 0;
+  if (idBytes > SHORTSTR_MAX) {
     return {
       ok: false,
-      reason: `eventId takes ${Buffer.byteLength(eventId)} bytes in UTF-8; a message id holds at most ${MESSAGE_ID_MAX_BYTES}`,
+      reason: `eventId takes ${idBytes} bytes in UTF-8; a message id holds at most ${SHORTSTR_MAX}`,
     };
   }
   if (!isEventType(type)) {

@@ -79,20 +79,12 @@ export class PartitionLease {
    */
   async resign(forMs: number): Promise<void> {
     this.standbyUntil = performance.now() + forMs;
-    const wasHeld = this.held();
-    this.expiresAt = 0;
-    clearTimeout(this.expiryTimer);
-    this.setHeld(false);
-    if (!wasHeld) return;
-    try {
-      await runScript(this.valkey, releaseLeaseScript, [this.key], [this.ownerId]);
+    if (!this.held()) return;
+    if (await this.giveUp())
       this.log.warn("outbox lease handed over: this outbox cannot publish", {
         owner: this.ownerId,
         standbyMs: forMs,
       });
-    } catch (error) {
-      this.log.warn("outbox lease release failed; it will expire", { error });
-    }
   }
 
   /** True while this process may publish: checked before every publish. */
@@ -106,7 +98,7 @@ export class PartitionLease {
     void this.tick();
   }
 
-  /** Stops the keeper and, when this process holds the lease, deletes it (compare-and-delete). */
+  /** Stops the keeper and deletes the lease key if it names this owner (compare-and-delete). */
   async release(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
@@ -114,20 +106,27 @@ export class PartitionLease {
     // lease it takes at the last moment is deleted too rather than kept for a whole TTL.
     await this.ticking?.catch(() => undefined);
     clearTimeout(this.timer);
-    clearTimeout(this.expiryTimer);
-    this.expiresAt = 0;
-    this.setHeld(false);
     // Sent even when this process no longer trusts its lease (a lost renewal reply let the
     // local deadline pass while the key still names it): the script deletes the key only
     // when it names this owner, so a successor never waits out the TTL for nothing.
+    if (await this.giveUp()) this.log.info("outbox lease released", { owner: this.ownerId });
+  }
+
+  /**
+   * Stops publishing at once, then deletes the key if it still names this owner (compare
+   * and delete). True when it deleted it; a failure only logs: the key expires within the TTL.
+   */
+  private async giveUp(): Promise<boolean> {
+    clearTimeout(this.expiryTimer);
+    this.expiresAt = 0;
+    this.setHeld(false);
     try {
-      const deleted = Number(
-        await runScript(this.valkey, releaseLeaseScript, [this.key], [this.ownerId]),
+      return (
+        Number(await runScript(this.valkey, releaseLeaseScript, [this.key], [this.ownerId])) === 1
       );
-      if (deleted === 1) this.log.info("outbox lease released", { owner: this.ownerId });
     } catch (error) {
-      // The key expires by itself within the TTL; a failed release only delays a successor.
       this.log.warn("outbox lease release failed; it will expire", { error });
+      return false;
     }
   }
 

@@ -5,7 +5,7 @@
  * writes use separate connections so a blocking read never delays an acknowledgement.
  */
 import { connectionGeneration, replyCode, type Valkey } from "../infra/valkey/client";
-import { markerWriteScript, waitDurable } from "../infra/valkey/durability";
+import { ConnectionChangedError, markerWriteScript, waitDurable } from "../infra/valkey/durability";
 import type { PartitionKeys } from "../infra/valkey/keys";
 import { runEncodedScript, runScript } from "../infra/valkey/lua-script";
 import { entryTimeMs, type StreamEntry } from "./envelope";
@@ -17,13 +17,6 @@ import {
   forgetIdleConsumersScript,
   recordAttemptsScript,
 } from "./scripts";
-
-/** A read answered on another physical connection than the one it was sent on. */
-export class ReadAcrossReconnectError extends Error {
-  constructor() {
-    super("the datastore connection was re-established while a read of new entries was in flight");
-  }
-}
 
 /** The barrier key outlives an idle outbox's reads (one per block period) by far. */
 const READ_BARRIER_TTL_MS = 60_000;
@@ -185,7 +178,11 @@ export class OutboxStream {
     // A read that was resent on a new connection may have had a first attempt that moved
     // entries into this consumer's pending list with its reply lost: what this reply holds
     // comes after them, so it is not delivered; the next session re-reads the pending list.
-    if (connectionGeneration(this.reader) !== generation) throw new ReadAcrossReconnectError();
+    if (connectionGeneration(this.reader) !== generation) {
+      throw new ConnectionChangedError(
+        "the datastore connection was re-established while a read of new entries was in flight",
+      );
+    }
     const others = this.othersIn(pendingReply);
     const entries = firstStreamEntries(reply).map((item) => {
       const [id, fields] = item as [string, string[]];

@@ -20,9 +20,9 @@ import {
   FRAME_END,
   FRAME_HEADER,
   FRAME_METHOD,
+  SHORTSTR_MAX,
 } from "./wire";
 
-const SHORTSTR_MAX = 255;
 const PERSISTENT = 2;
 
 /** The message properties this encoder writes; any other property needs amqplib. */

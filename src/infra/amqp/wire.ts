@@ -31,3 +31,6 @@ export const FLAG_EXPIRATION = 1 << 8;
 export const FLAG_MESSAGE_ID = 1 << 7;
 export const FLAG_TIMESTAMP = 1 << 6;
 export const FLAG_TYPE = 1 << 5;
+
+/** The most bytes an AMQP short string holds (names, ids, string properties). */
+export const SHORTSTR_MAX = 255;

@@ -158,9 +158,8 @@ export async function checkDatastore(
   // The probe is a flagged script: it needs every check above, script flags included.
   if (scriptFlags && hasWaitAof && role === "master" && aofOn && replicas >= 1) {
     try {
-      await runScript(valkey, markerWriteScript, [probeKey], [String(Date.now()), 60_000]);
       // The same sliced wait as every commit: one blocking WAITAOF can stall ~1 s.
-      const waitedMs = await waitDurable(valkey, timeoutMs);
+      const waitedMs = await writeMarkerAndWaitDurable(valkey, probeKey, timeoutMs);
       outcomes.push({
         name: "probe write fsynced on primary and replica",
         ok: true,
@@ -191,6 +190,23 @@ export async function checkDatastore(
   return outcomes;
 }
 
+/**
+ * Writes a marker (markerWriteScript, PX 60 s) and waits until primary and replica fsynced
+ * it: everything the server applied before the marker is then durable too, whichever
+ * connection wrote it (the AOF and the replication stream are ordered). Returns the wait's
+ * milliseconds; throws as waitDurable does (ConnectionChangedError when the marker and the
+ * wait did not share one physical connection).
+ */
+export async function writeMarkerAndWaitDurable(
+  valkey: Valkey,
+  key: string,
+  timeoutMs: number,
+): Promise<number> {
+  const writtenOn = connectionGeneration(valkey);
+  await runScript(valkey, markerWriteScript, [key], [String(Date.now()), 60_000]);
+  return waitDurable(valkey, timeoutMs, { writtenOn });
+}
+
 async function commandExists(valkey: Valkey, name: string): Promise<boolean> {
   const info = (await valkey.call("COMMAND", "INFO", name)) as unknown[];
   return Array.isArray(info) && info[0] !== null && info[0] !== undefined;
@@ -207,10 +223,10 @@ const waitSliceMs = 2;
 
 /** The connection was re-established between the writes a wait was to cover and its end. */
 export class ConnectionChangedError extends Error {
-  constructor() {
-    super(
-      "the datastore connection was re-established between the writes and their durability wait",
-    );
+  constructor(
+    what = "the datastore connection was re-established between the writes and their durability wait",
+  ) {
+    super(what);
   }
 }
 
