@@ -53,6 +53,19 @@ export function isCommandIdText(value: unknown): value is string {
   return isIdText(value) && (value.length <= 66 || utf8Length(value) <= MAX_COMMAND_ID_BYTES);
 }
 
+/**
+ * An ISO-8601 date and time with its offset, as `Date.prototype.toISOString` writes it and as
+ * the contract's `submittedAt` is: it becomes every event's `occurredAt`, so a consumer must be
+ * able to parse it. Seconds and their fraction are optional; the offset is not.
+ */
+const ISO_TIMESTAMP =
+  /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,9})?)?(Z|[+-]([01]\d|2[0-3]):?[0-5]\d)$/;
+
+/** The contract's submittedAt: an ISO-8601 timestamp (at most 64 characters). */
+export function isIsoTimestamp(value: unknown): value is string {
+  return typeof value === "string" && value.length <= 64 && ISO_TIMESTAMP.test(value);
+}
+
 function isPositiveInt(value: unknown): value is number {
   return Number.isSafeInteger(value) && (value as number) > 0;
 }
@@ -109,9 +122,7 @@ export function decodeValidCommand(value: unknown): CommandEnvelope | undefined 
     !isCommandIdText(v.commandId) ||
     typeof v.correlationId !== "string" ||
     v.correlationId.length > 200 ||
-    typeof v.submittedAt !== "string" ||
-    v.submittedAt.length < 1 ||
-    v.submittedAt.length > 64 ||
+    !isIsoTimestamp(v.submittedAt) ||
     !isPositiveInt(v.pairId) ||
     !isNonNegativeInt(v.partition) ||
     !isFields(v.payload)

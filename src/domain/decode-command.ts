@@ -2,7 +2,12 @@
 // checked later by the engine, so every reject reason comes from one place.
 
 import { z } from "zod";
-import { decodeValidCommand, isCommandIdText, MAX_COMMAND_ID_BYTES } from "./decode-command-fast";
+import {
+  decodeValidCommand,
+  isCommandIdText,
+  isIsoTimestamp,
+  MAX_COMMAND_ID_BYTES,
+} from "./decode-command-fast";
 import { type ResultCode, ResultCodes } from "./result-codes";
 import type { CommandEnvelope } from "./types";
 
@@ -41,7 +46,7 @@ const base = {
   schemaVersion: z.literal(1),
   commandId: commandIdText,
   correlationId: z.string().max(200),
-  submittedAt: z.string().min(1).max(64),
+  submittedAt: z.string().refine(isIsoTimestamp, "expected an ISO-8601 timestamp with its offset"),
   pairId,
   partition: z.number().int().nonnegative(),
 };
@@ -115,7 +120,8 @@ function salvageHints(value: unknown): {
   }
   if (typeof value.correlationId === "string")
     hints.correlationId = value.correlationId.slice(0, 200);
-  if (typeof value.submittedAt === "string") hints.submittedAt = value.submittedAt.slice(0, 64);
+  // Only a valid one: it becomes the rejection event's occurredAt.
+  if (isIsoTimestamp(value.submittedAt)) hints.submittedAt = value.submittedAt;
   if (Number.isSafeInteger(value.pairId)) hints.pairId = value.pairId as number;
   if (Number.isSafeInteger(value.partition)) hints.partition = value.partition as number;
   const payload = value.payload;

@@ -57,6 +57,32 @@ describe("decodeCommand", () => {
     });
   });
 
+  test("submittedAt must be an ISO-8601 timestamp: it becomes every event's occurredAt", () => {
+    for (const submittedAt of [
+      "2024-01-01T00:00:00.000Z",
+      "2024-01-01T00:00:00Z",
+      "2024-01-01T01:00:00.123456+01:00",
+      "2024-01-01T00:00-0500",
+    ]) {
+      expect(decodeCommand({ ...good, submittedAt }).ok).toBe(true);
+    }
+    for (const submittedAt of [
+      "not a date",
+      "2024-01-01",
+      "2024-01-01T00:00:00",
+      "2024-01-01 00:00:00Z",
+      "2024-02-30X",
+      "2024-13-01T00:00:00Z",
+      1_704_067_200_000,
+    ]) {
+      const result = decodeCommand({ ...good, submittedAt });
+      expect(result).toMatchObject({ ok: false, code: ResultCodes.badEnvelope });
+      // The refusal keeps the command id but not the bad timestamp (its event's occurredAt).
+      expect(result).toMatchObject({ commandId: good.commandId });
+      expect(result).not.toHaveProperty("submittedAt");
+    }
+  });
+
   test("a command id too long to be valid is not cut to fit (it would share a stored result)", () => {
     const a = decodeCommand({ ...good, commandId: `${"x".repeat(200)}-a` });
     const b = decodeCommand({ ...good, commandId: `${"x".repeat(200)}-b` });

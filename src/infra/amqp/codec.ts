@@ -19,13 +19,33 @@ export function decodeBody(body: Buffer | Uint8Array): BodyDecode {
   }
   if (isSuperJson(parsed)) {
     try {
-      return { ok: true, value: superjson.deserialize(parsed) };
+      return { ok: true, value: contractDates(superjson.deserialize(parsed)) };
     } catch (error) {
       return { ok: false, reason: `superjson body cannot be decoded: ${(error as Error).message}` };
     }
   }
   return { ok: true, value: parsed };
 }
+
+/**
+ * superjson restores a Date that a producer put in a contract field, while the contract carries
+ * `submittedAt` as an ISO-8601 string and `payload.timestamp` as epoch milliseconds: both are
+ * turned back into those forms, or every such command would be refused. An invalid Date is left
+ * as it is, for validation to refuse with its reason.
+ */
+function contractDates(value: unknown): unknown {
+  if (typeof value !== "object" || value === null) return value;
+  const envelope = value as { submittedAt?: unknown; payload?: unknown };
+  if (isValidDate(envelope.submittedAt)) envelope.submittedAt = envelope.submittedAt.toISOString();
+  const payload = envelope.payload as { timestamp?: unknown } | null | undefined;
+  if (typeof payload === "object" && payload !== null && isValidDate(payload.timestamp)) {
+    payload.timestamp = payload.timestamp.getTime();
+  }
+  return value;
+}
+
+const isValidDate = (value: unknown): value is Date =>
+  value instanceof Date && !Number.isNaN(value.getTime());
 
 function isSuperJson(value: unknown): value is SuperJSONResult {
   return (
