@@ -24,6 +24,10 @@ export function createConductorMetrics(
       "matching_command_failures_total",
       "Commands whose batch failed to commit or become durable and was requeued",
     ),
+    keyspaceResets: registry.counter(
+      "matching_keyspace_resets_total",
+      "Commits refused because the partition's keys were deleted (its batch is redelivered)",
+    ),
     eventsCreated: registry.counter(
       "matching_events_created_total",
       "Events committed to the stream",

@@ -2,7 +2,11 @@
 // it hangs or fails, with the gauges' last values.
 
 import { expect, test } from "bun:test";
-import { createHttpApp, metricsRefreshTimeoutMs } from "../../src/infra/http/app";
+import {
+  createHttpApp,
+  metricsRefreshTimeoutMs,
+  prefersPrometheusText,
+} from "../../src/infra/http/app";
 import { MetricsRegistry } from "../../src/infra/metrics";
 
 function appWith(beforeMetrics: () => Promise<void>) {
@@ -34,4 +38,28 @@ test("/metrics answers when the refresh fails", async () => {
   const response = await app.request("/metrics", { headers: { accept: "text/plain" } });
   expect(response.status).toBe(200);
   expect(await response.text()).toContain("matching_test_gauge 7");
+});
+
+test("/metrics answers JSON unless Accept ranks Prometheus text above JSON", async () => {
+  const app = appWith(() => Promise.resolve());
+  // axios's default lists JSON first and text/plain equally: its callers use .json().
+  const axios = await app.request("/metrics", {
+    headers: { accept: "application/json, text/plain, */*" },
+  });
+  expect(((await axios.json()) as Record<string, unknown>).matching_test_gauge).toBe(7);
+  // Prometheus's own scrape header.
+  const prometheus = await app.request("/metrics", {
+    headers: {
+      accept:
+        "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
+    },
+  });
+  expect(await prometheus.text()).toContain("matching_test_gauge 7");
+  expect(prefersPrometheusText("")).toBe(false);
+  expect(prefersPrometheusText("*/*")).toBe(false);
+  expect(prefersPrometheusText("text/plain")).toBe(true);
+  expect(prefersPrometheusText("application/json;q=0.5, text/plain")).toBe(true);
+  expect(prefersPrometheusText("text/plain;q=0.5, application/json")).toBe(false);
+  expect(prefersPrometheusText("text/plain;q=0")).toBe(false);
+  expect(prefersPrometheusText("TEXT/PLAIN; charset=utf-8")).toBe(true);
 });

@@ -42,14 +42,32 @@ export function createHttpApp({ metrics, readiness, beforeMetrics, routes }: Htt
         beforeMetrics().catch(() => undefined),
         metricsRefreshTimeoutMs,
       );
-    const accept = c.req.header("accept") ?? "";
-    if (/text\/plain|openmetrics/i.test(accept)) {
+    if (prefersPrometheusText(c.req.header("accept") ?? "")) {
       return c.text(metrics.toPrometheus(), 200, { "content-type": "text/plain; version=0.0.4" });
     }
     return c.json(metrics.toJson());
   });
   routes?.(app);
   return app;
+}
+
+/**
+ * True when the Accept header ranks Prometheus text (text/plain or OpenMetrics) above JSON.
+ * JSON is the contract's default and wins ties: a client that lists both equally, as axios's
+ * default `application/json, text/plain, *\/*` does, calls `.json()` on the answer.
+ */
+export function prefersPrometheusText(accept: string): boolean {
+  let text = 0;
+  let json = 0;
+  for (const range of accept.split(",")) {
+    const [type = "", ...parameters] = range.split(";").map((part) => part.trim().toLowerCase());
+    const qParameter = parameters.find((parameter) => parameter.startsWith("q="));
+    const q = qParameter === undefined ? 1 : Number(qParameter.slice(2));
+    if (!(q >= 0 && q <= 1)) continue;
+    if (type === "text/plain" || type.includes("openmetrics")) text = Math.max(text, q);
+    else if (type === "application/json") json = Math.max(json, q);
+  }
+  return text > 0 && text > json;
 }
 
 export interface HttpServer {
