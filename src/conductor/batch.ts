@@ -13,6 +13,7 @@ import {
   decodeCommand,
   type MatchingEngine,
   ResultCodes,
+  resultCodeName,
 } from "../domain/index";
 import { decodeBody } from "../infra/amqp/codec";
 import type { PartitionKeys } from "../infra/valkey/keys";
@@ -27,7 +28,7 @@ export interface BatchItem {
   commandId?: string;
   /** False for a redelivered command answered from its stored result. */
   fresh: boolean;
-  /** The JSON body of the reply / stored result; absent for dead-lettered messages. */
+  /** The JSON body of the reply and stored result (a dead-lettered message's reply only). */
   resultJson?: string;
   deadLetterReason?: string;
 }
@@ -120,7 +121,9 @@ export async function commitBatch(
     const item = decoded[i]!;
     const delivery = deliveries[i]!;
     if (item.kind === "unreadable") {
-      items.push({ delivery, fresh: true, deadLetterReason: item.reason });
+      // A request (replyTo) still gets an answer: its client would otherwise wait for ever.
+      const resultJson = JSON.stringify(unreadableResult(item.reason));
+      items.push({ delivery, fresh: true, deadLetterReason: item.reason, resultJson });
       continue;
     }
     const commandId = item.kind === "command" ? item.command.commandId : item.commandId;
@@ -195,6 +198,22 @@ export async function commitBatch(
   metrics.match.observe((t3 - t2) / 1000);
   metrics.commit.observe((t4 - t3) / 1000);
   return { items, tally, committed };
+}
+
+/**
+ * The reply to a message without a readable command id: refused as a bad envelope under the
+ * engine's stand-in id, with no events; the message itself goes to the dead-letter queue.
+ */
+function unreadableResult(reason: string): CommandResult {
+  return {
+    commandId: "unidentified",
+    status: "rejected",
+    code: ResultCodes.badEnvelope,
+    codeName: resultCodeName(ResultCodes.badEnvelope),
+    reason: `unreadable message, dead-lettered: ${reason}`,
+    orderStatus: "rejected",
+    events: 0,
+  };
 }
 
 export function countTally(metrics: ConductorMetrics, tally: OutcomeTally): void {

@@ -184,6 +184,22 @@ describe("RPC and idempotency", () => {
       expect(await store.eventCount()).toBe(1);
       expect(await store.bookSizes(partition)).toEqual({ bids: 1, asks: 0 });
 
+      // A message without a readable command id is dead-lettered, and its request answered.
+      await suite.publisher.publish(partition, ["{not json"], {
+        replyTo: replyQueue,
+        correlationId: "rpc-4",
+      });
+      await eventually("unreadable reply", () => replies.length === 4);
+      expect(replies[3]!.correlationId).toBe("rpc-4");
+      expect(replies[3]!.body).toMatchObject({
+        commandId: "unidentified",
+        status: "rejected",
+        code: 200,
+        events: 0,
+      });
+      expect(await conductor.metric("matching_commands_dead_letter_total")).toBe(1);
+      expect(await store.eventCount()).toBe(1);
+
       // Both kinds of duplicate inside one batch, next to fresh commands: still one application each.
       const ask = workload.next(1);
       await suite.publisher.publish(partition, [
