@@ -36,7 +36,6 @@ export class CommandConsumer {
   private output: ConfirmChannel | undefined;
   /** Publishes RPC replies on `output` as pre-encoded frames. */
   private replies: FramePublisher | undefined;
-  private consumerTag: string | undefined;
   private generation = 0;
 
   private pending: Delivery[] = [];
@@ -88,7 +87,7 @@ export class CommandConsumer {
     this.channel = channel;
     this.output = output;
     this.replies = new FramePublisher(output);
-    const { consumerTag } = await channel.consume(
+    await channel.consume(
       this.queue,
       (message) => {
         if (message === null) {
@@ -100,7 +99,6 @@ export class CommandConsumer {
       },
       { noAck: false },
     );
-    this.consumerTag = consumerTag;
     if (await abandoned()) return;
     this.connected = true;
     this.reconnectAttempts = 0;
@@ -183,14 +181,6 @@ export class CommandConsumer {
       });
     }
     await output.waitForConfirms();
-  }
-
-  /** Stops receiving new commands; deliveries already received stay pending. */
-  async stopConsuming(): Promise<void> {
-    if (this.channel && this.consumerTag) {
-      await this.channel.cancel(this.consumerTag).catch(() => undefined);
-      this.consumerTag = undefined;
-    }
   }
 
   async close(): Promise<void> {

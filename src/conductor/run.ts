@@ -123,7 +123,11 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
   })();
   const reason = await Promise.race([signalled, fenced]);
   log.info("conductor stopping", { reason });
-  await consumer.stopConsuming();
+  // No basic.cancel first: with single active consumer the broker would hand the partition
+  // to a standby at once, which would match commands behind this one's prefetch window before
+  // the window's own, requeued when the channel closes. The loop stops taking batches and
+  // finishes those in flight; then the channel closes, the broker requeues what was not
+  // acknowledged ahead of the rest, and only then activates the standby.
   await owner.stop();
   await consumer.close();
   await http.stop();

@@ -171,6 +171,52 @@ describe("fencing", () => {
     }
   }, 60_000);
 
+  test("a graceful stop hands the partition to the standby in publish order", async () => {
+    const partition = uniquePartition();
+    const store = new PartitionStore(suite.stack.datastoreUrl, partition);
+    try {
+      const workload = createWorkload("alternating", { seed: 29, partition, partitionCount });
+      const a = await startConductor(suite.stack, partition);
+      const warm = workload.next(0);
+      await suite.publisher.publish(partition, [warm]);
+      // A is the active consumer once it has processed something; B then waits as standby.
+      await eventually(
+        "A active",
+        async () => (await a.metric("matching_commands_processed_total")) === 1,
+      );
+      const b = await startConductor(suite.stack, partition);
+      const n = 8000;
+      const commands = [warm, ...Array.from({ length: n - 1 }, (_, i) => workload.next(i + 1))];
+      await suite.publisher.publish(partition, commands.slice(1));
+      // Stopped mid-stream, with a prefetch window of deliveries taken but not processed.
+      await eventually(
+        "A busy",
+        async () => (await a.metric("matching_commands_processed_total")) > 500,
+      );
+      expect(await a.stop()).toBe(0);
+      await eventually(
+        "every command committed",
+        async () => (await store.eventCount()) === 2 * n,
+        30_000,
+      );
+      // Each command's events in the stream follow the publish order: a standby that got
+      // commands behind A's window before A's requeue would have matched them first.
+      const order: string[] = [];
+      for (const { event } of await store.events()) {
+        const id = String(event.commandId);
+        if (order[order.length - 1] !== id) order.push(id);
+      }
+      expect(order.length).toBe(n);
+      const firstOutOfOrder = order.findIndex((id, i) => id !== commands[i]!.commandId);
+      expect(firstOutOfOrder).toBe(-1);
+      await expectEventsOnce(store, commands);
+      expect(await store.bookSizes(partition)).toEqual({ bids: 0, asks: 0 });
+      expect(await b.stop()).toBe(0);
+    } finally {
+      await removePartition(store, suite.publisher, partition);
+    }
+  }, 90_000);
+
   test("keyspace deleted while running: the conductor reclaims, reloads and carries on", async () => {
     const partition = uniquePartition();
     const store = new PartitionStore(suite.stack.datastoreUrl, partition);
