@@ -414,7 +414,13 @@ export class DeliveryLoop {
         });
         continue;
       }
-      while (this.outstanding >= this.window || this.ackBuffer.length >= ackBacklogMax) {
+      // The window bounds everything published and not yet moved to the acknowledgement
+      // buffer, not only the unconfirmed: confirms may arrive out of order, and behind one
+      // that never comes, confirmed records would pile up (in memory and in the stream).
+      while (
+        this.queue.length - this.head >= this.window ||
+        this.ackBuffer.length >= ackBacklogMax
+      ) {
         // Woken by each confirm and each acknowledged batch; the timeout only re-checks the
         // lease's local deadline.
         await this.wakeup.wait(1000);
@@ -562,6 +568,11 @@ export class DeliveryLoop {
           : "confirms still outstanding after the settle timeout; their entries stay pending",
         { outstanding: this.outstanding },
       );
+      // A channel still owing confirms is not reused: the next session's publishes would add
+      // a window on top of the old one, and a late return of an old copy of an entry could be
+      // taken for its new copy's (returns are matched by entry id).
+      await this.publisher?.close();
+      this.publisher = null;
     }
     // Confirms that did arrive may have extended the prefix; push them to the stream.
     while (this.flushing !== null) await this.flushing;

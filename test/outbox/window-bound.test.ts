@@ -1,0 +1,95 @@
+/**
+ * The confirm window against a broker whose confirms come out of order, with a stub publisher
+ * (the fault) over the real stream, lease and consumer group: one confirm that never arrives
+ * must stop publishing at the window, not let confirmed events pile up behind it.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import Redis from "ioredis";
+import { createLogger } from "../../src/infra/log";
+import { MetricsRegistry } from "../../src/infra/metrics";
+import { outboxConsumerGroup, partitionKeys } from "../../src/infra/valkey/keys";
+import { DeliveryLoop } from "../../src/outbox/delivery";
+import { PartitionLease } from "../../src/outbox/lease";
+import { createOutboxMetrics } from "../../src/outbox/metrics";
+import type { ConfirmOutcome, EventPublisher } from "../../src/outbox/publisher";
+import { OutboxStream } from "../../src/outbox/stream-reader";
+import { type TestStack, stackStartTimeoutMs, testStack, uniquePartition } from "../support/stack";
+import { deletePartitionKeys, eventually, writeEvents } from "./helpers";
+
+let stack: TestStack;
+const connections: Redis[] = [];
+beforeAll(async () => {
+  stack = await testStack();
+}, stackStartTimeoutMs);
+afterAll(() => {
+  for (const connection of connections) connection.disconnect();
+});
+
+/** A publisher that confirms every event at once except the first, whose confirm it holds. */
+function stubPublisher() {
+  const published: string[] = [];
+  let held: ((outcome: ConfirmOutcome) => void) | undefined;
+  const publisher = {
+    failed: null,
+    blockedReason: null,
+    onFailure: () => undefined,
+    drained: () => Promise.resolve(),
+    close: async () => undefined,
+    publish(event: { entryId: string }, onConfirm: (outcome: ConfirmOutcome) => void): boolean {
+      published.push(event.entryId);
+      if (held === undefined) held = onConfirm;
+      else queueMicrotask(() => onConfirm("ack"));
+      return true;
+    },
+  };
+  return {
+    published,
+    release: () => held?.("ack"),
+    publisher: publisher as unknown as EventPublisher,
+  };
+}
+
+test("a confirm that never arrives stops publishing at the window; confirmed events do not pile up behind it", async () => {
+  const partition = uniquePartition();
+  const [reader, writer, control] = [0, 1, 2].map(() => new Redis(stack.datastoreUrl));
+  connections.push(reader!, writer!, control!);
+  const keys = partitionKeys(partition);
+  await writeEvents(writer!, partition, 0, 200);
+  const log = createLogger("error");
+  const stub = stubPublisher();
+  const lease = new PartitionLease({
+    valkey: control!,
+    key: keys.outboxLease,
+    ownerId: `window-test-${partition}`,
+    ttlMs: 10_000,
+    log,
+    onChange: (held) => loop.leaseChanged(held),
+  });
+  const loop: DeliveryLoop = new DeliveryLoop({
+    stream: new OutboxStream(reader!, writer!, keys, outboxConsumerGroup, `window-${partition}`),
+    lease,
+    metrics: createOutboxMetrics(new MetricsRegistry(), () => 0),
+    log,
+    openPublisher: async () => stub.publisher,
+    window: 10,
+    readCount: 50,
+    claimIdleMs: 30_000,
+    readBlockMs: 100,
+  });
+  try {
+    lease.start();
+    void loop.start();
+    await eventually("the window filled", () => stub.published.length >= 10);
+    await Bun.sleep(1000);
+    // Nine confirmed behind the one that never came: nothing more goes out, nothing is acknowledged.
+    expect(stub.published.length).toBe(10);
+    expect(await writer!.xlen(keys.events)).toBe(200);
+    stub.release();
+    await eventually("the rest delivered", async () => (await writer!.xlen(keys.events)) === 0);
+    expect(stub.published.length).toBe(200);
+  } finally {
+    await loop.stop();
+    await lease.release();
+    await deletePartitionKeys(writer!, partition);
+  }
+}, 60_000);
