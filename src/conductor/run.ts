@@ -7,7 +7,7 @@
 import { describeConfig } from "../config/resolve";
 import type { Config } from "../config/schema";
 import { MatchingEngine } from "../domain/index";
-import { enforceDurabilityPolicy } from "../infra/boot";
+import { awaitDurabilityPolicy } from "../infra/boot";
 import { createHttpApp, serveHttp } from "../infra/http/app";
 import type { Logger } from "../infra/log";
 import { watchShutdown } from "../infra/shutdown";
@@ -27,7 +27,10 @@ const conductorCommandTimeoutMs = 10_000;
 
 export async function runConductor(config: Config, log: Logger): Promise<number> {
   log.info("conductor starting", { config: describeConfig(config), durability: config.durability });
-  await enforceDurabilityPolicy(config, log);
+  // The policy is checked once the datastore answers, with HTTP already serving (the
+  // contract: /metrics answers while a dependency is down); a datastore that answers and
+  // cannot honour it ends the boot (exit 3).
+  let policyVerified = false;
 
   // Listening first: a SIGTERM while the datastore or the broker is still unreachable at boot
   // ends the process cleanly (exit 0) instead of killing it; a second one during the stop is
@@ -69,6 +72,7 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
     metrics: metrics.registry,
     readiness: () => {
       const reasons: string[] = [];
+      if (!policyVerified) reasons.push("durability policy not verified yet");
       if (writer.status !== "ready") reasons.push(`datastore ${writer.status}`);
       if (reader.status !== "ready") reasons.push(`datastore reader ${reader.status}`);
       if (!consumer.connected) reasons.push("broker not connected");
@@ -94,6 +98,8 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
   // Load now to be ready fast; ownership (a new epoch, and a reload) is claimed when the
   // first command arrives, i.e. when this conductor becomes the active consumer.
   const booted = (async () => {
+    if (!(await awaitDurabilityPolicy(config, log, signalled))) return "stopped";
+    policyVerified = true;
     for (let delayMs = 100; ; delayMs = Math.min(delayMs * 2, 5000)) {
       try {
         await owner.reload();

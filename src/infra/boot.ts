@@ -7,7 +7,7 @@
 import type { Config } from "../config/schema";
 import type { Logger } from "./log";
 import { createValkey } from "./valkey/client";
-import { type CheckOutcome, checkDatastore } from "./valkey/durability";
+import { type CheckOutcome, checkDatastore, datastoreReachableCheck } from "./valkey/durability";
 import { partitionKeys } from "./valkey/keys";
 import { withinMs } from "./within";
 
@@ -49,9 +49,39 @@ export async function runDatastoreChecks(config: Config): Promise<CheckOutcome[]
   }
 }
 
-/** Throws PolicyRefusedError when the policy cannot be honoured. */
-export async function enforceDurabilityPolicy(config: Config, log: Logger): Promise<void> {
-  const outcomes = await runDatastoreChecks(config);
+/**
+ * The services' boot: waits while the datastore cannot be reached (a dependency that is down,
+ * retried with backoff while the service's HTTP already answers), then enforces the policy
+ * against it (PolicyRefusedError: a reachable datastore that cannot honour it is refused).
+ * Resolves false when `stopped` settles first.
+ */
+export async function awaitDurabilityPolicy(
+  config: Config,
+  log: Logger,
+  stopped: Promise<unknown>,
+): Promise<boolean> {
+  const stop = stopped.then(
+    () => "stopped" as const,
+    () => "stopped" as const,
+  );
+  for (let attempt = 0; ; attempt++) {
+    const outcomes = await runDatastoreChecks(config);
+    const unreachable = outcomes.find((o) => o.name === datastoreReachableCheck && !o.ok);
+    if (unreachable === undefined) {
+      judgeOutcomes(config, log, outcomes);
+      return true;
+    }
+    if (attempt === 0) {
+      log.warn("datastore unreachable at boot; the durability policy is checked once it answers", {
+        detail: unreachable.detail,
+      });
+    }
+    const delayMs = Math.min(5000, 250 * 2 ** Math.min(attempt, 5));
+    if ((await Promise.race([Bun.sleep(delayMs), stop])) === "stopped") return false;
+  }
+}
+
+function judgeOutcomes(config: Config, log: Logger, outcomes: CheckOutcome[]): void {
   const failures = outcomes.filter((o) => !o.ok);
   if (config.durability === "memory") {
     if (failures.length > 0) throw new PolicyRefusedError(failures, config.durability);

@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Config } from "../config/schema";
-import { enforceDurabilityPolicy } from "../infra/boot";
+import { awaitDurabilityPolicy } from "../infra/boot";
 import { createHttpApp, type Readiness, serveHttp } from "../infra/http/app";
 import type { Logger } from "../infra/log";
 import { MetricsRegistry } from "../infra/metrics";
@@ -36,7 +36,11 @@ function leaseCommandTimeoutMs(config: Config): number {
 const writerCommandTimeoutMs = 10_000;
 
 export async function runOutbox(config: Config, log: Logger): Promise<number> {
-  await enforceDurabilityPolicy(config, log);
+  // The first signal stops the outbox, later ones are ignored (see watchShutdown), also while
+  // it waits for the datastore at boot.
+  const shutdown = watchShutdown(log);
+  // Checked once the datastore answers, with HTTP already serving (see below).
+  let policyVerified = false;
   const partition = config.partition;
   const keys = partitionKeys(partition);
   // Unique per process: the lease owner and the consumer name, so a restarted outbox
@@ -106,6 +110,7 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
 
   const readiness = (): Readiness => {
     const reasons: string[] = [];
+    if (!policyVerified) reasons.push("durability policy not verified yet");
     if (control.status !== "ready") reasons.push("datastore disconnected");
     if (!lease.held()) {
       // A standby is ready: it is healthy and takes over when the holder goes away.
@@ -155,12 +160,26 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
     claimIdleMs: config.outboxClaimIdleMs,
   });
 
+  // The contract's /metrics answers while a dependency is down: the policy is checked once
+  // the datastore answers; one that answers and cannot honour it ends the boot (exit 3).
+  const verified = await awaitDurabilityPolicy(config, log, shutdown.reason).catch(
+    async (error: unknown) => {
+      await server.stop();
+      for (const connection of connections) connection.disconnect();
+      throw error;
+    },
+  );
+  if (!verified) {
+    log.info("outbox stopping before it started");
+    await server.stop();
+    for (const connection of connections) connection.disconnect();
+    return 0;
+  }
+  policyVerified = true;
   lease.start();
   const running = deliveryLoop.start();
-  // The first signal stops the outbox, later ones are ignored (see watchShutdown); a loop
-  // that ends by itself (it should not), or fails, also ends the process, through the same
-  // stop (the lease released), with exit 1.
-  const shutdown = watchShutdown(log);
+  // A loop that ends by itself (it should not), or fails, also ends the process, through the
+  // same stop (the lease released), with exit 1.
   running.then(
     () => shutdown.stop("loop ended"),
     (error: unknown) => {

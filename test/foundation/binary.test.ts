@@ -49,7 +49,7 @@ describe("compiled matchd", () => {
 
   test("keeps real function names (not minified)", () => {
     const contents = readFileSync(binary).toString("latin1");
-    expect(contents).toContain("enforceDurabilityPolicy");
+    expect(contents).toContain("awaitDurabilityPolicy");
     expect(contents).toContain("commitBatch");
   });
 });

@@ -91,16 +91,19 @@ describe("durability policy at boot", () => {
     expect(stdout).toContain("FAIL primary role");
   });
 
-  test("the conductor refuses to boot (exit 3) against a lone primary", async () => {
-    const stack = await testStack();
-    const { stderr, code } = await matchd(["conductor", "--http-port", "0"], {
-      MATCHING_DATASTORE_URL: lonePrimary.url,
-      MATCHING_BROKER_URL: stack.brokerUrl,
-    });
-    expect(code).toBe(3);
-    expect(stderr).toContain("refusing to boot");
-    expect(stderr).toContain("replica connected");
-  });
+  test.each(["conductor", "outbox"])(
+    "the %s refuses to boot (exit 3) against a lone primary",
+    async (service) => {
+      const stack = await testStack();
+      const { stderr, code } = await matchd([service, "--http-port", "0"], {
+        MATCHING_DATASTORE_URL: lonePrimary.url,
+        MATCHING_BROKER_URL: stack.brokerUrl,
+      });
+      expect(code).toBe(3);
+      expect(stderr).toContain("refusing to boot");
+      expect(stderr).toContain("replica connected");
+    },
+  );
 
   test("memory policy boots with a loud warning against a lone primary", async () => {
     const stack = await testStack();

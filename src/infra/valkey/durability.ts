@@ -53,6 +53,9 @@ export class WaitAbandonedError extends Error {
  * Runs the checks that `aof-replicated` requires, each reported on its own. Under
  * `memory` only reachability is checked. Never throws for a failed check.
  */
+/** The first check's name: the others run only when it passed. */
+export const datastoreReachableCheck = "datastore reachable";
+
 export async function checkDatastore(
   valkey: Valkey,
   policy: DurabilityPolicy,
@@ -63,10 +66,10 @@ export async function checkDatastore(
   let server: Map<string, string>;
   try {
     server = parseInfo(await valkey.info("server"));
-    outcomes.push({ name: "datastore reachable", ok: true, detail: "INFO answered" });
+    outcomes.push({ name: datastoreReachableCheck, ok: true, detail: "INFO answered" });
   } catch (error) {
     outcomes.push({
-      name: "datastore reachable",
+      name: datastoreReachableCheck,
       ok: false,
       detail: `cannot reach the datastore (${(error as Error).message}); start Valkey or fix MATCHING_DATASTORE_URL`,
     });

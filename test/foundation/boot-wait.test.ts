@@ -1,0 +1,55 @@
+// Both services against a datastore that is down at boot: HTTP answers (the contract's
+// /metrics must, while a dependency is down), /readyz says why it is not ready, the policy is
+// checked once the datastore answers, and a SIGTERM meanwhile ends the process with exit 0.
+
+import { afterEach, expect, test } from "bun:test";
+import { freePorts } from "../../src/stack/process";
+import { disposeAll, eventually, startConductor } from "../conductor/helpers";
+import { startOutbox } from "../outbox/helpers";
+import { testStack, uniquePartition } from "../support/stack";
+
+afterEach(disposeAll);
+
+async function expectWaiting(baseUrl: string): Promise<void> {
+  await eventually("HTTP answers", async () => {
+    try {
+      return (await fetch(`${baseUrl}/metrics`)).status === 200;
+    } catch {
+      return false;
+    }
+  });
+  const metrics = await fetch(`${baseUrl}/metrics`, { headers: { accept: "application/json" } });
+  expect(typeof (await metrics.json())).toBe("object");
+  const ready = await fetch(`${baseUrl}/readyz`);
+  expect(ready.status).toBe(503);
+  expect(JSON.stringify(await ready.json())).toContain("durability policy not verified yet");
+}
+
+test("a conductor whose datastore is down at boot serves /metrics, is not ready, and stops with exit 0", async () => {
+  const stack = await testStack();
+  const closedPort = (await freePorts(1))[0]!;
+  const conductor = await startConductor(stack, uniquePartition(), {
+    datastoreUrl: `redis://127.0.0.1:${closedPort}`,
+    waitReady: false,
+  });
+  await expectWaiting(conductor.url);
+  expect(conductor.log()).toContain("datastore unreachable at boot");
+  expect(conductor.process.exitCode).toBeNull();
+  expect(await conductor.stop()).toBe(0);
+}, 60_000);
+
+test("an outbox whose datastore is down at boot serves /metrics, is not ready, and stops with exit 0", async () => {
+  const stack = await testStack();
+  const closedPort = (await freePorts(1))[0]!;
+  const outbox = await startOutbox(
+    { ...stack, datastoreUrl: `redis://127.0.0.1:${closedPort}` },
+    uniquePartition(),
+  );
+  try {
+    await expectWaiting(outbox.metricsUrl.replace(/\/metrics$/, ""));
+    expect(outbox.stderr()).toContain("datastore unreachable at boot");
+    expect(await outbox.stop()).toBe(0);
+  } finally {
+    if (outbox.process.exitCode === null) await outbox.kill9();
+  }
+}, 60_000);
