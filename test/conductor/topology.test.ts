@@ -36,3 +36,30 @@ test("a command queue declared earlier as a classic queue is used as it is, and 
     await connection.close().catch(() => undefined);
   }
 }, 30_000);
+
+test("a vhost that refuses the producers' declaration (only single active consumer) is named at boot", async () => {
+  const { brokerUrl } = await testStack();
+  const defaultVhost = new URL(brokerUrl);
+  defaultVhost.pathname = "/%2F";
+  const warnings = async (url: string): Promise<string[]> => {
+    const partition = uniquePartition();
+    const connection = await amqp.connect(url);
+    const lines: string[] = [];
+    try {
+      await declareCommandTopology(
+        connection,
+        partition,
+        createLogger("info", {}, (line) => lines.push(line)),
+      );
+      const cleanup = await connection.createChannel();
+      await cleanup.deleteQueue(commandQueue(partition));
+      await cleanup.close();
+    } finally {
+      await connection.close().catch(() => undefined);
+    }
+    return lines.filter((line) => line.includes("--default-queue-type quorum"));
+  };
+  // The stack's vhost is created with --default-queue-type quorum; the default vhost is not.
+  expect(await warnings(brokerUrl)).toEqual([]);
+  expect((await warnings(defaultVhost.toString())).length).toBe(1);
+}, 30_000);

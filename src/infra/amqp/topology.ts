@@ -64,6 +64,34 @@ export async function declareCommandTopology(
   }
   await setup.bindQueue(queue, commandExchange, queue);
   await setup.close();
+  await checkProducerRedeclare(connection, queue, log);
+}
+
+/**
+ * Declares the queue the way the contract's producers do, with only single active consumer:
+ * on a vhost without `--default-queue-type quorum` (the default vhost among them) that
+ * redeclaration of a quorum queue fails with 406, and every such producer with it. A warning
+ * at boot names the fix rather than leaving it to the producers' errors.
+ */
+async function checkProducerRedeclare(
+  connection: ChannelModel,
+  queue: string,
+  log: Logger,
+): Promise<void> {
+  const probe = await connection.createChannel();
+  probe.on("error", ignoreChannelError);
+  try {
+    await probe.assertQueue(queue, {
+      durable: true,
+      arguments: { "x-single-active-consumer": true },
+    });
+    await probe.close();
+  } catch (error) {
+    log.warn(
+      "producers that declare the command queue with only x-single-active-consumer are refused on this vhost: create the vhost with --default-queue-type quorum and name it in the broker URL",
+      { queue, declareError: (error as Error).message },
+    );
+  }
 }
 
 /** The rejected call reports the failure; the channel's 'error' event only needs a listener. */
