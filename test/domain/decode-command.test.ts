@@ -63,6 +63,7 @@ describe("decodeCommand", () => {
       "2024-01-01T00:00:00Z",
       "2024-01-01T01:00:00.123456+01:00",
       "2024-01-01T00:00-0500",
+      "2024-01-01t00:00:00z",
     ]) {
       expect(decodeCommand({ ...good, submittedAt }).ok).toBe(true);
     }
