@@ -13,7 +13,7 @@ import { PartitionLease } from "../../src/outbox/lease";
 import { createOutboxMetrics } from "../../src/outbox/metrics";
 import type { ConfirmOutcome, EventPublisher } from "../../src/outbox/publisher";
 import { OutboxStream } from "../../src/outbox/stream-reader";
-import { type TestStack, stackStartTimeoutMs, testStack, uniquePartition } from "../support/stack";
+import { stackStartTimeoutMs, type TestStack, testStack, uniquePartition } from "../support/stack";
 import { deletePartitionKeys, eventually, writeEvents } from "./helpers";
 
 let stack: TestStack;
