@@ -31,6 +31,8 @@ const reconnectBackoff = { baseMs: 100, capMs: 5000 };
 const closeTimeoutMs = 2000;
 
 export class CommandConsumer {
+  /** Whether the vhost was checked for the producers' declaration (done on the first connect). */
+  private redeclareChecked = false;
   private connection: ChannelModel | undefined;
   private channel: Channel | undefined;
   private output: ConfirmChannel | undefined;
@@ -75,7 +77,11 @@ export class CommandConsumer {
     };
     connection.on("error", (error: Error) => this.log.warn("broker connection error", { error }));
     connection.on("close", () => this.lost("connection closed", generation));
-    await declareCommandTopology(connection, this.config.partition, this.log);
+    // The vhost check's warning is due once, not at every reconnect (each requeue is one).
+    await declareCommandTopology(connection, this.config.partition, this.log, {
+      checkProducerRedeclare: !this.redeclareChecked,
+    });
+    this.redeclareChecked = true;
     const channel = await connection.createChannel();
     channel.on("error", (error: Error) => this.log.warn("command channel error", { error }));
     channel.on("close", () => this.lost("command channel closed", generation));

@@ -56,11 +56,13 @@ export function isCommandIdText(value: unknown): value is string {
 /**
  * An ISO-8601 date and time with its offset, as `Date.prototype.toISOString` writes it and as
  * the contract's `submittedAt` is: it becomes every event's `occurredAt`, so a consumer must be
- * able to parse it. Seconds and their fraction are optional; the offset is not. A lower-case
- * `t` or `z` (RFC 3339 allows them) is accepted too.
+ * able to read it. The extended calendar form: a `T` (RFC 3339's `t` or space too), seconds
+ * (a leap second too) and their fraction (`.` or `,`) optional, and the offset optional
+ * (`Z`, `±hh`, `±hh:mm` or `±hhmm`), as producers in several languages write it; the basic
+ * form without separators is not accepted.
  */
 const ISO_TIMESTAMP =
-  /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,9})?)?(Z|[+-]([01]\d|2[0-3]):?[0-5]\d)$/i;
+  /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])[T ]([01]\d|2[0-3]):[0-5]\d(:([0-5]\d|60)([.,]\d{1,9})?)?(Z|[+-]([01]\d|2[0-3])(:?[0-5]\d)?)?$/i;
 
 /** The contract's submittedAt: an ISO-8601 timestamp (at most 64 characters). */
 export function isIsoTimestamp(value: unknown): value is string {

@@ -46,7 +46,7 @@ const base = {
   schemaVersion: z.literal(1),
   commandId: commandIdText,
   correlationId: z.string().max(200),
-  submittedAt: z.string().refine(isIsoTimestamp, "expected an ISO-8601 timestamp with its offset"),
+  submittedAt: z.string().refine(isIsoTimestamp, "expected an ISO-8601 date and time"),
   pairId,
   partition: z.number().int().nonnegative(),
 };

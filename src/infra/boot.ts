@@ -4,6 +4,7 @@
  * starts with a loud warning.
  */
 
+import { ReplyError } from "ioredis";
 import type { Config } from "../config/schema";
 import type { Logger } from "./log";
 import { createValkey } from "./valkey/client";
@@ -34,8 +35,13 @@ export async function runDatastoreChecks(config: Config): Promise<CheckOutcome[]
   });
   // A check must not retry forever against a dead server.
   valkey.options.retryStrategy = () => null;
-  // Connection errors are reported by the checks themselves, not as unhandled events.
-  valkey.on("error", () => undefined);
+  // Connection errors are reported by the checks themselves, not as unhandled events; an
+  // error the server answered with while connecting (AUTH's WRONGPASS, say) arrives only
+  // here: connect() itself rejects with "Connection is closed."
+  let refused: Error | undefined;
+  valkey.on("error", (error: unknown) => {
+    if (error instanceof ReplyError) refused ??= error as Error;
+  });
   try {
     // Bounded too: ioredis stops its own connect timeout once TCP is up.
     await withinMs(
@@ -43,7 +49,20 @@ export async function runDatastoreChecks(config: Config): Promise<CheckOutcome[]
       boundMs,
     );
     const probeKey = partitionKeys(config.partition).durabilityProbe;
-    return await checkDatastore(valkey, config.durability, config.durabilityTimeoutMs, probeKey);
+    const outcomes = await checkDatastore(
+      valkey,
+      config.durability,
+      config.durabilityTimeoutMs,
+      probeKey,
+    );
+    // A server that answered the connection's AUTH or SELECT with an error is there: the
+    // error (a wrong password, say) is the reason, and waiting does not mend it.
+    const reachable = outcomes[0];
+    if (refused !== undefined && reachable !== undefined && !reachable.ok) {
+      reachable.detail = `the datastore refused the connection: ${refused.message}`;
+      reachable.retryable = false;
+    }
+    return outcomes;
   } finally {
     valkey.disconnect();
   }
@@ -60,24 +79,36 @@ export async function awaitDurabilityPolicy(
   log: Logger,
   stopped: Promise<unknown>,
 ): Promise<boolean> {
-  const stop = stopped.then(
-    () => "stopped" as const,
-    () => "stopped" as const,
+  let stop = false;
+  const stopping = stopped.then(
+    () => {
+      stop = true;
+    },
+    () => {
+      stop = true;
+    },
   );
+  let lastLoggedMs = Number.NEGATIVE_INFINITY;
   for (let attempt = 0; ; attempt++) {
-    const outcomes = await runDatastoreChecks(config);
-    const unreachable = outcomes.find((o) => o.name === datastoreReachableCheck && !o.ok);
+    const outcomes = await Promise.race([runDatastoreChecks(config), stopping]);
+    if (stop || outcomes === undefined) return false;
+    const unreachable = outcomes.find(
+      (o) => o.name === datastoreReachableCheck && !o.ok && o.retryable === true,
+    );
     if (unreachable === undefined) {
       judgeOutcomes(config, log, outcomes);
       return true;
     }
-    if (attempt === 0) {
+    // Said again every half minute: a wrong host or port looks the same as a slow start.
+    if (performance.now() - lastLoggedMs >= 30_000) {
+      lastLoggedMs = performance.now();
       log.warn("datastore unreachable at boot; the durability policy is checked once it answers", {
         detail: unreachable.detail,
+        attempt,
       });
     }
-    const delayMs = Math.min(5000, 250 * 2 ** Math.min(attempt, 5));
-    if ((await Promise.race([Bun.sleep(delayMs), stop])) === "stopped") return false;
+    await Promise.race([Bun.sleep(Math.min(5000, 250 * 2 ** Math.min(attempt, 5))), stopping]);
+    if (stop) return false;
   }
 }
 

@@ -199,6 +199,8 @@ describe("fencing", () => {
         async () => (await store.eventCount()) === 2 * n,
         30_000,
       );
+      // B took over part of the stream: A's stop came while commands were left.
+      expect(await b.metric("matching_commands_processed_total")).toBeGreaterThan(0);
       // Each command's events in the stream follow the publish order: a standby that got
       // commands behind A's window before A's requeue would have matched them first.
       const order: string[] = [];

@@ -57,21 +57,27 @@ describe("decodeCommand", () => {
     });
   });
 
-  test("submittedAt must be an ISO-8601 timestamp: it becomes every event's occurredAt", () => {
+  test("submittedAt must be an ISO-8601 date and time: it becomes every event's occurredAt", () => {
     for (const submittedAt of [
       "2024-01-01T00:00:00.000Z",
       "2024-01-01T00:00:00Z",
       "2024-01-01T01:00:00.123456+01:00",
       "2024-01-01T00:00-0500",
       "2024-01-01t00:00:00z",
+      // Producers in other languages: no offset, an hour-only offset, a space, a comma, a leap second.
+      "2024-01-01T00:00:00",
+      "2024-01-01T00:00:00+00",
+      "2024-01-01 00:00:00+00:00",
+      "2024-01-01T00:00:00,5Z",
+      "2016-12-31T23:59:60Z",
     ]) {
       expect(decodeCommand({ ...good, submittedAt }).ok).toBe(true);
     }
     for (const submittedAt of [
       "not a date",
       "2024-01-01",
-      "2024-01-01T00:00:00",
-      "2024-01-01 00:00:00Z",
+      "2024-01-01T24:00:00Z",
+      "2024-01-01T00:00:00Zjunk",
       "2024-02-30X",
       "2024-13-01T00:00:00Z",
       1_704_067_200_000,

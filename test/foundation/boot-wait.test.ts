@@ -53,3 +53,19 @@ test("an outbox whose datastore is down at boot serves /metrics, is not ready, a
     if (outbox.process.exitCode === null) await outbox.kill9();
   }
 }, 60_000);
+
+test("a datastore that answers with an error (a password it does not take) is refused at once, exit 3: waiting would not mend it", async () => {
+  const stack = await testStack();
+  const url = new URL(stack.datastoreUrl);
+  // A user the server does not know: AUTH answers WRONGPASS.
+  url.username = "nobody";
+  url.password = "not-the-password";
+  const conductor = await startConductor(stack, uniquePartition(), {
+    datastoreUrl: url.toString(),
+    waitReady: false,
+  });
+  expect(await conductor.process.exited).toBe(3);
+  await eventually("the reason printed", () =>
+    conductor.log().includes("the datastore refused the connection"),
+  );
+}, 60_000);

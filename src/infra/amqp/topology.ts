@@ -37,6 +37,7 @@ export async function declareCommandTopology(
   connection: ChannelModel,
   partition: number,
   log: Logger,
+  { checkProducerRedeclare: checkRedeclare = true }: { checkProducerRedeclare?: boolean } = {},
 ): Promise<void> {
   const queue = commandQueue(partition);
   const setup = await connection.createChannel();
@@ -64,7 +65,7 @@ export async function declareCommandTopology(
   }
   await setup.bindQueue(queue, commandExchange, queue);
   await setup.close();
-  await checkProducerRedeclare(connection, queue, log);
+  if (checkRedeclare) await checkProducerRedeclare(connection, queue, log);
 }
 
 /**

@@ -3,6 +3,7 @@
  * `aof-replicated` can be honoured, and the per-commit durability wait.
  */
 
+import { ReplyError } from "ioredis";
 import type { DurabilityPolicy } from "../../config/schema";
 import { withinMs } from "../within";
 import { connectionGeneration, parseInfo, type Valkey } from "./client";
@@ -27,6 +28,12 @@ export interface CheckOutcome {
   name: string;
   ok: boolean;
   detail: string;
+  /**
+   * Only on a failed reachability check: true when the server did not answer (down, or not
+   * there yet), false when it answered with an error (a wrong password, a denied command),
+   * which waiting does not mend.
+   */
+  retryable?: boolean;
 }
 
 export class DurabilityTimeoutError extends Error {
@@ -72,6 +79,7 @@ export async function checkDatastore(
       name: datastoreReachableCheck,
       ok: false,
       detail: `cannot reach the datastore (${(error as Error).message}); start Valkey or fix MATCHING_DATASTORE_URL`,
+      retryable: !(error instanceof ReplyError),
     });
     return outcomes;
   }
