@@ -6,7 +6,7 @@ import { afterEach, expect, test } from "bun:test";
 import { freePorts } from "../../src/stack/process";
 import { disposeAll, eventually, startConductor } from "../conductor/helpers";
 import { startOutbox } from "../outbox/helpers";
-import { testStack, uniquePartition } from "../support/stack";
+import { spawnMatchd, testStack, uniquePartition } from "../support/stack";
 
 afterEach(disposeAll);
 
@@ -44,6 +44,9 @@ test("an outbox whose datastore is down at boot serves /metrics, is not ready, a
   const outbox = await startOutbox(
     { ...stack, datastoreUrl: `redis://127.0.0.1:${closedPort}` },
     uniquePartition(),
+    [],
+    {},
+    { waitPolicy: false },
   );
   try {
     await expectWaiting(outbox.metricsUrl.replace(/\/metrics$/, ""));
@@ -60,12 +63,12 @@ test("a datastore that answers with an error (a password it does not take) is re
   // A user the server does not know: AUTH answers WRONGPASS.
   url.username = "nobody";
   url.password = "not-the-password";
-  const conductor = await startConductor(stack, uniquePartition(), {
-    datastoreUrl: url.toString(),
-    waitReady: false,
+  const { child, log } = spawnMatchd(["conductor", "--http-port", "0"], {
+    MATCHING_DATASTORE_URL: url.toString(),
+    MATCHING_BROKER_URL: stack.brokerUrl,
   });
-  expect(await conductor.process.exited).toBe(3);
+  expect(await child.exited).toBe(3);
   await eventually("the reason printed", () =>
-    conductor.log().includes("the datastore refused the connection"),
+    log().includes("the datastore refused the connection: WRONGPASS"),
   );
 }, 60_000);

@@ -195,6 +195,11 @@ export async function startOutbox(
   partition: number,
   extraArgs: string[] = [],
   env: Record<string, string> = {},
+  /**
+   * Wait until the boot's durability check passed (HTTP answers before it): tests that pause
+   * the replica right after the start would otherwise stall the check, not the delivery.
+   */
+  { waitPolicy = true }: { waitPolicy?: boolean } = {},
 ): Promise<OutboxProcess> {
   const port = (await freePorts(1))[0]!;
   const { child, log } = spawnMatchd(
@@ -236,6 +241,19 @@ export async function startOutbox(
       child.kill("SIGKILL");
       await child.exited;
       throw new Error(`outbox did not start:\n${log()}`);
+    }
+    await Bun.sleep(50);
+  }
+  while (
+    waitPolicy &&
+    !log().includes("durability policy verified") &&
+    !log().includes("CAN BE LOST")
+  ) {
+    if (child.exitCode !== null) throw new Error(`outbox exited with ${child.exitCode}:\n${log()}`);
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL");
+      await child.exited;
+      throw new Error(`outbox's durability check did not pass:\n${log()}`);
     }
     await Bun.sleep(50);
   }
