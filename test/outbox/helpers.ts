@@ -65,6 +65,8 @@ export interface Received {
   seq: number;
   offset: string;
   type: string;
+  /** The AMQP delivery mode: 2 when published persistent, as the contract says. */
+  deliveryMode: number;
 }
 
 /**
@@ -116,6 +118,7 @@ export class Inbox {
       seq: body.payload.seq,
       offset: String(message.properties.headers?.["x-partition-offset"]),
       type: String(message.properties.type),
+      deliveryMode: Number(message.properties.deliveryMode),
     };
     this.deliveries.push(received);
     if (!this.byId.has(received.messageId)) this.byId.set(received.messageId, received);
