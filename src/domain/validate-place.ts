@@ -149,6 +149,14 @@ export class PlaceValidator {
         reason: "post-only needs a GTC limit order",
       };
     }
+    // Two sizes at once: the budget would be spent past the base volume, filling the order
+    // beyond what it was accepted with. Producers send volume "0" with a quote budget.
+    if (quoteSized && volume > 0) {
+      return {
+        code: ResultCodes.unsupportedCombination,
+        reason: "a market bid sized by quoteVolume sends volume 0",
+      };
+    }
     if (quoteSized && timeInForce === "fok") {
       return { code: ResultCodes.unsupportedCombination, reason: "fok needs a base-volume order" };
     }

@@ -504,6 +504,18 @@ describe("validation rejects", () => {
     ["volume above total", { volume: "2", volumeTotal: "1" }, ResultCodes.volumeExceedsTotal],
     ["bad decimals", { priceDecimals: 19 }, ResultCodes.badPrecision],
     ["post-only market", { type: "market", postOnly: true }, ResultCodes.unsupportedCombination],
+    [
+      "quote-sized market bid with a base volume too (it could fill past that volume)",
+      { type: "market", price: "0", quoteVolume: "10" },
+      ResultCodes.unsupportedCombination,
+    ],
+    [
+      "quoteVolume precision",
+      { type: "market", price: "0", volume: "0", volumeTotal: "0", quoteVolume: "1.000000001" },
+      ResultCodes.precisionExceeded,
+    ],
+    ["exponent in a volume", { volume: "1E0" }, ResultCodes.badDecimal],
+    ["negative price", { price: "-100" }, ResultCodes.nonPositive],
     ["pair mismatch", { pairId: 2 }, ResultCodes.pairMismatch],
   ] as const)("%s", (_name, fields, code) => {
     const engine = new MatchingEngine();

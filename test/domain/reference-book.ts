@@ -221,6 +221,11 @@ export class ReferenceBook {
     const tif = p.timeInForce ?? "gtc";
     if (p.postOnly === true && (!limit || tif !== "gtc"))
       return reject(ResultCodes.unsupportedCombination, "post-only needs a GTC limit order");
+    if (quoteSized && volume.gt(0))
+      return reject(
+        ResultCodes.unsupportedCombination,
+        "a market bid sized by quoteVolume sends volume 0",
+      );
     if (quoteSized && tif === "fok")
       return reject(ResultCodes.unsupportedCombination, "fok needs a base-volume order");
     const pairOrders = this.orders.filter((o) => o.pairId === command.pairId);
