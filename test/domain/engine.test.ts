@@ -592,6 +592,29 @@ describe("state management", () => {
     }
   });
 
+  test("check() throws on a broken book: crossed sides, a level total that lies, FIFO out of order", () => {
+    const source = engineWith(place({ id: "b1" }), place({ id: "b2" }));
+    const [b1, b2] = [source.getOrder("b1")!, source.getOrder("b2")!];
+    // Crossed: datastore orders are loaded as they are, and the check is what catches them.
+    const crossed = new MatchingEngine();
+    crossed.loadRestingOrder(b1);
+    crossed.loadRestingOrder({ ...b2, id: "a1", side: "ask", price: "99" });
+    expect(() => crossed.check()).toThrow(MatchingInvariantError);
+    // Tampered with from outside (the check must not trust the engine's own bookkeeping).
+    const tampered = engineWith(place({ id: "b1" }), place({ id: "b2" }));
+    const book = (tampered as unknown as { books: Map<number, PairBook> }).books.get(1)!;
+    const level = book.bids[book.bids.length - 1]!;
+    level.total = level.total === 0 ? 1 : 0;
+    expect(() => tampered.check()).toThrow(MatchingInvariantError);
+    const reordered = engineWith(place({ id: "b1" }), place({ id: "b2" }));
+    const head = (reordered as unknown as { books: Map<number, PairBook> }).books.get(1)!.bids[0]!
+      .head!;
+    const sequence = head.sequence;
+    head.sequence = head.next!.sequence;
+    head.next!.sequence = sequence;
+    expect(() => reordered.check()).toThrow(MatchingInvariantError);
+  });
+
   test("a taker that leaves nothing resting on a new pair leaves no empty book behind", () => {
     const engine = new MatchingEngine();
     const books = (engine as unknown as { books: Map<number, PairBook> }).books;

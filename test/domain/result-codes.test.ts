@@ -14,3 +14,34 @@ test("codes and wire names are unique, and each code sits in its kind's hundred"
   expect(resultKind(ResultCodes.duplicateOrder)).toBe("duplicate");
   for (const { code } of codes) expect(resultKind(code)).not.toBe("unknown");
 });
+
+test("the numbers are stable: consumers store them, so a code is never renumbered or reused", () => {
+  // Extend at the end of a kind's hundred; never edit a line here.
+  expect(listResultCodes().map(({ code, name }) => [code, name])).toEqual([
+    [0, "ok"],
+    [100, "rested"],
+    [101, "partially-filled-rested"],
+    [102, "filled"],
+    [103, "remainder-cancelled"],
+    [104, "fok-not-filled"],
+    [105, "stp-cancelled"],
+    [200, "bad-envelope"],
+    [201, "unknown-command-type"],
+    [202, "bad-decimal"],
+    [203, "precision-exceeded"],
+    [204, "non-positive"],
+    [205, "magnitude-exceeded"],
+    [206, "partition-mismatch"],
+    [207, "pair-mismatch"],
+    [208, "bad-precision"],
+    [209, "unsupported-combination"],
+    [210, "pair-precision-mismatch"],
+    [211, "volume-exceeds-total"],
+    [300, "post-only-would-take"],
+    [301, "unknown-order"],
+    [302, "order-already-finished"],
+    [303, "not-owner"],
+    [400, "duplicate-order"],
+    [401, "duplicate-command"],
+  ]);
+});
