@@ -388,6 +388,50 @@ describe("outbox", () => {
     await child.stop();
   }, 60_000);
 
+  test("nacked events (a full queue that rejects publishes) are retried, never dead-lettered, until the queue takes them", async () => {
+    const exchange = "messages:order:reject";
+    if (await isRoutable(stack.brokerUrl, exchange)) {
+      throw new Error(`something is bound to ${exchange}: a test leaked an inbox`);
+    }
+    const partition = uniquePartition();
+    await deletePartitionKeys(valkey, partition);
+    const connection = await amqp.connect(stack.brokerUrl);
+    cleanups.push(() => connection.close().catch(() => undefined));
+    const channel = await connection.createChannel();
+    // Holds 5 messages; the broker nacks every publish beyond them.
+    const { queue } = await channel.assertQueue("", {
+      exclusive: true,
+      arguments: { "x-max-length": 5, "x-overflow": "reject-publish" },
+    });
+    await channel.bindQueue(queue, exchange, exchange);
+    await writeEvents(valkey, partition, 0, 20, "order.rejected.v1");
+    const child = await outbox(partition);
+    await eventually(
+      "nacks retried",
+      async () => metricNumber(await child.metrics(), "matching_outbox_publish_retries_total") > 0,
+    );
+    expect(await streamLength(partition)).toBeGreaterThan(0);
+    // Space at last: the retries get every event through.
+    const received: number[] = [];
+    await channel.consume(
+      queue,
+      (message) => {
+        if (message === null) return;
+        const body = JSON.parse(message.content.toString()) as { payload: { seq: number } };
+        received.push(body.payload.seq);
+      },
+      { noAck: true },
+    );
+    await eventually("every event received", () => new Set(received).size === 20, 30_000);
+    await eventually("stream drained", async () => (await streamLength(partition)) === 0);
+    expect([...new Set(received)].sort((a, b) => a - b)).toEqual(
+      Array.from({ length: 20 }, (_, i) => i),
+    );
+    expect(metricNumber(await child.metrics(), "matching_outbox_dead_letter_total")).toBe(0);
+    expect(await valkey.xlen(partitionKeys(partition).eventsDeadLetter)).toBe(0);
+    await child.stop();
+  }, 60_000);
+
   test("stream deleted in the middle of a large drain: the outbox survives and delivers what comes next", async () => {
     const partition = uniquePartition();
     await deletePartitionKeys(valkey, partition);
