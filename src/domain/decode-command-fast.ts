@@ -54,9 +54,9 @@ export function isCommandIdText(value: unknown): value is string {
 }
 
 /**
- * An ISO-8601 date and time with its offset, as `Date.prototype.toISOString` writes it and as
- * the contract's `submittedAt` is: it becomes every event's `occurredAt`, so a consumer must be
- * able to read it. The extended calendar form: a `T` (RFC 3339's `t` or space too), seconds
+ * An ISO-8601 date and time, as `Date.prototype.toISOString` writes it and as the contract's
+ * `submittedAt` is: it becomes every event's `occurredAt`, so a consumer must be able to read
+ * it. The extended calendar form: a `T` (RFC 3339's `t` or space too), seconds
  * (a leap second too) and their fraction (`.` or `,`) optional, and the offset optional
  * (`Z`, `±hh`, `±hh:mm` or `±hhmm`), as producers in several languages write it; the basic
  * form without separators is not accepted.
