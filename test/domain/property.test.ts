@@ -99,8 +99,11 @@ function toCommand(
       payload.type = "market";
       payload.side = "bid";
       payload.price = "0";
-      payload.volume = "0";
-      payload.volumeTotal = "0";
+      // One in five also names a base volume: refused by both books (two sizes at once).
+      if (op.bad % 5 !== 0) {
+        payload.volume = "0";
+        payload.volumeTotal = "0";
+      }
       payload.quoteVolume = ["10", "25.37", "0.07", "100"][op.volume % 4]!;
       break;
     case 12:

@@ -67,8 +67,14 @@ test("a datastore that answers with an error (a password it does not take) is re
     MATCHING_DATASTORE_URL: url.toString(),
     MATCHING_BROKER_URL: stack.brokerUrl,
   });
-  expect(await child.exited).toBe(3);
-  await eventually("the reason printed", () =>
-    log().includes("the datastore refused the connection: WRONGPASS"),
-  );
+  try {
+    expect(await Promise.race([child.exited, Bun.sleep(20_000).then(() => "still running")])).toBe(
+      3,
+    );
+    await eventually("the reason printed", () =>
+      log().includes("the datastore refused the connection: WRONGPASS"),
+    );
+  } finally {
+    if (child.exitCode === null) child.kill("SIGKILL");
+  }
 }, 60_000);

@@ -60,8 +60,12 @@ function startOn(partition: number, timeoutMs: number) {
 test("entries not yet fsynced on the replica are not published until they are", async () => {
   const partition = uniquePartition();
   const inbox = await Inbox.open(stack.brokerUrl, partition);
-  // Long enough for the boot check's probe on a slow disk; short against the pause.
-  const outbox = await startOn(partition, 1000);
+  // Long enough for the boot check's probe on a slow disk; short against the pause. An
+  // outbox that fails to start must not leave the inbox bound to every exchange behind.
+  const outbox = await startOn(partition, 1000).catch(async (error: unknown) => {
+    await inbox.close();
+    throw error;
+  });
   try {
     await writeEvents(valkey, partition, 0, 10);
     await inbox.waitFor(10, 15_000);
@@ -133,7 +137,10 @@ test("a datastore at maxmemory refuses new writes, and the outbox still drains w
   // partition would stay stuck.
   const partition = uniquePartition();
   const inbox = await Inbox.open(stack.brokerUrl, partition);
-  const outbox = await startOn(partition, 500);
+  const outbox = await startOn(partition, 500).catch(async (error: unknown) => {
+    await inbox.close();
+    throw error;
+  });
   let limited = false;
   try {
     await writeEvents(valkey, partition, 0, 10);

@@ -80,17 +80,20 @@ test("a holder whose renewals hang stops trusting its lease while the key still 
     log: createLogger("error"),
     onChange: (held) => changes.push(held),
   });
-  lease.start();
-  await eventually("the lease taken", () => lease.held());
-  // Long enough for renewals to have moved the deadline on.
-  await Bun.sleep(1000);
-  proxy.freeze();
-  await eventually("trust ended", () => !lease.held(), 5000);
-  // Nobody else can take the lease before the key expires, and it still names this holder.
-  expect(await direct.get(key)).toBe("frozen-holder");
-  expect(await direct.pttl(key)).toBeGreaterThan(0);
-  expect(changes).toEqual([true, false]);
-  proxy.thaw();
-  await lease.release();
+  try {
+    lease.start();
+    await eventually("the lease taken", () => lease.held());
+    // Long enough for renewals to have moved the deadline on.
+    await Bun.sleep(1000);
+    proxy.freeze();
+    await eventually("trust ended", () => !lease.held(), 5000);
+    // Nobody else can take the lease before the key expires, and it still names this holder.
+    expect(await direct.get(key)).toBe("frozen-holder");
+    expect(await direct.pttl(key)).toBeGreaterThan(0);
+    expect(changes).toEqual([true, false]);
+  } finally {
+    proxy.thaw();
+    await lease.release();
+  }
   expect(await direct.exists(key)).toBe(0);
 }, 30_000);
