@@ -12,6 +12,8 @@ export interface ValkeyPair {
   replica: RunningValkey;
   /** Starts the replica again in its directory (on `port`, e.g. its old one) after a stop. */
   restartReplica(port?: number): Promise<RunningValkey>;
+  /** Starts the primary again in its directory (its AOF reloaded) on `port` after a stop. */
+  restartPrimary(port: number): Promise<RunningValkey>;
 }
 
 /** Starts both servers and waits until the replica's AOF follows the primary's. */
@@ -37,5 +39,6 @@ export async function startValkeyPair(prefix: string): Promise<ValkeyPair> {
     primary,
     replica,
     restartReplica: (port) => startValkey({ ...replicaOptions, port }),
+    restartPrimary: (port) => startValkey({ dir: join(dir, "primary"), appendonly: true, port }),
   };
 }
