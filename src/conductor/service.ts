@@ -265,7 +265,8 @@ export class Conductor {
       }
     }
     this.consumer.requeueFrom(batch);
-    if (error instanceof FencedError && error.keyspaceReset) {
+    const fenced = error instanceof FencedError;
+    if (fenced && error.keyspaceReset) {
       // The contract lets harnesses delete every key while the services run: the batch is
       // redelivered onto fresh books, and neither a failure count (harnesses watch it) nor a
       // not-ready answer is due.
@@ -275,7 +276,7 @@ export class Conductor {
       if (error instanceof DurabilityTimeoutError) this.metrics.durabilityTimeouts.inc();
       this.lastFailure = (error as Error).message;
     }
-    if (error instanceof FencedError && !error.keyspaceReset) {
+    if (fenced && !error.keyspaceReset) {
       this.log.error("ownership lost to another conductor; stopping without committing", {
         epoch: this.epoch,
         error: error.message,

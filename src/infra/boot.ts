@@ -6,6 +6,7 @@
 
 import { ReplyError } from "ioredis";
 import type { Config } from "../config/schema";
+import { backoffDelayMs } from "./backoff";
 import type { Logger } from "./log";
 import { createValkey } from "./valkey/client";
 import { type CheckOutcome, checkDatastore, datastoreReachableCheck } from "./valkey/durability";
@@ -68,6 +69,9 @@ export async function runDatastoreChecks(config: Config): Promise<CheckOutcome[]
   }
 }
 
+/** Retries of a datastore that is down at boot: a restart is seen within seconds. */
+const bootBackoff = { baseMs: 250, capMs: 5000 };
+
 /**
  * The services' boot: waits while the datastore cannot be reached (a dependency that is down,
  * retried with backoff while the service's HTTP already answers), then enforces the policy
@@ -107,7 +111,7 @@ export async function awaitDurabilityPolicy(
         attempt,
       });
     }
-    await Promise.race([Bun.sleep(Math.min(5000, 250 * 2 ** Math.min(attempt, 5))), stopping]);
+    await Promise.race([Bun.sleep(backoffDelayMs(attempt, bootBackoff)), stopping]);
     if (stop) return false;
   }
 }

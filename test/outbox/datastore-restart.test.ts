@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import Redis from "ioredis";
+import { partitionKeys } from "../../src/infra/valkey/keys";
 import type { RunningValkey } from "../../src/stack/index";
 import { stackStartTimeoutMs, type TestStack, testStack, uniquePartition } from "../support/stack";
 import { startValkeyPair, type ValkeyPair } from "../support/valkey-pair";
@@ -52,7 +53,7 @@ test("the Valkey primary restarted mid-drain: the outbox reconnects and every ev
     await inbox.waitFor(events, 60_000);
     await eventually(
       "the stream drained",
-      async () => (await writer.xlen(`matching:{matching-p${partition}}:events`)) === 0,
+      async () => (await writer.xlen(partitionKeys(partition).events)) === 0,
       30_000,
     );
     expect(inbox.firstDeliveryOrderKept()).toBe(true);

@@ -230,33 +230,23 @@ export async function startOutbox(
       await child.exited;
     },
   };
-  const deadline = Date.now() + 20_000;
-  for (;;) {
+  const listening = async (): Promise<boolean> => {
     try {
-      const response = await fetch(`http://127.0.0.1:${port}/healthz`);
-      if (response.ok) break;
+      return (await fetch(`http://127.0.0.1:${port}/healthz`)).ok;
     } catch {
-      // Not listening yet.
+      return false; // Not listening yet.
     }
+  };
+  const checked = () =>
+    !waitPolicy || log().includes("durability policy verified") || log().includes("CAN BE LOST");
+  const deadline = Date.now() + 20_000;
+  while (!(await listening()) || !checked()) {
     if (child.exitCode !== null) throw new Error(`outbox exited with ${child.exitCode}:\n${log()}`);
     if (Date.now() > deadline) {
       // Never leave a late starter draining a partition under the following tests.
       child.kill("SIGKILL");
       await child.exited;
-      throw new Error(`outbox did not start:\n${log()}`);
-    }
-    await Bun.sleep(50);
-  }
-  while (
-    waitPolicy &&
-    !log().includes("durability policy verified") &&
-    !log().includes("CAN BE LOST")
-  ) {
-    if (child.exitCode !== null) throw new Error(`outbox exited with ${child.exitCode}:\n${log()}`);
-    if (Date.now() > deadline) {
-      child.kill("SIGKILL");
-      await child.exited;
-      throw new Error(`outbox's durability check did not pass:\n${log()}`);
+      throw new Error(`outbox did not start and pass its durability check:\n${log()}`);
     }
     await Bun.sleep(50);
   }
