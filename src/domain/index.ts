@@ -5,6 +5,11 @@ export { type DecodeResult, decodeCommand } from "./decode-command";
 export { type DigestOrder, digestOrders, Fnv1a64 } from "./digest";
 export * from "./events";
 export { MatchingInvariantError } from "./invariant-error";
-export { MatchingEngine, type MatchingEngineOptions, type RejectTarget } from "./matching-engine";
+export {
+  EMPTY_BOOKS_SWEEP_FLOOR,
+  MatchingEngine,
+  type MatchingEngineOptions,
+  type RejectTarget,
+} from "./matching-engine";
 export * from "./result-codes";
 export * from "./types";

@@ -94,6 +94,8 @@ export class MatchingEngine {
   });
   /** The book of the last command: consecutive commands usually trade the same pair. */
   private lastBook: PairBook | undefined;
+  /** Books held when the next new book first sweeps the empty ones (see dropEmptyBooks). */
+  private sweepBooksAt = EMPTY_BOOKS_SWEEP_FLOOR;
 
   constructor({ recentMemory = 100_000 }: MatchingEngineOptions = {}) {
     this.orders = new OrderIndex(recentMemory);
@@ -657,10 +659,33 @@ export class MatchingEngine {
   }
 
   private createBook(pairId: number): PairBook {
+    if (this.books.size >= this.sweepBooksAt) this.dropEmptyBooks();
     const book = new PairBook(pairId);
     this.books.set(pairId, book);
     this.lastBook = book;
     return book;
+  }
+
+  /**
+   * Drops every book whose last order left. They are kept until then because a pair that
+   * empties usually refills at once (the alternating workload empties its book every second
+   * command), but pairs that come and go would otherwise leave one empty book each for ever.
+   * The next sweep waits until the books have doubled, so sweeping costs O(1) per book made,
+   * and the engine never holds more than max(EMPTY_BOOKS_SWEEP_FLOOR, 2 x the non-empty
+   * books at the last sweep) books. A dropped book forgets nothing that matters: precisions
+   * are compared only with resting orders.
+   */
+  private dropEmptyBooks(): void {
+    for (const [pairId, book] of this.books) {
+      if (book.orderCount === 0) this.books.delete(pairId);
+    }
+    if (this.lastBook !== undefined && this.lastBook.orderCount === 0) this.lastBook = undefined;
+    this.sweepBooksAt = Math.max(EMPTY_BOOKS_SWEEP_FLOOR, 2 * this.books.size);
+  }
+
+  /** Books held, empty ones included (see dropEmptyBooks). */
+  bookCount(): number {
+    return this.books.size;
   }
 
   /** Rebuilds state from the datastore; the next sequence stays above every loaded one. */
@@ -792,6 +817,7 @@ export class MatchingEngine {
   clear(): void {
     this.books.clear();
     this.lastBook = undefined;
+    this.sweepBooksAt = EMPTY_BOOKS_SWEEP_FLOOR;
     this.orders.clear();
     this.nextSequence = 1;
   }
@@ -802,6 +828,9 @@ export class MatchingEngine {
       .sort((a, b) => a.pairId - b.pairId);
   }
 }
+
+/** Books held before empty ones are first swept; a sweep never lowers the bound below it. */
+export const EMPTY_BOOKS_SWEEP_FLOOR = 1024;
 
 const stpModes: ReadonlySet<string> = new Set([
   "none",

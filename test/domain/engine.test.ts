@@ -4,6 +4,7 @@
 import { describe, expect, test } from "bun:test";
 import {
   type CommandOutcome,
+  EMPTY_BOOKS_SWEEP_FLOOR,
   MatchingEngine,
   MatchingInvariantError,
   type PlaceOrderPayload,
@@ -625,6 +626,30 @@ describe("state management", () => {
     expect(books.size).toBe(0);
     engine.apply(place({ id: "r1", pairId: 7 }));
     expect(books.size).toBe(1);
+    engine.check();
+  });
+
+  test("empty books of pairs that come and go are swept; books with orders are kept", () => {
+    const engine = engineWith(place({ id: "keep", pairId: 1, userId: "m" }));
+    let most = 0;
+    for (let pairId = 2; pairId <= 3 * EMPTY_BOOKS_SWEEP_FLOOR; pairId++) {
+      // Each pair gets one order, which then leaves: a cancel, or a fill by a second order.
+      engine.apply(place({ id: `r${pairId}`, pairId }));
+      if (pairId % 2 === 0) engine.apply(cancel(`r${pairId}`, "u1", pairId));
+      else engine.apply(place({ id: `t${pairId}`, pairId, side: "ask", userId: "u2" }));
+      expect(engine.restingOrderCount(pairId)).toBe(0);
+      most = Math.max(most, engine.bookCount());
+    }
+    // Without the sweep every pair would keep its empty book: 3 x the floor of them.
+    expect(most).toBe(EMPTY_BOOKS_SWEEP_FLOOR);
+    expect(engine.bookCount()).toBeLessThan(EMPTY_BOOKS_SWEEP_FLOOR);
+    engine.check();
+    expect(engine.restingOrderCount(1)).toBe(1);
+    // The kept book still trades, and a swept pair starts again with any precisions.
+    const fill = engine.apply(place({ id: "taker", pairId: 1, side: "ask", userId: "t" }));
+    expect(types(fill)).toEqual(["order.filled.v1", "order.filled.v1", "deal.executed.v1"]);
+    const again = engine.apply(place({ id: "again", pairId: 2, priceDecimals: 4 }));
+    expect(again.result.orderStatus).toBe("rested");
     engine.check();
   });
 
