@@ -1,7 +1,8 @@
 /**
- * The confirm window against a broker whose confirms come out of order, with a stub publisher
- * (the fault) over the real stream, lease and consumer group: one confirm that never arrives
- * must stop publishing at the window, not let confirmed events pile up behind it.
+ * The confirm window against a broker whose confirms come out of order or never, with a stub
+ * publisher (the fault) over the real stream, lease and consumer group: one confirm that never
+ * arrives must stop publishing at the window, not let confirmed events pile up behind it, and a
+ * session that ends still owed confirms must not hand its channel to the next session.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import Redis from "ioredis";
@@ -25,25 +26,32 @@ afterAll(() => {
   for (const connection of connections) connection.disconnect();
 });
 
-/** A publisher that confirms every event at once except the first, whose confirm it holds. */
-function stubPublisher() {
+/**
+ * A publisher that confirms every event at once except the first, whose confirm it holds
+ * (with `holdFirst` false it confirms everything).
+ */
+function stubPublisher(holdFirst = true) {
   const published: string[] = [];
   let held: ((outcome: ConfirmOutcome) => void) | undefined;
+  const state = { closed: false };
   const publisher = {
     failed: null,
     blockedReason: null,
     onFailure: () => undefined,
     drained: () => Promise.resolve(),
-    close: async () => undefined,
+    close: async () => {
+      state.closed = true;
+    },
     publish(event: { entryId: string }, onConfirm: (outcome: ConfirmOutcome) => void): boolean {
       published.push(event.entryId);
-      if (held === undefined) held = onConfirm;
+      if (holdFirst && held === undefined) held = onConfirm;
       else queueMicrotask(() => onConfirm("ack"));
       return true;
     },
   };
   return {
     published,
+    state,
     release: () => held?.("ack"),
     publisher: publisher as unknown as EventPublisher,
   };
@@ -87,6 +95,59 @@ test("a confirm that never arrives stops publishing at the window; confirmed eve
     stub.release();
     await eventually("the rest delivered", async () => (await writer!.xlen(keys.events)) === 0);
     expect(stub.published.length).toBe(200);
+  } finally {
+    await loop.stop();
+    await lease.release();
+    await deletePartitionKeys(writer!, partition);
+  }
+}, 60_000);
+
+test("a session that ends still owed a confirm closes its channel; the next session publishes on a new one", async () => {
+  const partition = uniquePartition();
+  const [reader, writer, control] = [0, 1, 2].map(() => new Redis(stack.datastoreUrl));
+  connections.push(reader!, writer!, control!);
+  const keys = partitionKeys(partition);
+  await writeEvents(writer!, partition, 0, 50);
+  const log = createLogger("error");
+  // The first channel never confirms the first event; every later channel confirms all.
+  const stubs: ReturnType<typeof stubPublisher>[] = [];
+  const lease = new PartitionLease({
+    valkey: control!,
+    key: keys.outboxLease,
+    ownerId: `owed-test-${partition}`,
+    ttlMs: 1500,
+    log,
+    onChange: (held) => loop.leaseChanged(held),
+  });
+  const loop: DeliveryLoop = new DeliveryLoop({
+    stream: new OutboxStream(reader!, writer!, keys, outboxConsumerGroup, `owed-${partition}`),
+    lease,
+    metrics: createOutboxMetrics(new MetricsRegistry(), () => 0),
+    log,
+    openPublisher: async () => {
+      const stub = stubPublisher(stubs.length === 0);
+      stubs.push(stub);
+      return stub.publisher;
+    },
+    window: 10,
+    readCount: 50,
+    claimIdleMs: 30_000,
+    readBlockMs: 100,
+    settleTimeoutMs: 300,
+  });
+  try {
+    lease.start();
+    void loop.start();
+    await eventually("the window filled", () => stubs[0]?.published.length === 10);
+    // Someone else's lease now: this holder loses it at its next renewal, and its session ends
+    // with the first confirm still owed; it takes the lease again once the key is gone.
+    await control!.set(keys.outboxLease, "someone-else", "PX", 1000);
+    await eventually("all delivered", async () => (await writer!.xlen(keys.events)) === 0, 15_000);
+    expect(stubs[0]!.state.closed).toBe(true);
+    expect(stubs.length).toBe(2);
+    // The new channel starts from the first unconfirmed entry: the one whose confirm was owed.
+    expect(stubs[1]!.published[0]).toBe(stubs[0]!.published[0]!);
+    expect(new Set(stubs[1]!.published).size).toBe(50);
   } finally {
     await loop.stop();
     await lease.release();
