@@ -43,6 +43,8 @@ export function parseArgs(
             : undefined;
       if (eq < 0 && value !== undefined) i++;
       if (value === undefined) parsed.unknown.push(`${name} needs a value`);
+      // A second value would silently win over the first (`--partition 1 --partition 0`).
+      else if (parsed.flags.has(name)) parsed.unknown.push(`${name} given more than once`);
       else parsed.flags.set(name, value);
     } else if (booleans.has(name)) {
       parsed.unknown.push(`${name} takes no value`);

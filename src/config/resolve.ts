@@ -83,6 +83,11 @@ export function redactUrl(value: string): string {
  * echoed in the error, and `amqp://user:secret@host:99999/` fails to parse yet holds a secret.
  */
 export function redactCredentials(text: string): string {
-  // Up to the last @ before the host's path: a password may itself hold a raw @.
-  return text.replace(/(\/\/[^/@:\s]*:)[^/\s]*@/g, "$1***@");
+  // Up to the last @ of the value: a password may itself hold a raw @ or / (a generated
+  // secret often does, and is then no longer a valid URL). An @ further on, in a path,
+  // costs at worst a redacted host, never a revealed secret.
+  // A query item named like a credential (ioredis reads `?password=`) is hidden as well.
+  return text
+    .replace(/(\/\/[^/@:\s]*:)\S*@/g, "$1***@")
+    .replace(/([?&][^=&#\s]*(?:pass|secret|token|key)[^=&#\s]*=)[^&#\s]*/gi, "$1***");
 }

@@ -46,16 +46,22 @@ function integer(min: number, max: number): z.ZodType<number> {
 
 /**
  * A URL of one of `protocols` that names a host (a client would otherwise fall back to
- * localhost) and, when `path` is given, whose path matches it.
+ * localhost) and, when `path` is given, whose path matches it. The scheme must be written
+ * in lower case at the very start: the URL parser lower-cases and trims it, but ioredis
+ * turns TLS on only for a value that starts with "rediss://", so `REDISS://` would pass
+ * here and then send the password in clear. `noQuery`: no query or fragment either, since
+ * ioredis copies every query item over the client options matchd sets (its timeouts).
  */
-function url(protocols: string[], path?: RegExp): z.ZodType<string> {
+function url(protocols: string[], path?: RegExp, noQuery = false): z.ZodType<string> {
   return z.string().refine((value) => {
     try {
       const parsed = new URL(value);
       return (
         protocols.includes(parsed.protocol) &&
+        value.startsWith(`${parsed.protocol}//`) &&
         parsed.hostname !== "" &&
-        (path === undefined || path.test(parsed.pathname))
+        (path === undefined || path.test(parsed.pathname)) &&
+        (!noQuery || (parsed.search === "" && parsed.hash === "" && !value.includes("?")))
       );
     } catch {
       return false;
@@ -75,16 +81,17 @@ export const settings = [
     env: "MATCHING_DATASTORE_URL",
     flag: "--datastore-url",
     accepted:
-      "a redis:// or rediss:// URL of the Valkey primary (host required; path empty or a database number)",
+      "a redis:// or rediss:// URL of the Valkey primary (scheme in lower case, host required; path empty or a database number; no query)",
     // The path can only be a database number: anything else would fail only at connect.
-    schema: url(["redis:", "rediss:"], /^(\/\d*)?$/),
+    schema: url(["redis:", "rediss:"], /^(\/\d*)?$/, true),
     defaultFor: always("redis://127.0.0.1:6379"),
   },
   {
     key: "brokerUrl",
     env: "MATCHING_BROKER_URL",
     flag: "--broker-url",
-    accepted: "an amqp:// or amqps:// URL (host required; the vhost is its path)",
+    accepted:
+      "an amqp:// or amqps:// URL (scheme in lower case, host required; the vhost is its path)",
     schema: url(["amqp:", "amqps:"]),
     defaultFor: always("amqp://guest:guest@127.0.0.1:5672"),
   },

@@ -64,6 +64,12 @@ describe("matchd CLI", () => {
     expect(valuedSwitch.stderr).toContain("--json takes no value");
   });
 
+  test("a valued flag given twice is refused: the second would silently win", async () => {
+    const twice = await matchd(["outbox", "--partition", "1", "--partition=0"]);
+    expect(twice.code).toBe(2);
+    expect(twice.stderr).toContain("--partition given more than once");
+  });
+
   test("a bad --flow is refused with exit 2 before any stack starts", async () => {
     const sideways = await matchd(["bench", "broker", "--flow", "sideways"]);
     expect(sideways.code).toBe(2);

@@ -58,6 +58,37 @@ describe("resolveConfig", () => {
     expect(fine.ok).toBe(true);
   });
 
+  test("an upper-case scheme is refused: ioredis would take REDISS:// for a plain connection", () => {
+    for (const [env, value] of [
+      ["MATCHING_DATASTORE_URL", "REDISS://:pw@valkey.example:6380"],
+      ["MATCHING_DATASTORE_URL", "Redis://h:6379"],
+      ["MATCHING_DATASTORE_URL", " rediss://h:6380"],
+      ["MATCHING_BROKER_URL", "AMQPS://u:p@h/v"],
+    ] as const) {
+      const result = resolveConfig({ [env]: value }, new Map(), "conductor");
+      expect({ value, ok: result.ok }).toEqual({ value, ok: false });
+    }
+    const tls = resolveConfig(
+      { MATCHING_DATASTORE_URL: "rediss://:pw@valkey.example:6380" },
+      new Map(),
+      "conductor",
+    );
+    expect(tls.ok).toBe(true);
+  });
+
+  test("a datastore URL with a query or fragment is refused: ioredis would let it override matchd's client options", () => {
+    for (const value of [
+      "redis://h:6379/0?commandTimeout=abc",
+      "redis://h:6379?password=s3cret",
+      "redis://h:6379/?",
+      "redis://h:6379#x",
+    ]) {
+      const result = resolveConfig({ MATCHING_DATASTORE_URL: value }, new Map(), "conductor");
+      expect({ value, ok: result.ok }).toEqual({ value, ok: false });
+      if (!result.ok) expect(result.problems.join("\n")).not.toContain("s3cret");
+    }
+  });
+
   test("MATCHING_* variables that are no setting are named (a misspelt setting would fall back to its default)", () => {
     expect(
       unknownSettingNames({
@@ -84,6 +115,16 @@ describe("resolveConfig", () => {
     expect(text).not.toContain("s3cret");
     expect(text).not.toContain("ter2");
     expect(text).toContain("amqp://user:***@host:99999/");
+    // A generated secret with a raw / in it makes the URL unparseable, and is still hidden.
+    const slash = resolveConfig(
+      { MATCHING_BROKER_URL: "amqp://matchd:Xy7/q+Zr@rabbit/matchq" },
+      new Map(),
+      "conductor",
+    );
+    expect(slash.ok).toBe(false);
+    if (slash.ok) return;
+    expect(slash.problems.join("\n")).not.toContain("q+Zr");
+    expect(slash.problems.join("\n")).toContain("amqp://matchd:***@rabbit/matchq");
   });
 
   test("every bad value is reported, naming variable, flag and accepted values", () => {
