@@ -7,10 +7,23 @@ bash scripts/setup.sh
 out=bench/results
 mkdir -p "$out"
 
+# A run that fails does not stop the others; the script still exits non-zero at the end.
+failed=()
 run() {
   local name=$1; shift
   printf 'bench: %s: ./matchd bench %s\n' "$name" "$*" >&2
-  ./matchd bench "$@" --json > "$out/$name.json" || printf 'bench: %s reported a failed invariant (exit %s)\n' "$name" "$?" >&2
+  local code=0
+  ./matchd bench "$@" --json > "$out/$name.json" || code=$?
+  if [ "$code" -ne 0 ]; then
+    # Exit 1 with a report is a failed invariant; anything else (a crash, a usage error,
+    # a refused durability policy) left no report.
+    if [ "$code" -eq 1 ] && [ -s "$out/$name.json" ]; then
+      printf 'bench: %s reported a failed invariant (exit 1)\n' "$name" >&2
+    else
+      printf 'bench: %s failed with exit %s and no report\n' "$name" "$code" >&2
+    fi
+    failed+=("$name")
+  fi
 }
 
 run domain-alternating domain --workload alternating
@@ -35,12 +48,19 @@ run round-trip round-trip --rate 1000 --duration 20
 node -e '
 const fs = require("fs");
 const dir = process.argv[1];
-console.log("| run | boundary | workload | commands | commands/s | p50 ms | p99 ms | p99.9 ms | max ms | invariants |");
+console.log("| run | boundary | workload | count | per second | p50 ms | p99 ms | p99.9 ms | max ms | invariants |");
 console.log("|---|---|---|---|---|---|---|---|---|---|");
 for (const file of fs.readdirSync(dir).filter((f) => f.endsWith(".json")).sort()) {
-  const r = JSON.parse(fs.readFileSync(`${dir}/${file}`, "utf8"));
+  let r;
+  try {
+    r = JSON.parse(fs.readFileSync(`${dir}/${file}`, "utf8"));
+  } catch {
+    console.log(`| ${file.replace(".json", "")} | no report (the run failed) | | | | | | | | FAILED |`);
+    continue;
+  }
   const l = r.latencyMs;
-  console.log(`| ${file.replace(".json", "")} | ${r.boundary} | ${r.workload} | ${r.commands} | ${r.commandsPerSecond} | ${l.p50} | ${l.p99} | ${l.p999} | ${l.max} | ${r.invariants.ok ? "ok" : "FAILED"} |`);
+  const unit = r.unit ?? "commands";
+  console.log(`| ${file.replace(".json", "")} | ${r.boundary} | ${r.workload} | ${r.commands} ${unit} | ${r.commandsPerSecond} ${unit}/s | ${l.p50} | ${l.p99} | ${l.p999} | ${l.max} | ${r.invariants.ok ? "ok" : "FAILED"} |`);
 }
 // The figures the README quotes from outside the columns above, so that every run keeps
 // them (the JSON reports are overwritten by the next run).
@@ -60,3 +80,8 @@ for (const name of ["broker-rate1000", "broker-rate2500"]) {
   const lag = extra(name).sendLagMs;
   if (lag !== undefined) console.log(`- ${name}: bench send lag ms ${typeof lag === "string" ? lag : JSON.stringify(lag)}`);
 }' "$out"
+
+if [ "${#failed[@]}" -gt 0 ]; then
+  printf 'bench: failed: %s\n' "${failed[*]}" >&2
+  exit 1
+fi

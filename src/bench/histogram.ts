@@ -42,9 +42,10 @@ export class LatencyHistogram {
   /** The value (ns) at or below which `percentile`% of recordings fall, as a bucket midpoint. */
   valueAt(percentile: number): number {
     if (this.count === 0) return 0;
-    // percentile × count first, then / 100: 99.9 / 100 is 0.9990000000000001 in floating
-    // point, which made ceil() pick the rank above (19,981 of 20,000 instead of 19,980).
-    const rank = Math.max(1, Math.ceil((percentile * this.count) / 100));
+    // In integers (the percentile in thousandths): 99.9 / 100 is 0.9990000000000001 in
+    // floating point, and 99.9 × 41,000 / 100 is 40,959.00000000001, so ceil() picked the
+    // rank above (40,960 of 41,000 instead of 40,959).
+    const rank = Math.max(1, Math.ceil((Math.round(percentile * 1000) * this.count) / 100_000));
     let seen = 0;
     for (let i = 0; i < BUCKET_COUNT; i++) {
       seen += this.counts[i]!;

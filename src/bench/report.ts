@@ -9,6 +9,11 @@ export interface BenchReport {
   durability: string;
   workload: string;
   workloadDescription?: string;
+  /**
+   * What `commands` counts, "commands" when absent: the outbox and broker event flows count
+   * events, the datastore transactions (the JSON keeps the field names the issues fix).
+   */
+  unit?: "commands" | "events" | "transactions";
   commands: number;
   warmup: number;
   seconds: number;
@@ -25,6 +30,7 @@ const fmt = (value: number, digits = 0) =>
 
 /** A two-column table of the report, for humans reading a terminal. */
 export function renderReport(report: BenchReport): string {
+  const unit = report.unit ?? "commands";
   const rows: [string, string][] = [
     ["boundary", `${report.boundary}: ${report.boundaryStatement}`],
     ["durability", report.durability],
@@ -34,9 +40,9 @@ export function renderReport(report: BenchReport): string {
         ? `${report.workload} (${report.workloadDescription})`
         : report.workload,
     ],
-    ["commands", `${fmt(report.commands)} (+${fmt(report.warmup)} warm-up, not counted)`],
+    [unit, `${fmt(report.commands)} (+${fmt(report.warmup)} warm-up, not counted)`],
     ["seconds", fmt(report.seconds, 3)],
-    ["commands/s", fmt(report.commandsPerSecond)],
+    [`${unit}/s`, fmt(report.commandsPerSecond)],
     [
       "latency ms",
       `p50 ${report.latencyMs.p50}  p95 ${report.latencyMs.p95}  p99 ${report.latencyMs.p99}  ` +

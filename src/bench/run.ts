@@ -493,16 +493,24 @@ function round(value: number, digits: number): number {
   return Math.round(value * f) / f;
 }
 
-function histogramSeries(
+export function histogramSeries(
   histogram: import("./histogram").LatencyHistogram,
 ): { upperMs: number; count: number }[] {
-  // Log-spaced buckets from 0.05 ms to 30 s, counted from the percentile curve.
+  // Log-spaced buckets from 0.05 ms, counted from the percentile curve; the last one takes
+  // everything slower (up to the maximum), so the series always adds up to every recording.
   const out: { upperMs: number; count: number }[] = [];
   let previous = 0;
   for (let upper = 0.05; upper <= 30_000; upper *= 1.5) {
     const below = histogram.countBelow(upper * 1e6);
     out.push({ upperMs: round(upper, 3), count: below - previous });
     previous = below;
+  }
+  if (histogram.count > previous) {
+    const last = out[out.length - 1]!;
+    out.push({
+      upperMs: Math.max(round(histogram.max / 1e6, 3), last.upperMs * 1.5),
+      count: histogram.count - previous,
+    });
   }
   return out;
 }
@@ -586,6 +594,7 @@ async function brokerEventReport(
     boundaryStatement: `the broker alone, carrying the outbox's traffic: the outbox's publisher (one confirm channel, persistent, mandatory, messageId, type, x-partition-offset header, up to ${config.outboxWindow} unconfirmed) -> event exchanges -> ${sinkQueueStatement}; no datastore, no stream. The ceiling of the outbox-drain boundary on this broker and machine`,
     durability: "broker only: persistent messages, publisher confirms; no datastore involved",
     workload: `${events} events of the alternating mix (rested, filled, filled, deal), ${result.bodyBytes} bytes on average`,
+    unit: "events",
     commands: events,
     warmup: 0,
     seconds: round(result.seconds, 3),
@@ -640,6 +649,7 @@ async function datastoreReport(
       "MULTI; HSET order; ZADD book; XADD event; SET processed-command EX; EXEC, sequential per connection, one partition key space per connection; under aof-replicated each EXEC is followed by the durability wait (WAITAOF 1 1 in short slices); the memory rows skip that wait but the server still runs its own appendfsync (shown below)",
     durability: "both: memory and aof-replicated rows below",
     workload: "synthetic commit shape of one command",
+    unit: "transactions",
     commands: durable.transactions,
     warmup: 0,
     seconds: round(durable.seconds, 3),
@@ -709,7 +719,7 @@ async function outboxDrainReport(
   return outboxDrainToReport(result, config, environment, events);
 }
 
-function outboxDrainToReport(
+export function outboxDrainToReport(
   result: Record<string, unknown>,
   config: Config,
   environment: Record<string, string>,
@@ -722,6 +732,10 @@ function outboxDrainToReport(
   const received = num("received");
   const retries = num("publishRetries");
   const deadLetters = num("deadLetters");
+  // Confirmed publishes, copies included: a republish after a failed stream acknowledgement
+  // counts no retry, and its copy may reach the sink only after the counts were read (or,
+  // with a queued sink, never be read at all), so this is what shows it.
+  const published = num("published");
   const extra: BenchReport["extra"] = {
     window: config.outboxWindow,
     readCount: config.outboxReadCount,
@@ -732,8 +746,8 @@ function outboxDrainToReport(
     firstEventSeconds: num("firstEventSeconds"),
     lastEventSeconds: num("lastEventSeconds"),
     sinkReadSeconds: num("sinkReadSeconds"),
-    published: num("published"),
     unroutable: num("unroutable"),
+    foreignMessages: num("foreignMessages"),
     confirmLatencyNote:
       "from the outbox's confirm histogram: bucket upper bounds, not exact percentiles",
   };
@@ -746,6 +760,7 @@ function outboxDrainToReport(
     }`,
     durability: `${config.durability} (checked at outbox boot); the stream is acknowledged only after broker confirms`,
     workload: `${events} events of the alternating mix (rested, filled, filled, deal)`,
+    unit: "events",
     commands: events,
     warmup: 0,
     seconds: num("drainSeconds"),
@@ -758,9 +773,15 @@ function outboxDrainToReport(
       max: ms(confirm.max),
     },
     invariants: {
-      ok: received === events && num("duplicates") === 0 && retries === 0 && deadLetters === 0,
+      ok:
+        received === events &&
+        published === events &&
+        num("duplicates") === 0 &&
+        retries === 0 &&
+        deadLetters === 0,
       eventsReceivedBySinks: received,
       eventsExpected: events,
+      eventsPublished: published,
       duplicatesReceived: num("duplicates"),
       outboxRetries: retries,
       outboxDeadLetters: deadLetters,

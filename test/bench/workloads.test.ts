@@ -1,7 +1,7 @@
 // Workload generators are deterministic and produce contract-shaped commands; the domain bench
 // runs end to end on a tiny input (no timing assertions: targets live in benchmarks).
 
-import { expect, test } from "bun:test";
+import { expect, spyOn, test } from "bun:test";
 import { runDomainBench } from "../../src/bench/domain-bench";
 import { renderReport } from "../../src/bench/report";
 import { createWorkload, deterministicUuid, workloadNames } from "../../src/bench/workloads";
@@ -41,6 +41,33 @@ test("runDomainBench reports invariants for a short alternating run", () => {
   });
   expect(report.extra.events).toBe(4000);
   expect(renderReport(report)).toContain("pure-domain");
+});
+
+test("a mixed run that got a duplicate outcome fails its invariants (its command ids are all distinct)", () => {
+  const clean = runDomainBench({ workload: "mixed", commands: 2000, seed: 1, warmup: 0 });
+  expect(clean.invariants).toMatchObject({ ok: true, noDuplicates: true });
+  // The fault: an id index that takes one new order id for one it has seen, once, in the
+  // timed commands (after the prefill's).
+  const prefill = createWorkload("mixed", { seed: 1 }).prefill().length;
+  const original = MatchingEngine.prototype.apply;
+  let calls = 0;
+  let faulted = false;
+  const spy = spyOn(MatchingEngine.prototype, "apply").mockImplementation(function (
+    this: MatchingEngine,
+    command,
+    alreadyAccepted,
+  ) {
+    const fault = ++calls > prefill + 100 && command.type === "order.place" && !faulted;
+    if (fault) faulted = true;
+    return original.call(this, command, alreadyAccepted || fault);
+  });
+  try {
+    const faulty = runDomainBench({ workload: "mixed", commands: 2000, seed: 1, warmup: 0 });
+    expect(faulted).toBe(true);
+    expect(faulty.invariants).toMatchObject({ ok: false, noDuplicates: false });
+  } finally {
+    spy.mockRestore();
+  }
 });
 
 test("the alternating and multi-pair workloads know exactly what they leave", () => {
