@@ -6,16 +6,14 @@ set -euo pipefail
 
 [ -x /usr/bin/chromium ] && exit 0
 
-as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/apt.sh
+. scripts/apt.sh
 log=$(mktemp -t matchd-install-chromium-XXXXXX)
 trap 'rm -f "$log"' EXIT
 printf 'install-chromium: installing Debian package chromium\n' >&2
-# Waits for the dpkg lock a freshly booted machine's apt timers may hold (setup.sh, which
-# runs first, has already waited for the lists lock through its update).
-wait_locks=(-o DPkg::Lock::Timeout=300)
-if ! { as_root apt-get "${wait_locks[@]}" update -qq &&
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get "${wait_locks[@]}" install -y -qq --no-install-recommends \
-    chromium fonts-dejavu-core; } >"$log" 2>&1; then
+# apt_update retries while a freshly booted machine's apt timers hold the lists lock.
+if ! { apt_update && apt_install --no-install-recommends chromium fonts-dejavu-core; } >"$log" 2>&1; then
   cat "$log" >&2
   exit 1
 fi

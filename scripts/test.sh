@@ -12,8 +12,22 @@ node_modules/.bin/tsc --noEmit -p .
 node_modules/.bin/biome check src test bench
 
 stack_dir=$(mktemp -d -t matchd-test-stack-XXXXXX)
+# Tests start servers of their own (restarts, outages, boot refusals) in temp dirs, and stop
+# them in afterAll, which an interrupt skips: their temp dirs live under $stack_dir, so the
+# cleanup can find whatever is left running there.
+mkdir "$stack_dir/tmp"
+export TMPDIR="$stack_dir/tmp"
 cleanup() {
   ./matchd stack down --dir "$stack_dir" >/dev/null 2>&1 || true
+  local cwd pid
+  for cwd in /proc/[0-9]*/cwd; do
+    case "$(readlink "$cwd" 2>/dev/null)" in
+      "$stack_dir"/*)
+        pid=${cwd#/proc/}
+        kill -KILL "${pid%/cwd}" 2>/dev/null || true
+        ;;
+    esac
+  done
   rm -rf "$stack_dir"
 }
 trap cleanup EXIT
