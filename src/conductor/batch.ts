@@ -236,7 +236,24 @@ function countOutcome(tally: OutcomeTally, result: CommandResult): void {
   else if (result.orderStatus === "cancelled") tally.cancelled++;
 }
 
+/**
+ * Decodes one delivery, never throwing: a decoder fault on one message (a bug, since every
+ * input should come back a reject) must not fail its batch, which would be redelivered and
+ * fail again for ever, holding up every command behind it. The message is dead-lettered
+ * with the fault as its reason instead, and its sender gets a rejected reply.
+ */
 function decodeDelivery(context: BatchContext, delivery: Delivery): Decoded {
+  try {
+    return decodeDeliveryUnguarded(context, delivery);
+  } catch (error) {
+    return {
+      kind: "unreadable",
+      reason: `the decoder failed on it: ${error instanceof Error ? error.message : String(error)}`,
+    };
+  }
+}
+
+function decodeDeliveryUnguarded(context: BatchContext, delivery: Delivery): Decoded {
   const { config, engine, metrics } = context;
   const body = decodeBody(delivery.message.content);
   if (!body.ok) return { kind: "unreadable", reason: body.reason };

@@ -23,8 +23,11 @@ export function queryRoutes(
       });
     }
     app.get("/books/:pairId", (c) => {
-      const pairId = Number(c.req.param("pairId"));
-      const depth = Number(c.req.query("depth") ?? "10");
+      // Plain decimal digits only: Number() also takes "1e3", "0x10", " 1" and "1.0".
+      const pairText = c.req.param("pairId");
+      const depthText = c.req.query("depth") ?? "10";
+      const pairId = /^[1-9]\d{0,14}$/.test(pairText) ? Number(pairText) : Number.NaN;
+      const depth = /^[1-9]\d{0,3}$/.test(depthText) ? Number(depthText) : Number.NaN;
       if (!Number.isSafeInteger(pairId) || pairId <= 0)
         return c.json({ error: "pairId must be a positive integer" }, 400);
       if (!Number.isSafeInteger(depth) || depth < 1 || depth > 1000) {
@@ -54,7 +57,8 @@ export function queryRoutes(
           // leaves even an old result unconfirmed): it could still be lost.
           return c.json({ error: `stored result not confirmed durable: ${error.message}` }, 503);
         }
-        return c.json({ error: `datastore unavailable: ${(error as Error).message}` }, 503);
+        // The error's text names internal hosts and ports: not for whoever asks.
+        return c.json({ error: "datastore unavailable" }, 503);
       }
     });
   };

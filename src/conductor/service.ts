@@ -28,7 +28,6 @@ interface InFlight {
   committed: CommittedBatch;
   /** Resolves when the batch (and everything committed before it) is durable. */
   durable: Promise<number>;
-  committedAt: number;
 }
 
 export class Conductor {
@@ -172,13 +171,19 @@ export class Conductor {
           batch,
         );
         const committedAt = performance.now();
+        // Timed on the wait itself: finish() runs only after the next batch was decoded,
+        // matched and committed, so timing there would add those stages to this one.
         const durable =
           this.config.durability === "aof-replicated"
-            ? this.store.waitDurable(this.config.durabilityTimeoutMs, connection)
+            ? this.store
+                .waitDurable(this.config.durabilityTimeoutMs, connection)
+                .finally(() =>
+                  this.metrics.durabilityWait.observe((performance.now() - committedAt) / 1000),
+                )
             : Promise.resolve(0);
         // Observed by finish(); this only keeps an early rejection from being "unhandled".
         durable.catch(() => undefined);
-        inFlight.push({ batch, committed, durable, committedAt });
+        inFlight.push({ batch, committed, durable });
       } catch (error) {
         await this.fail([...inFlight.flatMap((f) => f.batch), ...batch], error, inFlight);
         inFlight.length = 0;
@@ -199,7 +204,6 @@ export class Conductor {
     const items = committed.items;
     try {
       await entry.durable;
-      this.metrics.durabilityWait.observe((performance.now() - entry.committedAt) / 1000);
       const deadLetters = items.filter((item) => item.deadLetterReason !== undefined);
       if (deadLetters.length > 0) {
         await this.consumer.deadLetter(

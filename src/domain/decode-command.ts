@@ -78,6 +78,15 @@ export function decodeCommand(value: unknown): DecodeResult {
   return decodeWithSchema(value);
 }
 
+/**
+ * The refused type for a reason text, never throwing: a superjson body can make it a BigInt
+ * or (through its referential equalities) an object that contains itself, which
+ * JSON.stringify refuses, and a throw here would fail the whole batch on every redelivery.
+ */
+function describeType(type: unknown): string {
+  return typeof type === "string" ? JSON.stringify(type).slice(0, 80) : `of kind ${typeof type}`;
+}
+
 /** The zod path alone: the reference the fast check is tested against. */
 export function decodeWithSchema(value: unknown): DecodeResult {
   const parsed = envelopeSchema.safeParse(value);
@@ -92,7 +101,7 @@ export function decodeWithSchema(value: unknown): DecodeResult {
   return {
     ok: false,
     code: unknownType ? ResultCodes.unknownCommandType : ResultCodes.badEnvelope,
-    reason: unknownType ? `unknown command type ${JSON.stringify(type).slice(0, 80)}` : reason,
+    reason: unknownType ? `unknown command type ${describeType(type)}` : reason,
     ...hints,
   };
 }

@@ -96,6 +96,9 @@ export class MatchingEngine {
   private lastBook: PairBook | undefined;
   /** Books held when the next new book first sweeps the empty ones (see dropEmptyBooks). */
   private sweepBooksAt = EMPTY_BOOKS_SWEEP_FLOOR;
+  /** Bumped by everything that may change the books, so digest() can reuse its last answer. */
+  private version = 0;
+  private digested: { version: number; digest: string } | undefined;
 
   constructor({ recentMemory = 100_000 }: MatchingEngineOptions = {}) {
     this.orders = new OrderIndex(recentMemory);
@@ -107,6 +110,7 @@ export class MatchingEngine {
    * cancel of it, unless it rests, finds it finished rather than unknown.
    */
   apply(command: CommandEnvelope, alreadyAccepted = false): CommandOutcome {
+    this.version++;
     if (command.type === "order.place") return this.place(command, alreadyAccepted);
     if (command.type === "order.cancel") return this.cancel(command, alreadyAccepted);
     const unknown = command as { type?: unknown };
@@ -690,6 +694,7 @@ export class MatchingEngine {
 
   /** Rebuilds state from the datastore; the next sequence stays above every loaded one. */
   loadRestingOrder(order: RestingOrder): void {
+    this.version++;
     const known = this.orders.get(order.id);
     if (known !== undefined && known !== FINISHED) loadFailure(order, "duplicate id");
     const price = parseScaledValue(order.price, order.priceDecimals);
@@ -787,8 +792,19 @@ export class MatchingEngine {
     invariant(seen === indexed, () => `index counts ${indexed} resting orders, holds ${seen}`);
   }
 
-  /** Canonical FNV-1a 64 hex digest of all books, independent of absolute sequence numbers. */
+  /**
+   * Canonical FNV-1a 64 hex digest of all books, independent of absolute sequence numbers.
+   * It walks every resting order (seconds for millions of them), so the answer is kept until
+   * the books may have changed: repeated queries of idle books cost nothing.
+   */
   digest(): string {
+    if (this.digested?.version === this.version) return this.digested.digest;
+    const digest = this.computeDigest();
+    this.digested = { version: this.version, digest };
+    return digest;
+  }
+
+  private computeDigest(): string {
     const engine = this;
     return digestOrders(
       (function* () {
@@ -815,6 +831,7 @@ export class MatchingEngine {
   }
 
   clear(): void {
+    this.version++;
     this.books.clear();
     this.lastBook = undefined;
     this.sweepBooksAt = EMPTY_BOOKS_SWEEP_FLOOR;

@@ -320,8 +320,8 @@ export class OutboxStream {
 
   /**
    * Pending count, length and oldest entry, read on `valkey` (the metrics connection);
-   * zeros when the stream or group is missing, null when the datastore is unreachable.
-   * Never throws.
+   * zeros when the stream or group is missing, null when the datastore is unreachable or
+   * answers with an error. Never throws.
    */
   async stats(valkey: Valkey): Promise<StreamStats | null> {
     try {
@@ -333,14 +333,18 @@ export class OutboxStream {
         .exec();
       if (!reply) return null;
       const [lengthReply, pendingReply, oldestReply] = reply;
-      const length = lengthReply?.[0] ? 0 : Number(lengthReply?.[1] ?? 0);
-      // XPENDING fails with NOGROUP while the group is missing: that is 0 pending, not an error.
-      const pending = pendingReply?.[0]
+      // XPENDING fails with NOGROUP while the group is missing: that is 0 pending. Any other
+      // failed reply (a command timeout, a lost connection: ioredis resolves the pipeline with
+      // each command's error) means nothing is known, and zeros would read as "drained".
+      const pendingMissing = pendingReply?.[0] ? isMissingGroup(pendingReply[0]) : false;
+      if (lengthReply?.[0] || oldestReply?.[0] || (pendingReply?.[0] && !pendingMissing)) {
+        return null;
+      }
+      const length = Number(lengthReply?.[1] ?? 0);
+      const pending = pendingMissing
         ? 0
         : Number((pendingReply?.[1] as unknown[] | undefined)?.[0] ?? 0);
-      const oldest = oldestReply?.[0]
-        ? []
-        : ((oldestReply?.[1] as [string, string[]][] | undefined) ?? []);
+      const oldest = (oldestReply?.[1] as [string, string[]][] | undefined) ?? [];
       const first = oldest[0]?.[0];
       return { pending, length, oldestEntryMs: first ? entryTimeMs(first) : null };
     } catch {

@@ -122,6 +122,60 @@ describe("group commit", () => {
     }
   }, 120_000);
 
+  test("bodies the decoders once threw on, and a decoder fault, are refused without failing their batch", async () => {
+    await store.deleteAll();
+    const config = conductorConfig(partition);
+    const conductorStore = new ConductorStore(store.valkey, store.keys);
+    const { epoch } = await conductorStore.claimOwnership();
+    const context = {
+      config,
+      engine: new MatchingEngine(),
+      store: conductorStore,
+      keys: store.keys,
+      metrics: createConductorMetrics(
+        config,
+        () => 0,
+        () => 0,
+      ),
+      epoch,
+      unacknowledged: new Map<string, number>(),
+    };
+    const raw = (body: string): Delivery => ({
+      message: {
+        content: Buffer.from(body),
+        fields: {},
+        properties: { headers: {} },
+      } as unknown as ConsumeMessage,
+      generation: 1,
+      receivedAtMs: 0,
+    });
+    // superjson makes `type` a BigInt, or the envelope itself (a cycle): JSON.stringify of
+    // either threw while the refusal's reason was written, failing the batch on every retry.
+    const bigintType = raw(
+      '{"json":{"commandId":"poison-1","type":"1"},"meta":{"values":{"type":["bigint"]}}}',
+    );
+    const cyclicType = raw(
+      '{"json":{"commandId":"poison-2","type":null},"meta":{"referentialEqualities":[["type"]]}}',
+    );
+    // A fault injected into the decoding itself: reading the body throws.
+    const faulty = raw("{}");
+    Object.defineProperty(faulty.message, "content", {
+      get() {
+        throw new Error("injected decoder fault");
+      },
+    });
+    const workload = createWorkload("alternating", { seed: 5, partition, partitionCount });
+    const good = workload.next(0);
+    const { items } = await commitBatch(context, [bigintType, cyclicType, faulty, delivery(good)]);
+    const results = items.map((item) => JSON.parse(item.resultJson ?? "{}"));
+    expect(results[0]).toMatchObject({ commandId: "poison-1", status: "rejected" });
+    expect(results[0].reason).toContain("unknown command type of kind bigint");
+    expect(results[1]).toMatchObject({ commandId: "poison-2", status: "rejected" });
+    expect(items[2]!.deadLetterReason).toContain("injected decoder fault");
+    expect(results[2]).toMatchObject({ commandId: "unidentified", status: "rejected" });
+    expect(results[3]).toMatchObject({ commandId: good.commandId, status: "accepted" });
+  });
+
   test("an order that rests and fills inside one batch writes no order hash", async () => {
     const workload = createWorkload("alternating", { seed: 3, partition, partitionCount });
     const commands = [workload.next(0), workload.next(1)];
