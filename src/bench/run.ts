@@ -248,8 +248,11 @@ async function runWithStack(
   // would otherwise leave its detached servers running.
   // `on`, not `once`: a second Ctrl-C while the cleanup runs must not end the process
   // before it (the default action), leaving a server behind.
+  // SIGHUP too: a closed terminal or a dropped ssh session ends the bench with it, and the
+  // stack's servers run in sessions of their own, so nothing else would stop them.
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
+  process.on("SIGHUP", onSignal);
   let active: BenchStack;
   try {
     starting = ensureStack({
@@ -461,6 +464,7 @@ async function runWithStack(
     } finally {
       process.off("SIGINT", onSignal);
       process.off("SIGTERM", onSignal);
+      process.off("SIGHUP", onSignal);
     }
   }
 }

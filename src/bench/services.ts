@@ -123,7 +123,9 @@ export async function startService(
         `${name} exited with ${child.exitCode} before it was ready:\n${logTail.join("\n")}`,
       );
     }
-    const ready = await fetch(`${url}/readyz`).then(
+    // Bounded: a service that accepts the connection and never answers would hold the wait
+    // well past its deadline (fetch's own idle timeout is minutes).
+    const ready = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1000) }).then(
       (r) => r.status === 200,
       () => false,
     );

@@ -128,6 +128,9 @@ export async function startRabbitmq({
     `${dir}/rabbitmq.conf`,
     [
       `listeners.tcp.default = 127.0.0.1:${nodePort}`,
+      // The inter-node (distribution) port would otherwise listen on every interface,
+      // guarded only by the cookie; this node never has peers.
+      "distribution.listener.interface = 127.0.0.1",
       `load_definitions = ${dir}/definitions.json`,
       "",
     ].join("\n"),

@@ -1,7 +1,7 @@
 // Starts the real private stack (Valkey primary + replica, RabbitMQ) from a process that
 // exits right away, checks the contract's durability and queue guarantees, then stops it.
 import { afterAll, describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync, rmSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { connect } from "amqplib";
 import Redis from "ioredis";
@@ -141,6 +141,39 @@ describe("local stack", () => {
     for (const task of schedulers) {
       expect(allowed(readFileSync(`/proc/${beam}/task/${task}/status`, "utf8"))).toBe(nodeCores);
     }
+  });
+
+  test("every port the stack's servers listen on is on loopback only", () => {
+    // Sockets by inode from /proc/net/tcp{,6}: state 0A is LISTEN; the address is hex.
+    const listening = new Map<string, string>();
+    for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+      for (const line of readFileSync(table, "utf8").split("\n").slice(1)) {
+        const fields = line.trim().split(/\s+/);
+        if (fields[3] === "0A") listening.set(fields[9]!, fields[1]!);
+      }
+    }
+    const loopback = new Set(["0100007F", "00000000000000000000000001000000"]);
+    let seen = 0;
+    const exposed: string[] = [];
+    for (const pid of Object.values(info.pids)) {
+      for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+        let target: string;
+        try {
+          target = readlinkSync(`/proc/${pid}/fd/${fd}`);
+        } catch {
+          continue;
+        }
+        const inode = /^socket:\[(\d+)\]$/.exec(target)?.[1];
+        const address = inode === undefined ? undefined : listening.get(inode);
+        if (address === undefined) continue;
+        seen++;
+        if (!loopback.has(address.split(":")[0]!)) exposed.push(`pid ${pid} listens on ${address}`);
+      }
+    }
+    // Before, RabbitMQ's inter-node (distribution) port listened on every interface.
+    expect(exposed).toEqual([]);
+    // Primary, replica, AMQP, the distribution port and epmd at least.
+    expect(seen).toBeGreaterThanOrEqual(5);
   });
 
   test("stackDown stops every recorded process and leaves none behind", async () => {
