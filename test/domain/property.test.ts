@@ -19,7 +19,7 @@ const users = ["u1", "u2", "u3"];
 const stps = ["none", "none", "cancel-taker", "cancel-maker", "cancel-both"] as const;
 
 const opArb = fc.record({
-  kind: fc.integer({ min: 0, max: 19 }),
+  kind: fc.integer({ min: 0, max: 22 }),
   side: fc.boolean(),
   price: fc.integer({ min: 0, max: prices.length - 1 }),
   volume: fc.integer({ min: 0, max: volumes.length - 1 }),
@@ -27,8 +27,17 @@ const opArb = fc.record({
   stp: fc.integer({ min: 0, max: stps.length - 1 }),
   ref: fc.nat(),
   bad: fc.integer({ min: 0, max: badDecimals.length - 1 }),
-  pair: fc.integer({ min: 1, max: 2 }),
+  pair: fc.integer({ min: 1, max: 3 }),
 });
+
+/**
+ * Each pair's precisions: pairs 1 and 2 round quotes (two quote decimals for one price and two
+ * amount decimals), pair 3 quotes exactly (six quote decimals for two and three).
+ */
+const precisions = (pairId: number) =>
+  pairId === 3
+    ? { priceDecimals: 2, amountDecimals: 3, quoteDecimals: 6 }
+    : { priceDecimals: 1, amountDecimals: 2, quoteDecimals: 2 };
 type Op = typeof opArb extends fc.Arbitrary<infer T> ? T : never;
 
 /** Turns abstract ops into concrete commands; `ids` collects every order id used so far. */
@@ -68,9 +77,7 @@ function toCommand(
     volume: volumes[op.volume]!,
     volumeTotal: volumes[op.volume]!,
     quoteVolume: "0",
-    priceDecimals: 1,
-    amountDecimals: 2,
-    quoteDecimals: 2,
+    ...precisions(op.pair),
     stp: stps[op.stp]!,
   };
   switch (op.kind) {
@@ -122,6 +129,28 @@ function toCommand(
       break;
     case 16:
       break; // re-uses an earlier id: a duplicate when that order was accepted
+    case 20:
+      // Post-only with a market order or a time in force: refused or never taking.
+      payload.postOnly = true;
+      if (op.side) {
+        payload.type = "market";
+        payload.price = "0";
+      } else payload.timeInForce = op.bad % 2 === 0 ? "ioc" : "fok";
+      break;
+    case 21:
+      // A quote-sized market bid with a time in force (FOK is refused as unsupported).
+      payload.type = "market";
+      payload.side = "bid";
+      payload.price = "0";
+      payload.volume = "0";
+      payload.volumeTotal = "0";
+      payload.quoteVolume = ["10", "2.5", "0.1", "100"][op.volume % 4]!;
+      payload.timeInForce = op.bad % 2 === 0 ? "ioc" : "fok";
+      break;
+    case 22:
+      // Already executed in part before this command (volume below volumeTotal).
+      payload.volumeTotal = "9.99";
+      break;
     case 19:
       return { command: { ...base, type: "order.place", payload }, alreadyAccepted: true };
   }
@@ -135,6 +164,8 @@ test(`engine agrees with the reference book (seed ${propertySeed})`, () => {
       const engine = new MatchingEngine();
       const reference = new ReferenceBook();
       const ids: string[] = [];
+      // The book as the outcomes' changes describe it, which the conductor writes.
+      const mirror = new Map<string, string>();
       ops.forEach((op, index) => {
         const { command, alreadyAccepted } = toCommand(op, index, ids);
         const actual = engine.apply(command, alreadyAccepted);
@@ -144,6 +175,13 @@ test(`engine agrees with the reference book (seed ${propertySeed})`, () => {
         engine.check();
         expect(engine.digest()).toBe(reference.digest());
         expect(engine.restingOrderCount()).toBe(reference.restingCount());
+        for (const change of actual.changes) {
+          if (change.op === "put") mirror.set(change.order.id, JSON.stringify(change.order));
+          else expect(mirror.delete(change.order.id)).toBe(true);
+        }
+        const resting = [...engine.restingOrders()];
+        expect(resting.length).toBe(mirror.size);
+        for (const order of resting) expect(mirror.get(order.id)).toBe(JSON.stringify(order));
       });
     }),
     300,
