@@ -14,6 +14,8 @@ run() {
   printf 'bench: %s: ./matchd bench %s\n' "$name" "$*" >&2
   local code=0
   ./matchd bench "$@" --json > "$out/$name.json" || code=$?
+  # Interrupted (the bench exits 130 after stopping its stack): stop here, not at the next run.
+  if [ "$code" -ge 128 ]; then exit "$code"; fi
   if [ "$code" -ne 0 ]; then
     # Exit 1 with a report is a failed invariant; anything else (a crash, a usage error,
     # a refused durability policy) left no report.

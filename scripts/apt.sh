@@ -27,8 +27,18 @@ apt_update() {
 }
 
 # Installs Debian packages quietly, first finishing any install an interrupt cut short
-# (dpkg refuses every install until then).
+# (apt refuses every install until then), waiting while the apt timers hold dpkg's lock.
 apt_install() {
-  as_root dpkg --configure -a >/dev/null 2>&1 || true
+  if [ -n "$(dpkg --audit 2>/dev/null)" ]; then
+    local tries=0 out
+    until out=$(as_root env DEBIAN_FRONTEND=noninteractive dpkg --configure -a 2>&1); do
+      tries=$((tries + 1))
+      if ! printf '%s' "$out" | grep -qi 'lock' || [ "$tries" -ge 30 ]; then
+        printf '%s\n' "$out" >&2
+        return 1
+      fi
+      sleep 10
+    done
+  fi
   as_root env DEBIAN_FRONTEND=noninteractive apt-get "${apt_wait[@]}" install -y -qq "$@"
 }

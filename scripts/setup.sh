@@ -16,13 +16,13 @@ valkey_ok() {
 }
 
 # The URI of the machine's Debian archive in deb822 sources: the first enabled stanza listing
-# the codename as a suite and signed by Debian's archive key, or with `any`, failing that,
-# one whose URI ends in /debian (so another vendor's repository for the same codename is
-# never taken for it while a better candidate exists).
+# the suite ($1) and signed by Debian's archive key, or with `any`, failing that, one whose
+# URI ends in /debian (so another vendor's repository for the same codename is never taken
+# for it while a better candidate exists); with `any-uri`, any enabled stanza listing it.
 deb822_uri() {
   awk -v s="$1" -v mode="$2" '
     function flush() {
-      if (found == "" && suite && enabled && uri != "" && (debian || (mode == "any" && uri ~ /\/debian\/?$/))) found = uri
+      if (found == "" && suite && enabled && uri != "" && (debian || mode == "any-uri" || (mode == "any" && uri ~ /\/debian\/?$/))) found = uri
     }
     function reset() { uri = ""; suite = 0; debian = 0; enabled = 1 }
     FNR == 1 { flush(); reset() }
@@ -42,9 +42,11 @@ backports_added=0
 add_backports() {
   local codename uris
   codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
-  # An active (not commented-out) backports entry in a file apt reads is enough.
-  if grep -Eqs "^[^#]*[[:space:]]${codename}-backports([[:space:]]|$)" /etc/apt/sources.list \
-    /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; then return 0; fi
+  # An active backports entry in a file apt reads is enough: a one-line `deb` entry, or an
+  # enabled deb822 stanza listing the suite.
+  if grep -Eqs "^[[:space:]]*deb[[:space:]].*[[:space:]]${codename}-backports([[:space:]]|$)" \
+    /etc/apt/sources.list /etc/apt/sources.list.d/*.list; then return 0; fi
+  if [ -n "$(deb822_uri "${codename}-backports" any-uri)" ]; then return 0; fi
   uris=$(deb822_uri "$codename" signed)
   if [ -z "$uris" ] && [ -f /etc/apt/sources.list ]; then
     # One-line form, options in brackets skipped: deb [signed-by=...] URI suite components

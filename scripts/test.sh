@@ -11,7 +11,8 @@ bash scripts/install-chromium.sh
 node_modules/.bin/tsc --noEmit -p .
 node_modules/.bin/biome check src test bench
 
-stack_dir=$(mktemp -d -t matchd-test-stack-XXXXXX)
+# Resolved: /proc/*/cwd, which the cleanup compares with it, shows resolved paths.
+stack_dir=$(realpath "$(mktemp -d -t matchd-test-stack-XXXXXX)")
 # Tests start servers of their own (restarts, outages, boot refusals) in temp dirs, and stop
 # them in afterAll, which an interrupt skips: their temp dirs live under $stack_dir, so the
 # cleanup can find whatever is left running there.

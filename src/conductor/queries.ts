@@ -26,7 +26,7 @@ export function queryRoutes(
       // Plain decimal digits only: Number() also takes "1e3", "0x10", " 1" and "1.0".
       const pairText = c.req.param("pairId");
       const depthText = c.req.query("depth") ?? "10";
-      const pairId = /^[1-9]\d{0,14}$/.test(pairText) ? Number(pairText) : Number.NaN;
+      const pairId = /^[1-9]\d{0,15}$/.test(pairText) ? Number(pairText) : Number.NaN;
       const depth = /^[1-9]\d{0,3}$/.test(depthText) ? Number(depthText) : Number.NaN;
       if (!Number.isSafeInteger(pairId) || pairId <= 0)
         return c.json({ error: "pairId must be a positive integer" }, 400);

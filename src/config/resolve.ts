@@ -81,13 +81,22 @@ export function redactUrl(value: string): string {
 /**
  * The text with any URL password replaced by ***, parseable or not: a rejected value is
  * echoed in the error, and `amqp://user:secret@host:99999/` fails to parse yet holds a secret.
+ * Everything between the scheme (or the start) and the last @ is hidden but a user name: a
+ * password may itself hold a raw @ or /, and a malformed value (`amqp:/u:p@h`, `u:p@h`) is
+ * exactly what gets rejected and echoed. An @ further on, in a path, costs at worst a
+ * redacted host, never a revealed secret.
  */
 export function redactCredentials(text: string): string {
-  // Up to the last @ of the value: a password may itself hold a raw @ or / (a generated
-  // secret often does, and is then no longer a valid URL). An @ further on, in a path,
-  // costs at worst a redacted host, never a revealed secret.
-  // A query item named like a credential (ioredis reads `?password=`) is hidden as well.
-  return text
-    .replace(/(\/\/[^/@:\s]*:)\S*@/g, "$1***@")
-    .replace(/([?&][^=&#\s]*(?:pass|secret|token|key)[^=&#\s]*=)[^&#\s]*/gi, "$1***");
+  let out = text;
+  const at = text.lastIndexOf("@");
+  if (at >= 0) {
+    const scheme = /^[a-z][\w+.-]*:\/{0,2}/i.exec(text)?.[0] ?? "";
+    const userinfo = text.slice(scheme.length, at);
+    const colon = userinfo.indexOf(":");
+    const user =
+      colon >= 0 && !/[/\s]/.test(userinfo.slice(0, colon)) ? userinfo.slice(0, colon + 1) : "";
+    out = `${scheme}${user}***${text.slice(at)}`;
+  }
+  // A query item named as a credential (ioredis reads `?password=`) is hidden as well.
+  return out.replace(/([?&](?:password|passwd|pass|pwd|secret|token|auth)=)[^&#\s]*/gi, "$1***");
 }

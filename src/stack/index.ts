@@ -117,11 +117,11 @@ export async function stackUp({
       );
     }
   }
+  // A previous stack's env and wrapper name ports that may be someone else's by now: a
+  // failed start (missing binaries included) must not leave them for a script to source.
+  for (const file of ["env", "rabbitmqctl"]) rmSync(`${root}/${file}`, { force: true });
   checkBinaries();
   for (const sub of OWN_SUBDIRS) rmSync(`${root}/${sub}`, { recursive: true, force: true });
-  // A previous stack's env and wrapper name ports that may be someone else's by now: a
-  // failed start must not leave them behind for a script to source.
-  for (const file of ["env", "rabbitmqctl"]) rmSync(`${root}/${file}`, { force: true });
   mkdirSync(root, { recursive: true });
 
   const started = Date.now();

@@ -125,6 +125,12 @@ describe("resolveConfig", () => {
     if (slash.ok) return;
     expect(slash.problems.join("\n")).not.toContain("q+Zr");
     expect(slash.problems.join("\n")).toContain("amqp://matchd:***@rabbit/matchq");
+    // Malformed values are the ones rejected and echoed: no // after the scheme, or none.
+    for (const value of ["amqp:/matchd:S3cretPw@rabbit:5672", "matchd:S3cretPw@rabbit:5672"]) {
+      const malformed = resolveConfig({ MATCHING_BROKER_URL: value }, new Map(), "conductor");
+      expect(malformed.ok).toBe(false);
+      if (!malformed.ok) expect(malformed.problems.join("\n")).not.toContain("S3cretPw");
+    }
   });
 
   test("every bad value is reported, naming variable, flag and accepted values", () => {
