@@ -6,6 +6,7 @@ import {
   findBinary,
   freePorts,
   isRunning,
+  processStartTicks,
   type RecordedProcess,
   SETUP_HINT,
   StackError,
@@ -101,6 +102,11 @@ export async function stackUp({
   log?: (line: string) => void;
 }): Promise<StackInfo> {
   const root = resolve(dir);
+  mkdirSync(root, { recursive: true });
+  return withDirLock(root, "stack up", () => stackUpLocked(root, log));
+}
+
+async function stackUpLocked(root: string, log: (line: string) => void): Promise<StackInfo> {
   const existing = readRecord(root);
   if (existing !== undefined) {
     const running = existing.processes.filter((p) => isRunning(p.pid, p.startTicks));
@@ -240,6 +246,62 @@ function writeRabbitmqctlWrapper(root: string, node: RunningRabbitmq): void {
  */
 export async function stackDown({ dir }: { dir: string }): Promise<{ stopped: string[] }> {
   const root = resolve(dir);
+  if (!existsSync(root)) return { stopped: [] };
+  return withDirLock(root, "stack down", () => stackDownLocked(root));
+}
+
+/**
+ * Runs `action` holding `root/.lock` (created exclusively, holding the holder's pid and start
+ * time): without it, two commands on one directory interleave, e.g. a second `stack up`
+ * clearing the data under the first one's servers, or a `stack down` stopping a start
+ * half-way that then goes on spawning. A lock whose holder is gone (a crash, a kill -9) is
+ * taken over; one whose holder runs is refused at once rather than waited for. Within one
+ * process the lock is shared (see below).
+ */
+async function withDirLock<T>(root: string, what: string, action: () => Promise<T>): Promise<T> {
+  const path = `${root}/.lock`;
+  const mine = `${process.pid} ${processStartTicks(process.pid) ?? 0}\n`;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      writeFileSync(path, mine, { flag: "wx" });
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST" || attempt >= 50) throw error;
+    }
+    let holder: string;
+    try {
+      holder = readFileSync(path, "utf8");
+    } catch {
+      continue; // released meanwhile: try again
+    }
+    const match = /^(\d+) (\d+)\n$/.exec(holder);
+    if (match === null) {
+      // Being written this instant (or truncated by a crash): look again shortly.
+      await Bun.sleep(20);
+      if (attempt >= 25) rmSync(path, { force: true });
+      continue;
+    }
+    const pid = Number(match[1]);
+    const startTicks = Number(match[2]);
+    // This process's own start still holds it: the bench stops a start it cut short (a
+    // Ctrl-C) while that start runs, on purpose; the holder releases it.
+    if (`${pid} ${startTicks}\n` === mine) return action();
+    if (isRunning(pid, startTicks || undefined)) {
+      throw new StackError(
+        "busy",
+        `${what}: another matchd (pid ${pid}) is starting or stopping the stack in ${root}; let it finish, then try again`,
+      );
+    }
+    rmSync(path, { force: true });
+  }
+  try {
+    return await action();
+  } finally {
+    rmSync(path, { force: true });
+  }
+}
+
+async function stackDownLocked(root: string): Promise<{ stopped: string[] }> {
   const record = readRecord(root);
   if (record === undefined) return { stopped: [] };
   const byName = (names: string[]) => record.processes.filter((p) => names.includes(p.name));

@@ -18,7 +18,8 @@ export type StackErrorCode =
   | "start-failed"
   | "timeout"
   | "stale-stack"
-  | "stop-failed";
+  | "stop-failed"
+  | "busy";
 
 /** An operating error of the local stack; `code` says which step failed. */
 export class StackError extends Error {

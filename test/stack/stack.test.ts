@@ -1,7 +1,14 @@
 // Starts the real private stack (Valkey primary + replica, RabbitMQ) from a process that
 // exits right away, checks the contract's durability and queue guarantees, then stops it.
 import { afterAll, describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
+import {
+  existsSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { connect } from "amqplib";
 import Redis from "ioredis";
@@ -255,5 +262,30 @@ describe("startValkey", () => {
     });
     await expect(attempt).rejects.toMatchObject({ code: "start-failed" });
     await expect(attempt).rejects.toThrow(/no-such-directive/);
+  });
+});
+
+describe("the stack directory's lock", () => {
+  test("a start or stop while another live process holds the directory is refused; a dead holder's lock is taken over", async () => {
+    const locked = tempDir("matchd-stack-lock-");
+    // A live holder that is not this process: a sleeping child.
+    const holder = Bun.spawn(["sleep", "30"]);
+    try {
+      // Its start time (field 22 of /proc/PID/stat), which the lock records beside the pid.
+      const stat = readFileSync(`/proc/${holder.pid}/stat`, "utf8");
+      const ticks = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+      writeFileSync(join(locked, ".lock"), `${holder.pid} ${ticks}\n`);
+      const up = await stackUp({ dir: locked }).catch((error: unknown) => error);
+      expect(up).toBeInstanceOf(StackError);
+      expect((up as StackError).code).toBe("busy");
+      const down = await stackDown({ dir: locked }).catch((error: unknown) => error);
+      expect((down as StackError).code).toBe("busy");
+    } finally {
+      holder.kill();
+      await holder.exited;
+    }
+    // The holder is gone: its lock is stale, taken over, and released afterwards.
+    expect(await stackDown({ dir: locked })).toEqual({ stopped: [] });
+    expect(existsSync(join(locked, ".lock"))).toBe(false);
   });
 });
