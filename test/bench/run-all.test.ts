@@ -6,6 +6,7 @@
 import { afterAll, expect, test } from "bun:test";
 import { chmodSync, copyFileSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { runToEnd } from "../support/run-to-end";
 import { tempDir } from "../support/temp-dir";
 
 const root = tempDir("matchd-run-all-");
@@ -41,17 +42,10 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 async function runAll(env: Record<string, string> = {}) {
   rmSync(join(root, "calls.log"), { force: true });
-  const child = Bun.spawn(["bash", "bench/run-all.sh"], {
+  const { stdout, stderr, code } = await runToEnd(["bash", "bench/run-all.sh"], {
     cwd: root,
     env: { ...process.env, ...env },
-    stdout: "pipe",
-    stderr: "pipe",
   });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited,
-  ]);
   const calls = await Bun.file(join(root, "calls.log")).text();
   return { stdout, stderr, code, calls: calls.trim().split("\n") };
 }

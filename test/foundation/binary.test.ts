@@ -6,6 +6,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { runToEnd } from "../support/run-to-end";
 import { tempDir } from "../support/temp-dir";
 
 const binary = join(import.meta.dir, "../../matchd");
@@ -26,7 +27,7 @@ describe("compiled matchd", () => {
     const env = { ...process.env };
     delete env.MATCHING_PARTITION;
     delete env.MATCHING_DURABILITY;
-    const child = Bun.spawn(
+    const { stdout, stderr, code } = await runToEnd(
       [
         binary,
         "check",
@@ -35,13 +36,8 @@ describe("compiled matchd", () => {
         "--broker-url",
         "amqp://127.0.0.1:1",
       ],
-      { cwd: dir, env, stdout: "pipe", stderr: "pipe" },
+      { cwd: dir, env },
     );
-    const [stdout, stderr, code] = await Promise.all([
-      new Response(child.stdout).text(),
-      new Response(child.stderr).text(),
-      child.exited,
-    ]);
     // A valid config against unreachable servers: the checks fail (3), the config does not (2).
     expect({ code, stderr }).toEqual({ code: 3, stderr: "" });
     expect(stdout).toContain("FAIL datastore reachable");

@@ -8,23 +8,15 @@ import { join } from "node:path";
 import Redis from "ioredis";
 import { type RunningValkey, startValkey } from "../../src/stack/index";
 import { eventually } from "../support/eventually";
+import { runToEnd } from "../support/run-to-end";
 import { matchdCommand, spawnMatchd, stackStartTimeoutMs, testStack } from "../support/stack";
 import { tempDir } from "../support/temp-dir";
 
-async function matchd(args: string[], env: Record<string, string>) {
-  const child = Bun.spawn([...matchdCommand, ...args], {
+function matchd(args: string[], env: Record<string, string>) {
+  return runToEnd([...matchdCommand, ...args], {
     env: { ...process.env, MATCHING_DURABILITY_TIMEOUT_MS: "500", ...env },
-    stdout: "pipe",
-    stderr: "pipe",
+    killAfterMs: 30_000,
   });
-  const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited,
-  ]);
-  clearTimeout(timer);
-  return { stdout, stderr, code };
 }
 
 describe("durability policy at boot", () => {

@@ -1,19 +1,10 @@
 /** The executable's surface: version, help, usage errors (exit 2) and bad config (exit 2, nothing started). */
 import { describe, expect, test } from "bun:test";
+import { runToEnd } from "../support/run-to-end";
 import { matchdCommand } from "../support/stack";
 
-async function matchd(args: string[], env: Record<string, string> = {}) {
-  const child = Bun.spawn([...matchdCommand, ...args], {
-    env: { ...process.env, ...env },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited,
-  ]);
-  return { stdout, stderr, code };
+function matchd(args: string[], env: Record<string, string> = {}) {
+  return runToEnd([...matchdCommand, ...args], { env: { ...process.env, ...env } });
 }
 
 describe("matchd CLI", () => {
