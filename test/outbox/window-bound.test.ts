@@ -57,100 +57,100 @@ function stubPublisher(holdFirst = true) {
   };
 }
 
-test("a confirm that never arrives stops publishing at the window; confirmed events do not pile up behind it", async () => {
+/**
+ * A delivery loop (window 10) over a fresh partition holding `events` entries, with its lease
+ * and `openPublisher` for each session's channel; `stop()` ends it and deletes its keys.
+ */
+async function deliveryOver(
+  events: number,
+  openPublisher: () => Promise<EventPublisher>,
+  { leaseTtlMs = 10_000, settleTimeoutMs }: { leaseTtlMs?: number; settleTimeoutMs?: number } = {},
+) {
   const partition = uniquePartition();
-  const [reader, writer, control] = [0, 1, 2].map(() => new Redis(stack.datastoreUrl));
-  connections.push(reader!, writer!, control!);
+  const [reader, writer, control] = [0, 1, 2].map(() => new Redis(stack.datastoreUrl)) as [
+    Redis,
+    Redis,
+    Redis,
+  ];
+  connections.push(reader, writer, control);
   const keys = partitionKeys(partition);
-  await writeEvents(writer!, partition, 0, 200);
+  await writeEvents(writer, partition, 0, events);
   const log = createLogger("error");
-  const stub = stubPublisher();
   const lease = new PartitionLease({
-    valkey: control!,
+    valkey: control,
     key: keys.outboxLease,
     ownerId: `window-test-${partition}`,
-    ttlMs: 10_000,
+    ttlMs: leaseTtlMs,
     log,
     onChange: (held) => loop.leaseChanged(held),
   });
   const loop: DeliveryLoop = new DeliveryLoop({
-    stream: new OutboxStream(reader!, writer!, keys, outboxConsumerGroup, `window-${partition}`),
+    stream: new OutboxStream(reader, writer, keys, outboxConsumerGroup, `window-${partition}`),
     lease,
     metrics: createOutboxMetrics(new MetricsRegistry(), () => 0),
     log,
-    openPublisher: async () => stub.publisher,
+    openPublisher,
     window: 10,
     readCount: 50,
     claimIdleMs: 30_000,
     readBlockMs: 100,
+    settleTimeoutMs,
   });
+  lease.start();
+  void loop.start();
+  return {
+    keys,
+    control,
+    streamLength: () => writer.xlen(keys.events),
+    stop: async () => {
+      await loop.stop();
+      await lease.release();
+      await deletePartitionKeys(writer, partition);
+    },
+  };
+}
+
+test("a confirm that never arrives stops publishing at the window; confirmed events do not pile up behind it", async () => {
+  const stub = stubPublisher();
+  const delivery = await deliveryOver(200, async () => stub.publisher);
   try {
-    lease.start();
-    void loop.start();
     await eventually("the window filled", () => stub.published.length >= 10);
     await Bun.sleep(1000);
     // Nine confirmed behind the one that never came: nothing more goes out, nothing is acknowledged.
     expect(stub.published.length).toBe(10);
-    expect(await writer!.xlen(keys.events)).toBe(200);
+    expect(await delivery.streamLength()).toBe(200);
     stub.release();
-    await eventually("the rest delivered", async () => (await writer!.xlen(keys.events)) === 0);
+    await eventually("the rest delivered", async () => (await delivery.streamLength()) === 0);
     expect(stub.published.length).toBe(200);
   } finally {
-    await loop.stop();
-    await lease.release();
-    await deletePartitionKeys(writer!, partition);
+    await delivery.stop();
   }
 }, 60_000);
 
 test("a session that ends still owed a confirm closes its channel; the next session publishes on a new one", async () => {
-  const partition = uniquePartition();
-  const [reader, writer, control] = [0, 1, 2].map(() => new Redis(stack.datastoreUrl));
-  connections.push(reader!, writer!, control!);
-  const keys = partitionKeys(partition);
-  await writeEvents(writer!, partition, 0, 50);
-  const log = createLogger("error");
   // The first channel never confirms the first event; every later channel confirms all.
   const stubs: ReturnType<typeof stubPublisher>[] = [];
-  const lease = new PartitionLease({
-    valkey: control!,
-    key: keys.outboxLease,
-    ownerId: `owed-test-${partition}`,
-    ttlMs: 1500,
-    log,
-    onChange: (held) => loop.leaseChanged(held),
-  });
-  const loop: DeliveryLoop = new DeliveryLoop({
-    stream: new OutboxStream(reader!, writer!, keys, outboxConsumerGroup, `owed-${partition}`),
-    lease,
-    metrics: createOutboxMetrics(new MetricsRegistry(), () => 0),
-    log,
-    openPublisher: async () => {
-      const stub = stubPublisher(stubs.length === 0);
-      stubs.push(stub);
-      return stub.publisher;
-    },
-    window: 10,
-    readCount: 50,
-    claimIdleMs: 30_000,
-    readBlockMs: 100,
+  const openPublisher = async () => {
+    const stub = stubPublisher(stubs.length === 0);
+    stubs.push(stub);
+    return stub.publisher;
+  };
+  const delivery = await deliveryOver(50, openPublisher, {
+    leaseTtlMs: 1500,
     settleTimeoutMs: 300,
   });
   try {
-    lease.start();
-    void loop.start();
     await eventually("the window filled", () => stubs[0]?.published.length === 10);
     // Someone else's lease now: this holder loses it at its next renewal, and its session ends
     // with the first confirm still owed; it takes the lease again once the key is gone.
-    await control!.set(keys.outboxLease, "someone-else", "PX", 1000);
-    await eventually("all delivered", async () => (await writer!.xlen(keys.events)) === 0, 15_000);
+    await delivery.control.set(delivery.keys.outboxLease, "someone-else", "PX", 1000);
+    await eventually("all delivered", async () => (await delivery.streamLength()) === 0, 15_000);
     expect(stubs[0]!.state.closed).toBe(true);
     expect(stubs.length).toBe(2);
     // The new channel starts from the first unconfirmed entry: the one whose confirm was owed.
     expect(stubs[1]!.published[0]).toBe(stubs[0]!.published[0]!);
     expect(new Set(stubs[1]!.published).size).toBe(50);
   } finally {
-    await loop.stop();
-    await lease.release();
-    await deletePartitionKeys(writer!, partition);
+    await delivery.stop();
   }
 }, 60_000);
