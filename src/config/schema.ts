@@ -61,7 +61,7 @@ function url(protocols: string[], path?: RegExp, noQuery = false): z.ZodType<str
         value.startsWith(`${parsed.protocol}//`) &&
         parsed.hostname !== "" &&
         (path === undefined || path.test(parsed.pathname)) &&
-        (!noQuery || (parsed.search === "" && parsed.hash === "" && !value.includes("?")))
+        (!noQuery || (!value.includes("?") && parsed.hash === ""))
       );
     } catch {
       return false;

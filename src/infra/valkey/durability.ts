@@ -56,13 +56,13 @@ export class WaitAbandonedError extends Error {
   }
 }
 
+/** The first check's name: the others run only when it passed. */
+export const datastoreReachableCheck = "datastore reachable";
+
 /**
  * Runs the checks that `aof-replicated` requires, each reported on its own. Under
  * `memory` only reachability is checked. Never throws for a failed check.
  */
-/** The first check's name: the others run only when it passed. */
-export const datastoreReachableCheck = "datastore reachable";
-
 export async function checkDatastore(
   valkey: Valkey,
   policy: DurabilityPolicy,
