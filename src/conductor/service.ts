@@ -20,6 +20,16 @@ const conductorBackoff = { baseMs: 50, capMs: 5000 };
 
 const unacknowledgedMax = 100_000;
 
+/**
+ * How long a conductor must go without deliveries, after the reload that followed a failed
+ * batch, before /readyz stops reporting that failure. The requeue hands the queue to a
+ * standby if there is one, and this conductor then waits in line with no batch to succeed:
+ * it is healthy, and only this clears its failure. An active conductor whose batches keep
+ * failing gets its requeued batch back within the reload backoff (at most 5 s), so it never
+ * idles this long and stays not-ready.
+ */
+export const failureClearsWhenIdleMs = 10_000;
+
 /** Batches committed but not yet acknowledged at once: one waiting for durability, one matching. */
 const pipelineDepth = 2;
 
@@ -52,6 +62,8 @@ export class Conductor {
   crashed: Error | undefined;
   loaded = false;
   lastFailure: string | undefined;
+  /** When the loop last found nothing delivered and nothing in flight (undefined while busy). */
+  private idleSinceMs: number | undefined;
 
   constructor(
     private readonly config: Config,
@@ -131,6 +143,7 @@ export class Conductor {
           if (!(await this.finish(inFlight))) inFlight.length = 0;
           continue;
         }
+        this.noteIdle();
         await new Promise<void>((resolve) => {
           // A bounded sleep: re-check even if a wake-up were missed. A wake-up clears the
           // timer, so an idle loop does not leave one behind per pass.
@@ -142,6 +155,7 @@ export class Conductor {
         });
         continue;
       }
+      this.idleSinceMs = undefined;
       const generation = batch[0]!.generation;
       if (generation !== this.claimedGeneration && inFlight.length > 0) {
         // A new channel: settle the old one's batches before claiming ownership again.
@@ -192,6 +206,18 @@ export class Conductor {
       if (inFlight.length >= pipelineDepth && !(await this.finish(inFlight))) inFlight.length = 0;
       if (this.fenced) return;
     }
+  }
+
+  /** Clears a failure the conductor has been idle past (see failureClearsWhenIdleMs). */
+  private noteIdle(): void {
+    const now = performance.now();
+    this.idleSinceMs ??= now;
+    if (this.lastFailure === undefined || now - this.idleSinceMs < failureClearsWhenIdleMs) return;
+    this.log.info("no deliveries since the failed batch's reload; no longer reporting it", {
+      failure: this.lastFailure,
+      idleSeconds: Math.round((now - this.idleSinceMs) / 1000),
+    });
+    this.lastFailure = undefined;
   }
 
   /**
