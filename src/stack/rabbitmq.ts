@@ -23,6 +23,11 @@ export const RABBITMQ_SERVER = "/usr/lib/rabbitmq/bin/rabbitmq-server";
 export const RABBITMQ_CTL = "/usr/lib/rabbitmq/bin/rabbitmqctl";
 const VHOST = "matchd";
 
+/** amqplib keeps the broker's connection.start properties here; its types leave them out. */
+interface ServedConnection {
+  connection: { serverProperties: Record<string, unknown> };
+}
+
 export interface RunningRabbitmq {
   url: string;
   nodename: string;
@@ -232,6 +237,14 @@ export async function startRabbitmq({
         // process before the failed start could stop what it started.
         connection.on("error", () => undefined);
         try {
+          // The port was free when picked but released before the node bound it: the
+          // answer must come from this node, whose random name starts its cluster name (the
+          // host part there is the machine's name, not "localhost").
+          const served = (connection as unknown as ServedConnection).connection.serverProperties
+            .cluster_name;
+          if (typeof served !== "string" || served.split("@")[0] !== nodename.split("@")[0]) {
+            throw new Error(`port ${nodePort} is served by ${String(served)}, not ${nodename}`);
+          }
           await connection.createChannel();
           return true;
         } finally {

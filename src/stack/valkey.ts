@@ -47,7 +47,7 @@ function quote(value: string): string {
 }
 
 /**
- * Starts one server detached and waits until it answers PING. It does not wait for
+ * Starts one server detached and waits until it answers (as itself: its process id). It does not wait for
  * replication: a replica of an absent primary is a valid thing for a test to want.
  */
 export async function startValkey({
@@ -118,8 +118,14 @@ export async function startValkey({
       child,
       timeoutMs: readyTimeoutMs,
       logs: [stdoutFile, logFile],
+      // The port was free when picked but released before the server bound it: another
+      // server may have taken it since, so the answer must come from this child's process.
       probe: () =>
-        withClient(url, async (client) => ((await client.ping()) === "PONG" ? true : undefined)),
+        withClient(url, async (client) => {
+          const pid = /^process_id:(\d+)/m.exec(await client.info("server"))?.[1];
+          if (pid === String(child.pid)) return true;
+          throw new Error(`port ${serverPort} answered from process ${pid}, not ${child.pid}`);
+        }),
     });
   } catch (error) {
     await stop();

@@ -20,6 +20,8 @@ import {
   stackUp,
   startValkey,
 } from "../../src/stack/index";
+import { freePorts } from "../../src/stack/process";
+import { startRabbitmq } from "../../src/stack/rabbitmq";
 import { eventually } from "../support/eventually";
 import { tempDir } from "../support/temp-dir";
 
@@ -94,6 +96,21 @@ describe("local stack", () => {
   test("stackUp on a running stack returns it unchanged, marked as reused", async () => {
     expect(await stackUp({ dir })).toEqual({ ...info, reused: true });
   });
+
+  test(
+    "a node started on the AMQP port this stack's node holds fails, never taking that node for its own",
+    async () => {
+      const taken = Number(new URL(info.brokerUrl).port);
+      const [distPort, epmdPort] = (await freePorts(2)) as [number, number];
+      const attempt = startRabbitmq({
+        dir: join(dir, "late-rabbitmq"),
+        ports: [taken, distPort, epmdPort],
+      });
+      await expect(attempt).rejects.toMatchObject({ code: "start-failed" });
+      await expect(attempt).rejects.toThrow(/is served by matchd-|exited/);
+    },
+    STACK_UP_TIMEOUT_MS,
+  );
 
   test("the datastore honours WAITAOF 1 1 and the replica is a replica", async () => {
     const primary = new Redis(info.datastoreUrl);
@@ -262,6 +279,17 @@ describe("startValkey", () => {
     });
     await expect(attempt).rejects.toMatchObject({ code: "start-failed" });
     await expect(attempt).rejects.toThrow(/no-such-directive/);
+  });
+
+  test("a port another server took is a failed start, never that server taken for ours", async () => {
+    const other = await startValkey({ dir: join(dir, "other"), appendonly: false });
+    try {
+      const attempt = startValkey({ dir: join(dir, "late"), appendonly: false, port: other.port });
+      await expect(attempt).rejects.toMatchObject({ code: "start-failed" });
+      await expect(attempt).rejects.toThrow(/Address already in use|answered from process/);
+    } finally {
+      await other.stop();
+    }
   });
 });
 
