@@ -88,6 +88,7 @@ export async function runBench(boundary: string, options: BenchRunOptions): Prom
     checkFlow(boundary, flags),
     checkSink(boundary, flags),
     ...checkNumbers(boundary, flags),
+    ...checkInProcess(boundary, flags, options.keepStack),
   ];
   const found = problems.filter((problem): problem is string => problem !== undefined);
   if (found.length > 0) {
@@ -126,6 +127,36 @@ function checkNumbers(boundary: string, flags: ReadonlyMap<string, string>): str
   if (flags.has("--duration") && !flags.has("--rate") && boundary !== "round-trip")
     problems.push("--duration needs --rate (closed loop runs a command count)");
   return problems;
+}
+
+/** Flags about stacks, services, offered load or backlogs: the domain boundary has none. */
+const notForDomain = [
+  "--dir",
+  "--report",
+  "--conductor-url",
+  "--outbox-url",
+  "--rate",
+  "--duration",
+  "--events",
+  "--connections",
+];
+
+/**
+ * Flags given to a boundary that would ignore them: the in-process domain run starts no stack
+ * and times a command count, and only it measures resting orders' memory. A flag silently
+ * ignored would leave its user believing the figure reflects it.
+ */
+function checkInProcess(
+  boundary: string,
+  flags: ReadonlyMap<string, string>,
+  keepStack: boolean,
+): string[] {
+  if (boundary !== "domain") {
+    return flags.has("--resting") ? [`--resting is a flag of domain, not of ${boundary}`] : [];
+  }
+  const given = notForDomain.filter((flag) => flags.has(flag));
+  if (keepStack) given.push("--keep-stack");
+  return given.map((flag) => `${flag} does not apply to domain (in-process, no stack)`);
 }
 
 /** What is wrong with `--sink` for this boundary, if anything. */

@@ -61,6 +61,26 @@ describe("matchd CLI", () => {
     expect(twice.stderr).toContain("--partition given more than once");
   });
 
+  test("flags a boundary would ignore are refused with exit 2, every one named", async () => {
+    const domain = await matchd([
+      "bench",
+      "domain",
+      "--report",
+      "/tmp/never.html",
+      "--rate",
+      "10",
+      "--keep-stack",
+    ]);
+    expect(domain.code).toBe(2);
+    for (const flag of ["--report", "--rate", "--keep-stack"]) {
+      expect(domain.stderr).toContain(`${flag} does not apply to domain (in-process, no stack)`);
+    }
+    const resting = await matchd(["bench", "conductor", "--resting", "10"]);
+    expect(resting.code).toBe(2);
+    expect(resting.stderr).toContain("--resting is a flag of domain, not of conductor");
+    for (const run of [domain, resting]) expect(run.stderr).not.toContain("stack up");
+  });
+
   test("a bad --flow is refused with exit 2 before any stack starts", async () => {
     const sideways = await matchd(["bench", "broker", "--flow", "sideways"]);
     expect(sideways.code).toBe(2);
