@@ -8,6 +8,7 @@ import {
   type CommandEnvelope,
   MatchingEngine,
   type PlaceOrderPayload,
+  type RestingOrder,
 } from "../../src/domain/index";
 import { assertProperty, propertySeed } from "../support/property";
 import { ReferenceBook } from "./reference-book";
@@ -185,5 +186,56 @@ test(`engine agrees with the reference book (seed ${propertySeed})`, () => {
       });
     }),
     300,
+  );
+});
+
+/**
+ * The conductor's reload, at the domain's level: at random points the engine is replaced by a
+ * fresh one loaded from the resting orders its changes described (in reverse, so priority
+ * must come from the sequence numbers, not the load order), and it forgets every finished id,
+ * so, as the conductor does with its stored markers, each command says whether its order id
+ * was accepted before. Events, results and digests must still agree with the reference book,
+ * which never reloads.
+ */
+test(`an engine reloaded from its changes agrees with the reference book (seed ${propertySeed})`, () => {
+  assertProperty(
+    "reload property test",
+    fc.property(
+      fc.array(opArb, { minLength: 1, maxLength: 150, size: "max" }),
+      fc.array(fc.nat(), { minLength: 1, maxLength: 4 }),
+      (ops, reloadPoints) => {
+        let engine = new MatchingEngine();
+        const reference = new ReferenceBook();
+        const ids: string[] = [];
+        const accepted = new Set<string>();
+        const mirror = new Map<string, RestingOrder>();
+        const reloadAt = new Set(reloadPoints.map((point) => point % ops.length));
+        let reloads = 0;
+        ops.forEach((op, index) => {
+          if (reloadAt.has(index)) {
+            engine = new MatchingEngine();
+            for (const order of [...mirror.values()].reverse()) engine.loadRestingOrder(order);
+            engine.check();
+            expect(engine.digest()).toBe(reference.digest());
+            reloads++;
+          }
+          const { command, alreadyAccepted } = toCommand(op, index, ids);
+          const marker = alreadyAccepted || accepted.has(command.payload.id);
+          const actual = engine.apply(command, marker);
+          const expected = reference.apply(command, marker);
+          expect(JSON.stringify(actual.events)).toBe(JSON.stringify(expected.events));
+          expect(actual.result).toEqual(expected.result);
+          engine.check();
+          expect(engine.digest()).toBe(reference.digest());
+          if (actual.acceptedOrderId !== undefined) accepted.add(actual.acceptedOrderId);
+          for (const change of actual.changes) {
+            if (change.op === "put") mirror.set(change.order.id, change.order);
+            else expect(mirror.delete(change.order.id)).toBe(true);
+          }
+        });
+        expect(reloads).toBe(reloadAt.size);
+      },
+    ),
+    200,
   );
 });
