@@ -82,9 +82,10 @@ describe("reference counts", () => {
       expect(metrics.matching_events_created_total).toBe(2 * n);
       expect(metrics.matching_commands_duplicate_total).toBe(0);
       expect(metrics.matching_durability_timeouts_total).toBe(0);
-      // Under aof-replicated every batch's wait is timed, on the wait itself.
+      // Under aof-replicated every batch's wait is timed, on the wait itself: once a batch.
       const waits = metrics.matching_stage_durability_wait_seconds as { count: number };
       expect(waits.count).toBeGreaterThan(0);
+      expect(waits.count).toBe(metrics.matching_batches_total as number);
       const stored = await store.storedResults(rest.map((c) => c.commandId));
       expect(stored.size).toBe(n - 1);
       expect(
