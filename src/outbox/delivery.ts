@@ -32,6 +32,8 @@ export interface DeliveryOptions {
   readBlockMs?: number;
   /** How long a session end waits for outstanding confirms before giving up on them. */
   settleTimeoutMs?: number;
+  /** A session that ran this long before it failed starts the backoff over (see run()). */
+  healthySessionMs?: number;
 }
 
 interface InFlight {
@@ -59,6 +61,9 @@ class SessionInterrupted extends Error {
 /** The least time between sessions that end on a durability timeout. */
 const durabilityRetryFloorMs = 250;
 
+/** The default of DeliveryOptions.healthySessionMs. */
+const defaultHealthySessionMs = 10_000;
+
 /** Entries per acknowledgement: bounds one script call, whose Lua unpack takes at most ~8,000 values. */
 const ackBatchMax = 5000;
 /**
@@ -79,6 +84,7 @@ export class DeliveryLoop {
   private readonly claimIdleMs: number;
   private readonly readBlockMs: number;
   private readonly settleTimeoutMs: number;
+  private readonly healthySessionMs: number;
 
   private stopping = false;
   private publisher: EventPublisher | null = null;
@@ -115,6 +121,7 @@ export class DeliveryLoop {
     this.claimIdleMs = options.claimIdleMs;
     this.readBlockMs = options.readBlockMs ?? 1000;
     this.settleTimeoutMs = options.settleTimeoutMs ?? 10_000;
+    this.healthySessionMs = options.healthySessionMs ?? defaultHealthySessionMs;
   }
 
   get inFlight(): number {
@@ -138,6 +145,9 @@ export class DeliveryLoop {
   /** Called by the lease keeper; losing the lease ends the session at once. */
   leaseChanged(held: boolean): void {
     this.metrics.leaseHeld.set(held ? 1 : 0);
+    // A holder cut off from the broker counts from its own first failure under this lease:
+    // taken again later, it must not hand the lease over at its first failed open.
+    if (!held) this.brokerDownSince = null;
     if (!held) this.requestInterrupt("lease-lost");
     this.wakeup.wake();
   }
@@ -204,9 +214,15 @@ export class DeliveryLoop {
         await this.wakeup.wait(1000);
         continue;
       }
+      const started = performance.now();
       const outcome = await this.session();
       if (this.stopping) break;
       if (outcome === "retry") {
+        // A session that served this long before failing is a new incident, not the next
+        // try of the last one: a failure with nothing unconfirmed (a reader reconnect, a failed
+        // acknowledgement) names no entry whose confirm would reset the backoff, and under
+        // steady load no read comes back empty to reset it either.
+        if (performance.now() - started >= this.healthySessionMs) this.attempt = 0;
         const delayMs = backoffDelayMs(this.attempt++);
         this.log.info("outbox retrying after backoff", { delayMs, attempt: this.attempt });
         await this.wakeup.wait(delayMs);
@@ -276,7 +292,7 @@ export class DeliveryLoop {
         }
       }
     }
-    await this.endSession(endReason);
+    endReason = await this.endSession(endReason);
     if (durabilityTimedOut) {
       // The timed-out wait paced this retry: growing the backoff on top would only delay
       // publication once the replica catches up (up to the 30 s cap). A floor keeps a short
@@ -553,7 +569,7 @@ export class DeliveryLoop {
    * Ends a session: wait for outstanding confirms (bounded), acknowledge the confirmed
    * prefix, and remember where a failure stopped so the retry can be recognised.
    */
-  private async endSession(reason: StopReason | "datastore"): Promise<void> {
+  private async endSession(ended: StopReason | "datastore"): Promise<StopReason | "datastore"> {
     const deadline = performance.now() + this.settleTimeoutMs;
     // A failed channel confirms nothing more, and amqplib does not always fail what it still
     // awaits: its close stops at the first slot an out-of-order ack already settled, which
@@ -578,6 +594,11 @@ export class DeliveryLoop {
     while (this.flushing !== null) await this.flushing;
     if (this.ackBuffer.length > 0) await this.flushAcks();
     const firstUnconfirmed = this.queue[this.head];
+    // A nack, a return or a channel failure while a session ended for another reason (another
+    // consumer's pending entries, a vanished group) is still a broker failure: counted, and
+    // retried from the entry it stopped at, with the backoff.
+    const reason =
+      ended !== "stop" && ended !== "lease-lost" && this.interrupt === "broker" ? "broker" : ended;
     if (reason === "broker" || reason === "datastore") {
       if (reason === "broker") this.metrics.retries.inc();
       this.failedEntryId = firstUnconfirmed?.event.entryId ?? this.failedEntryId;
@@ -591,5 +612,6 @@ export class DeliveryLoop {
     this.outstanding = 0;
     this.ackBuffer = [];
     if (reason === "lease-lost") this.log.warn("outbox lease lost; publication stopped");
+    return reason;
   }
 }

@@ -136,11 +136,18 @@ export const DEAD_LETTER_MAX_VALUES = 4000;
  * KEYS[1] = the events stream, KEYS[2] = the dead-letter stream
  * ARGV[1] = the group, ARGV[2] = the entry id, ARGV[3..] = the dead-letter entry's fields
  * (at most DEAD_LETTER_MAX_VALUES of them)
- * Returns the dead-letter entry's id.
+ * Returns the dead-letter entry's id, or false when the entry is gone already: ioredis resends
+ * a command whose reply a dropped connection lost, and a second run must not copy the entry
+ * to the dead letter twice. (It is looked up, not deleted first: an XADD that failed after
+ * the XDEL would lose the entry, for a script's writes are not rolled back.)
  */
 export const deadLetterScript = luaScript(
   "dead-letter",
   `#!lua flags=allow-oom
+if #redis.call('XRANGE', KEYS[1], ARGV[2], ARGV[2]) == 0 then
+  redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
+  return false
+end
 local id = redis.call('XADD', KEYS[2], '*', unpack(ARGV, 3, #ARGV))
 redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
 redis.call('XDEL', KEYS[1], ARGV[2])
