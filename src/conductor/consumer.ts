@@ -30,10 +30,24 @@ const reconnectBackoff = { baseMs: 100, capMs: 5000 };
 /** How long closing waits for each of the broker's close-ok replies. */
 const closeTimeoutMs = 2000;
 
+/**
+ * How long the broker may take to confirm dead-lettered messages before the batch fails (and is
+ * requeued): a broker under a resource alarm stops reading from publishing connections, and
+ * the batch loop must not wait on it for ever.
+ */
+const deadLetterConfirmTimeoutMs = 10_000;
+
 export class CommandConsumer {
   /** Whether the vhost was checked for the producers' declaration (done on the first connect). */
   private redeclareChecked = false;
   private connection: ChannelModel | undefined;
+  /**
+   * Replies and dead letters go out on a connection of their own: under a memory or disk
+   * alarm the broker stops reading from every connection that publishes, and on a shared
+   * connection one reply would hold back the acknowledgements too, stopping the partition
+   * while its queue (often the alarm's cause) still holds commands to drain.
+   */
+  private outputConnection: ChannelModel | undefined;
   private channel: Channel | undefined;
   private output: ConfirmChannel | undefined;
   /** Publishes RPC replies on `output` as pre-encoded frames. */
@@ -69,14 +83,29 @@ export class CommandConsumer {
       `matchd-conductor-p${this.config.partition}`,
     );
     this.connection = connection;
+    connection.on("error", (error: Error) => this.log.warn("broker connection error", { error }));
+    connection.on("close", () => this.lost("connection closed", generation));
+    const outputConnection = await connectBroker(
+      this.config.brokerUrl,
+      `matchd-conductor-p${this.config.partition}-output`,
+    );
+    this.outputConnection = outputConnection;
+    outputConnection.on("error", (error: Error) =>
+      this.log.warn("broker output connection error", { error }),
+    );
+    outputConnection.on("close", () => this.lost("output connection closed", generation));
+    outputConnection.on("blocked", (reason: string) =>
+      this.log.warn("the broker blocks replies and dead letters (a resource alarm)", { reason }),
+    );
+    outputConnection.on("unblocked", () =>
+      this.log.info("the broker accepts replies and dead letters again"),
+    );
     // A reconnect that was under way when close() began must not leave a consumer behind.
     const abandoned = async (): Promise<boolean> => {
       if (!this.stopping) return false;
-      await connection.close().catch(() => undefined);
+      await this.closeConnections();
       return true;
     };
-    connection.on("error", (error: Error) => this.log.warn("broker connection error", { error }));
-    connection.on("close", () => this.lost("connection closed", generation));
     // The vhost check's warning is due once, not at every reconnect (each requeue is one).
     await declareCommandTopology(connection, this.config.partition, this.log, {
       checkProducerRedeclare: !this.redeclareChecked,
@@ -86,7 +115,7 @@ export class CommandConsumer {
     channel.on("error", (error: Error) => this.log.warn("command channel error", { error }));
     channel.on("close", () => this.lost("command channel closed", generation));
     await channel.prefetch(this.config.prefetch);
-    const output = await connection.createConfirmChannel();
+    const output = await outputConnection.createConfirmChannel();
     output.on("error", (error: Error) => this.log.warn("output channel error", { error }));
     // Replies and dead letters need this channel: losing it reconnects like the command channel.
     output.on("close", () => this.lost("output channel closed", generation));
@@ -186,7 +215,15 @@ export class CommandConsumer {
         correlationId: message.properties.correlationId,
       });
     }
-    await output.waitForConfirms();
+    const confirmed = await withinMs(
+      output.waitForConfirms().then(() => true),
+      deadLetterConfirmTimeoutMs,
+    );
+    if (confirmed === undefined) {
+      throw new Error(
+        `dead letters not confirmed within ${deadLetterConfirmTimeoutMs} ms (is the broker blocking publishers?)`,
+      );
+    }
   }
 
   async close(): Promise<void> {
@@ -202,6 +239,16 @@ export class CommandConsumer {
     if (this.channel) await withinMs(quietly(this.channel.close()), closeTimeoutMs);
     // Unacknowledged deliveries go back to the queue when the channel closes.
     if (this.connection) await withinMs(quietly(this.connection.close()), closeTimeoutMs);
+    if (this.outputConnection)
+      await withinMs(quietly(this.outputConnection.close()), closeTimeoutMs);
+  }
+
+  /** Closes both connections without waiting (a lost link, a failed or abandoned start). */
+  private closeConnections(): Promise<unknown> {
+    return Promise.all([
+      this.connection?.close().catch(() => undefined),
+      this.outputConnection?.close().catch(() => undefined),
+    ]);
   }
 
   private lost(reason: string, generation: number, level: "info" | "warn" = "warn"): void {
@@ -212,7 +259,7 @@ export class CommandConsumer {
     if (this.stopping) return;
     if (level === "warn") this.log.warn("broker link lost; reconnecting", { reason });
     else this.log.info("reconnecting to the broker", { reason });
-    this.connection?.close().catch(() => undefined);
+    void this.closeConnections();
     this.scheduleReconnect();
   }
 
@@ -221,7 +268,7 @@ export class CommandConsumer {
     setTimeout(() => {
       if (this.stopping) return;
       this.start().catch((error: Error) => {
-        this.connection?.close().catch(() => undefined);
+        void this.closeConnections();
         this.log.warn("broker reconnect failed", { error: error.message });
         this.scheduleReconnect();
       });
@@ -235,7 +282,7 @@ export class CommandConsumer {
         await this.start();
         return;
       } catch (error) {
-        await this.connection?.close().catch(() => undefined);
+        await this.closeConnections();
         if (this.stopping) return;
         this.log.warn("broker not reachable; retrying", { error: (error as Error).message });
         await Bun.sleep(backoffDelayMs(this.reconnectAttempts++, reconnectBackoff));

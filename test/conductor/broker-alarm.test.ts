@@ -1,0 +1,103 @@
+/**
+ * The conductor under a broker resource alarm (on a private RabbitMQ node, so the shared broker
+ * of the other tests is left alone): the broker stops reading from connections that publish,
+ * and replies are publishes. The commands already queued must still be matched and
+ * acknowledged, the queue drained, and the replies must follow once the alarm clears.
+ */
+import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
+import amqp, { type ChannelModel } from "amqplib";
+import { declareCommandTopology } from "../../src/infra/amqp/topology";
+import { createLogger } from "../../src/infra/log";
+import { stopProcesses } from "../../src/stack/process";
+import { RABBITMQ_CTL, type RunningRabbitmq, startRabbitmq } from "../../src/stack/rabbitmq";
+import { stackStartTimeoutMs, type TestStack, testStack, uniquePartition } from "../support/stack";
+import { tempDir } from "../support/temp-dir";
+import {
+  alternatingRpcCommands,
+  disposeAll,
+  eventually,
+  openReplies,
+  PartitionStore,
+  Publisher,
+  startConductor,
+} from "./helpers";
+
+let stack: TestStack;
+let broker: RunningRabbitmq;
+let brokerDir: string;
+let alarmed = false;
+
+beforeAll(async () => {
+  stack = await testStack();
+  brokerDir = tempDir("matchd-broker-alarm-");
+  broker = await startRabbitmq({ dir: brokerDir });
+}, stackStartTimeoutMs);
+afterEach(disposeAll);
+afterAll(async () => {
+  if (broker) await stopProcesses([...broker.processes].reverse(), 15_000, brokerDir);
+}, 60_000);
+
+/** Sets the node's memory high watermark: a tiny one raises the memory alarm at once. */
+async function watermark(fraction: string): Promise<void> {
+  const child = Bun.spawn([RABBITMQ_CTL, "set_vm_memory_high_watermark", fraction], {
+    env: { ...process.env, ...broker.ctlEnv },
+    stdout: "ignore",
+    stderr: "pipe",
+  });
+  if ((await child.exited) !== 0)
+    throw new Error(`rabbitmqctl: ${await new Response(child.stderr).text()}`);
+  alarmed = fraction === "0.0001";
+}
+
+test("a memory alarm holds back the replies, not the acknowledgements: the queue drains", async () => {
+  const partition = uniquePartition();
+  const brokerStack = { ...stack, brokerUrl: broker.url };
+  const publisher = await Publisher.open(broker.url);
+  const rpc: ChannelModel = await amqp.connect(broker.url);
+  const store = new PartitionStore(stack.datastoreUrl, partition);
+  const { queue: replyQueue, replies, close: closeReplies } = await openReplies(rpc);
+  try {
+    const count = 200;
+    const { commands, publish } = alternatingRpcCommands(
+      publisher,
+      partition,
+      91,
+      count,
+      replyQueue,
+    );
+    // Queued before the alarm (which blocks the producers too) and before any conductor.
+    await declareCommandTopology(rpc, partition, createLogger("error"));
+    await publish(0, count);
+    await eventually(
+      "every command queued",
+      async () => (await publisher.messageCount(partition)) === count,
+    );
+    await watermark("0.0001");
+    // A small prefetch: with its acknowledgements held back the conductor would stall at once.
+    const conductor = await startConductor(brokerStack, partition, {
+      extraArgs: ["--prefetch", "20", "--batch-max", "10"],
+    });
+    await eventually(
+      "every command matched and acknowledged",
+      async () => (await conductor.metric("matching_commands_processed_total")) === count,
+      30_000,
+    );
+    await eventually(
+      "the queue drained",
+      async () => (await publisher.messageCount(partition)) === 0,
+    );
+    expect(await store.eventCount()).toBe(2 * count);
+    await watermark("0.4");
+    await eventually("every reply delivered", () => replies.size === count, 30_000);
+    for (const command of commands) {
+      expect(replies.get(command.commandId)).toMatchObject({ status: "accepted" });
+    }
+  } finally {
+    if (alarmed) await watermark("0.4");
+    await closeReplies();
+    store.close();
+    await publisher.deleteQueue(partition).catch(() => undefined);
+    await publisher.close();
+    await rpc.close().catch(() => undefined);
+  }
+}, 90_000);
