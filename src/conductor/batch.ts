@@ -190,7 +190,15 @@ export async function commitBatch(
   // A batch of pure redeliveries still writes one marker, so that WAITAOF covers the
   // offset of whatever an earlier owner wrote before it died.
   if (batch.empty) batch.setWithTtl(keys.conductorHeartbeat, String(context.epoch), 3600);
-  await store.commit(batch);
+  try {
+    await store.commit(batch);
+  } catch (error) {
+    // The commit may have run with its reply lost (a timeout, a dropped connection): then the
+    // redelivery finds these commands' stored results, and must count them as their first
+    // outcome, not as duplicates. A redelivery that finds no stored result applies them anew.
+    for (const [commandId, events] of committed) context.unacknowledged.set(commandId, events);
+    throw error;
+  }
   const t4 = performance.now();
 
   metrics.decode.observe((t1 - t0) / 1000);

@@ -122,6 +122,43 @@ describe("group commit", () => {
     }
   }, 120_000);
 
+  test("a commit that ran but lost its reply: the redelivery counts its commands once, as fresh", async () => {
+    await store.deleteAll();
+    const config = conductorConfig(partition);
+    const conductorStore = new ConductorStore(store.valkey, store.keys);
+    const { epoch } = await conductorStore.claimOwnership();
+    const context = {
+      config,
+      engine: new MatchingEngine(),
+      store: conductorStore,
+      keys: store.keys,
+      metrics: createConductorMetrics(
+        config,
+        () => 0,
+        () => 0,
+      ),
+      epoch,
+      unacknowledged: new Map<string, number>(),
+    };
+    // The fault: the commit runs on the real datastore, then its reply is lost.
+    const lossy = Object.create(conductorStore) as ConductorStore;
+    lossy.commit = async (batch) => {
+      await conductorStore.commit(batch);
+      throw new Error("reply lost");
+    };
+    const workload = createWorkload("alternating", { seed: 3, partition, partitionCount });
+    const deliveries = [workload.next(0), workload.next(1)].map(delivery);
+    await expect(commitBatch({ ...context, store: lossy }, deliveries)).rejects.toThrow(
+      "reply lost",
+    );
+    expect(await store.eventCount()).toBe(4);
+    // As the conductor does after a failure: the books reloaded, the batch redelivered.
+    const again = await commitBatch({ ...context, engine: new MatchingEngine() }, deliveries);
+    expect(again.items.map((item) => item.fresh)).toEqual([true, true]);
+    expect(again.tally).toMatchObject({ events: 4, duplicates: 0, accepted: 2 });
+    expect(await store.eventCount()).toBe(4);
+  });
+
   test("bodies the decoders once threw on, and a decoder fault, are refused without failing their batch", async () => {
     await store.deleteAll();
     const config = conductorConfig(partition);
