@@ -206,6 +206,10 @@ export class CommandConsumer {
   ): Promise<void> {
     const output = this.output;
     if (!output) throw new Error("broker not connected");
+    // Declared again first (it is rare, and idempotent): a dead-letter queue deleted while
+    // the conductor runs would leave the message unroutable, and an unroutable publish is
+    // still confirmed, so the message would be acknowledged and lost.
+    await output.assertQueue(commandDeadLetterQueue, { durable: true });
     for (const { message, reason } of messages) {
       output.sendToQueue(commandDeadLetterQueue, message.content, {
         persistent: true,

@@ -1,12 +1,13 @@
 /**
- * The conductor under a broker resource alarm (on a private RabbitMQ node, so the shared broker
- * of the other tests is left alone): the broker stops reading from connections that publish,
- * and replies are publishes. The commands already queued must still be matched and
- * acknowledged, the queue drained, and the replies must follow once the alarm clears.
+ * The conductor against broker trouble the shared broker of the other tests must not see (on
+ * a private RabbitMQ node). A resource alarm: the broker stops reading from connections that
+ * publish, and replies are publishes; the commands already queued must still be matched and
+ * acknowledged, the queue drained, and the replies must follow once the alarm clears. A
+ * dead-letter queue deleted under a running conductor: the next dead letter still lands.
  */
 import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
 import amqp, { type ChannelModel } from "amqplib";
-import { declareCommandTopology } from "../../src/infra/amqp/topology";
+import { commandDeadLetterQueue, declareCommandTopology } from "../../src/infra/amqp/topology";
 import { createLogger } from "../../src/infra/log";
 import { stopProcesses } from "../../src/stack/process";
 import { RABBITMQ_CTL, type RunningRabbitmq, startRabbitmq } from "../../src/stack/rabbitmq";
@@ -101,3 +102,27 @@ test("a memory alarm holds back the replies, not the acknowledgements: the queue
     await rpc.close().catch(() => undefined);
   }
 }, 90_000);
+
+test("a dead-letter queue deleted under a running conductor is declared again before a dead letter goes out", async () => {
+  const partition = uniquePartition();
+  const publisher = await Publisher.open(broker.url);
+  const admin: ChannelModel = await amqp.connect(broker.url);
+  try {
+    const conductor = await startConductor({ ...stack, brokerUrl: broker.url }, partition);
+    const channel = await admin.createChannel();
+    await channel.deleteQueue(commandDeadLetterQueue);
+    const messageId = `unreadable-${partition}`;
+    await publisher.publish(partition, ["{ not json"], { messageId });
+    await eventually(
+      "the unreadable message processed",
+      async () => (await conductor.metric("matching_commands_processed_total")) === 1,
+    );
+    const message = await channel.get(commandDeadLetterQueue, { noAck: true });
+    expect(message === false ? undefined : message.properties.messageId).toBe(messageId);
+    expect(await publisher.messageCount(partition)).toBe(0);
+  } finally {
+    await publisher.deleteQueue(partition).catch(() => undefined);
+    await publisher.close();
+    await admin.close().catch(() => undefined);
+  }
+}, 60_000);
