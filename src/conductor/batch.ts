@@ -134,6 +134,11 @@ export async function commitBatch(
         ? undefined
         : context.unacknowledged.get(commandId);
       batchResults.set(commandId, earlier);
+      // A command still being redelivered keeps its markers alive: one held unacknowledged
+      // longer than the dedup retention (a long replica outage under aof-replicated) would
+      // otherwise find them expired at a later redelivery and be applied a second time.
+      batch.expire(keys.processedCommand(commandId), ttl);
+      if (item.kind === "command") batch.expire(keys.acceptedOrder(item.command.payload.id), ttl);
       if (ownEvents !== undefined) {
         // This process committed it but never acknowledged it: count it now, once.
         tally.events += ownEvents;
@@ -188,8 +193,9 @@ export async function commitBatch(
   const t3 = performance.now();
 
   // A batch of pure redeliveries still writes one marker, so that WAITAOF covers the
-  // offset of whatever an earlier owner wrote before it died.
-  if (batch.empty) batch.setWithTtl(keys.conductorHeartbeat, String(context.epoch), 3600);
+  // offset of whatever an earlier owner wrote before it died (its expirations write nothing
+  // when their keys are gone).
+  if (batch.mayWriteNothing) batch.setWithTtl(keys.conductorHeartbeat, String(context.epoch), 3600);
   try {
     await store.commit(batch);
   } catch (error) {

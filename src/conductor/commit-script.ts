@@ -48,6 +48,7 @@ const orderHashArgs = orderHashFields
  *                D k                  DEL KEYS[k]
  *                X k json             XADD KEYS[k] * event json
  *                A k member           SADD KEYS[k] member
+ *                E k ttl              EXPIRE KEYS[k] ttl (a key that is gone stays gone)
  * writes         markers, then events in order, then ops in order
  * returns        the number of writes; 0 when the batch had already been applied (a
  *                resend after a lost reply: its first marker exists), writing nothing
@@ -68,7 +69,7 @@ if nm == nil or ne == nil or nm < 0 or ne < 0 or 4 + nm + ne > n or 2 + nm > #KE
   return redis.error_reply('BADOP header')
 end
 local markerBase = #KEYS - nm
-local width = { S = 4, Z = 4, R = 3, D = 2, X = 3, A = 3, O = ${2 + orderHashFields.length} }
+local width = { S = 4, Z = 4, R = 3, D = 2, X = 3, A = 3, E = 3, O = ${2 + orderHashFields.length} }
 local first = 5 + nm + ne
 -- Validate every op before the first write: a script error after a write would leave
 -- the batch half applied, because scripts are atomic but not rolled back.
@@ -126,6 +127,9 @@ while i <= n do
     i = i + 3
   elseif op == 'A' then
     redis.call('SADD', key, ARGV[i + 2])
+    i = i + 3
+  elseif op == 'E' then
+    redis.call('EXPIRE', key, ARGV[i + 2])
     i = i + 3
   end
   ops = ops + 1
@@ -228,7 +232,15 @@ export class CommitBuilder {
   sadd(key: string, member: string): void {
     this.ops.push("A", this.key(key), member);
   }
-  get empty(): boolean {
-    return this.ops.length + this.markerKeys.length + this.events.length === 0;
+  /** Sets a key's time to live, if the key still exists (then it is a write, else nothing). */
+  expire(key: string, ttlSeconds: number): void {
+    this.ops.push("E", this.key(key), String(ttlSeconds));
+  }
+  /**
+   * No marker and no event: the batch may write nothing at all (its ops, if any, are
+   * expirations of keys that may be gone).
+   */
+  get mayWriteNothing(): boolean {
+    return this.markerKeys.length + this.events.length === 0;
   }
 }

@@ -159,6 +159,43 @@ describe("group commit", () => {
     expect(await store.eventCount()).toBe(4);
   });
 
+  test("a redelivery renews its commands' markers, so an outage longer than the retention cannot apply them twice", async () => {
+    await store.deleteAll();
+    const config = conductorConfig(partition);
+    const conductorStore = new ConductorStore(store.valkey, store.keys);
+    const { epoch } = await conductorStore.claimOwnership();
+    const context = {
+      config,
+      engine: new MatchingEngine(),
+      store: conductorStore,
+      keys: store.keys,
+      metrics: createConductorMetrics(
+        config,
+        () => 0,
+        () => 0,
+      ),
+      epoch,
+      unacknowledged: new Map<string, number>(),
+    };
+    const workload = createWorkload("alternating", { seed: 5, partition, partitionCount });
+    const commands = [workload.next(0), workload.next(1)];
+    await commitBatch(context, commands.map(delivery));
+    const markers = commands.flatMap((command) => [
+      store.keys.processedCommand(command.commandId),
+      store.keys.acceptedOrder(command.payload.id),
+    ]);
+    // Most of the retention gone while the commands wait, unacknowledged, for durability.
+    for (const marker of markers) expect(await store.valkey.expire(marker, 5)).toBe(1);
+    const again = await commitBatch(context, commands.map(delivery));
+    expect(again.tally.duplicates).toBe(2);
+    for (const marker of markers) {
+      expect(await store.valkey.ttl(marker)).toBeGreaterThan(config.dedupRetentionSeconds - 60);
+    }
+    // Expirations may write nothing, so a batch of pure redeliveries still writes its marker.
+    expect(await store.valkey.get(store.keys.conductorHeartbeat)).toBe(String(epoch));
+    expect(await store.eventCount()).toBe(4);
+  });
+
   test("bodies the decoders once threw on, and a decoder fault, are refused without failing their batch", async () => {
     await store.deleteAll();
     const config = conductorConfig(partition);
