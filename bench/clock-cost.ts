@@ -1,6 +1,7 @@
-// What reading the clock at every command costs the domain bench: the alternating workload run
-// with a clock read after each apply() and with one read per batch of 500, interleaved in one
-// process (six pairs after one warm-up pair), medians printed. Usage: node_modules/.bin/bun bench/clock-cost.ts
+// What reading the clock at every command costs the domain bench: the alternating workload
+// run with a clock read after each apply() and with reads only at each batch's start and end
+// (batches of 500), interleaved in one process (six pairs after one warm-up pair), medians
+// printed. Usage: node_modules/.bin/bun bench/clock-cost.ts
 
 import { createWorkload } from "../src/bench/workloads";
 import { type CommandEnvelope, MatchingEngine } from "../src/domain/index";

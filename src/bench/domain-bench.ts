@@ -25,9 +25,9 @@ const BATCH = 500;
 
 /**
  * One command in LATENCY_STRIDE is timed on its own (two clock reads); the rest run between
- * them untimed. A clock read costs 45-70 ns here, and reading it at every command boundary
- * charged the engine 13-15 % of an alternating run (bench/clock-cost.ts, 2026-11-30):
- * harness cost, not the engine's. Which position of each stride is timed rotates with the
+ * them untimed. A clock read costs 45-70 ns here, and without a read at every command
+ * boundary an alternating run went 13-15 % faster (bench/clock-cost.ts, 2026-11-30): harness
+ * cost, not the engine's. Which position of each stride is timed rotates with the
  * batch, so a workload with a period (alternating: bid, ask) has every kind sampled. The
  * percentiles are those of the sample; the slowest batch bounds every command's latency.
  */

@@ -143,20 +143,32 @@ const notForDomain = [
 
 /**
  * Flags given to a boundary that would ignore them: the in-process domain run starts no stack
- * and times a command count, and only it measures resting orders' memory. A flag silently
- * ignored would leave its user believing the figure reflects it.
+ * and times a command count, only it measures resting orders' memory (and then runs no
+ * workload), and only datastore opens several connections. A flag silently ignored would
+ * leave its user believing the figure reflects it.
  */
 function checkInProcess(
   boundary: string,
   flags: ReadonlyMap<string, string>,
   keepStack: boolean,
 ): string[] {
-  if (boundary !== "domain") {
-    return flags.has("--resting") ? [`--resting is a flag of domain, not of ${boundary}`] : [];
-  }
+  const problems: string[] = [];
+  if (boundary !== "domain" && flags.has("--resting"))
+    problems.push(`--resting is a flag of domain, not of ${boundary}`);
+  if (boundary !== "domain" && boundary !== "datastore" && flags.has("--connections"))
+    problems.push(`--connections is a flag of datastore, not of ${boundary}`);
+  if (boundary !== "domain") return problems;
   const given = notForDomain.filter((flag) => flags.has(flag));
   if (keepStack) given.push("--keep-stack");
-  return given.map((flag) => `${flag} does not apply to domain (in-process, no stack)`);
+  problems.push(...given.map((flag) => `${flag} does not apply to domain (in-process, no stack)`));
+  // The memory measurement loads resting orders; it runs no workload.
+  if (flags.has("--resting")) {
+    for (const flag of ["--workload", "--commands", "--warmup", "--seed"]) {
+      if (flags.has(flag))
+        problems.push(`${flag} does not apply to domain --resting (no workload runs)`);
+    }
+  }
+  return problems;
 }
 
 /** What is wrong with `--sink` for this boundary, if anything. */

@@ -53,6 +53,21 @@ export interface BatchContext {
   unacknowledged: Map<string, number>;
 }
 
+/** Bound on remembered unacknowledged commands: a purged queue never redelivers them. */
+const unacknowledgedMax = 100_000;
+
+/**
+ * Remembers committed commands whose batch was never acknowledged (see
+ * BatchContext.unacknowledged), forgetting every earlier one past the bound.
+ */
+export function rememberUnacknowledged(
+  unacknowledged: Map<string, number>,
+  committed: readonly (readonly [commandId: string, events: number])[],
+): void {
+  if (unacknowledged.size > unacknowledgedMax) unacknowledged.clear();
+  for (const [commandId, events] of committed) unacknowledged.set(commandId, events);
+}
+
 export interface OutcomeTally {
   events: number;
   accepted: number;
@@ -202,7 +217,7 @@ export async function commitBatch(
     // The commit may have run with its reply lost (a timeout, a dropped connection): then the
     // redelivery finds these commands' stored results, and must count them as their first
     // outcome, not as duplicates. A redelivery that finds no stored result applies them anew.
-    for (const [commandId, events] of committed) context.unacknowledged.set(commandId, events);
+    rememberUnacknowledged(context.unacknowledged, committed);
     throw error;
   }
   const t4 = performance.now();

@@ -205,25 +205,27 @@ export class CommandConsumer {
     messages: readonly { message: ConsumeMessage; reason: string }[],
   ): Promise<void> {
     const output = this.output;
-    if (!output) throw new Error("broker not connected");
-    // Declared again first (it is rare, and idempotent): a dead-letter queue deleted while
-    // the conductor runs would leave the message unroutable, and an unroutable publish is
-    // still confirmed, so the message would be acknowledged and lost.
-    await output.assertQueue(commandDeadLetterQueue, { durable: true });
-    for (const { message, reason } of messages) {
-      output.sendToQueue(commandDeadLetterQueue, message.content, {
-        persistent: true,
-        headers: { ...message.properties.headers, "x-dead-letter-reason": reason },
-        contentType: message.properties.contentType,
-        messageId: message.properties.messageId,
-        correlationId: message.properties.correlationId,
-      });
-    }
-    const confirmed = await withinMs(
-      output.waitForConfirms().then(() => true),
-      deadLetterConfirmTimeoutMs,
-    );
-    if (confirmed === undefined) {
+    const channel = this.channel;
+    if (!output || !channel) throw new Error("broker not connected");
+    const delivered = async (): Promise<true> => {
+      // Declared again first (it is rare, and idempotent): a dead-letter queue deleted while
+      // the conductor runs would leave the message unroutable, and an unroutable publish is
+      // still confirmed, so the message would be acknowledged and lost. Declared on the
+      // command channel, whose connection never publishes, so an alarm never blocks it.
+      await channel.assertQueue(commandDeadLetterQueue, { durable: true });
+      for (const { message, reason } of messages) {
+        output.sendToQueue(commandDeadLetterQueue, message.content, {
+          persistent: true,
+          headers: { ...message.properties.headers, "x-dead-letter-reason": reason },
+          contentType: message.properties.contentType,
+          messageId: message.properties.messageId,
+          correlationId: message.properties.correlationId,
+        });
+      }
+      await output.waitForConfirms();
+      return true;
+    };
+    if ((await withinMs(delivered(), deadLetterConfirmTimeoutMs)) === undefined) {
       throw new Error(
         `dead letters not confirmed within ${deadLetterConfirmTimeoutMs} ms (is the broker blocking publishers?)`,
       );
@@ -247,12 +249,9 @@ export class CommandConsumer {
       await withinMs(quietly(this.outputConnection.close()), closeTimeoutMs);
   }
 
-  /** Closes both connections without waiting (a lost link, a failed or abandoned start). */
+  /** Closes both connections (a lost link, a failed or abandoned start). */
   private closeConnections(): Promise<unknown> {
-    return Promise.all([
-      this.connection?.close().catch(() => undefined),
-      this.outputConnection?.close().catch(() => undefined),
-    ]);
+    return Promise.all([closeBounded(this.connection), closeBounded(this.outputConnection)]);
   }
 
   private lost(reason: string, generation: number, level: "info" | "warn" = "warn"): void {
@@ -293,4 +292,18 @@ export class CommandConsumer {
       }
     }
   }
+}
+
+/**
+ * Closes a connection, waiting at most closeTimeoutMs for the broker's answer. A connection the
+ * broker blocks (a resource alarm stops it reading from publishing connections) is left to
+ * close once the alarm clears: its socket still holds replies of acknowledged commands, which
+ * no redelivery would send again.
+ */
+async function closeBounded(connection: ChannelModel | undefined): Promise<void> {
+  if (!connection) return;
+  await withinMs(
+    connection.close().catch(() => undefined),
+    closeTimeoutMs,
+  );
 }

@@ -10,15 +10,13 @@ import { backoffDelayMs } from "../infra/backoff";
 import type { Logger } from "../infra/log";
 import { DurabilityTimeoutError } from "../infra/valkey/durability";
 import type { PartitionKeys } from "../infra/valkey/keys";
-import { type CommittedBatch, commitBatch, countTally } from "./batch";
+import { type CommittedBatch, commitBatch, countTally, rememberUnacknowledged } from "./batch";
 import type { CommandConsumer, Delivery } from "./consumer";
 import type { ConductorMetrics } from "./metrics";
 import { type ConductorStore, FencedError } from "./store";
 
 /** Reload pacing after a failed batch: quick first retries (a lost reply, a failover), at most 5 s apart. */
 const conductorBackoff = { baseMs: 50, capMs: 5000 };
-
-const unacknowledgedMax = 100_000;
 
 /**
  * How long a conductor must go without deliveries, after the reload that followed a failed
@@ -54,7 +52,7 @@ export class Conductor {
   private stopped: Promise<void> | undefined;
   /** Consecutive failed batches (or reloads): the backoff before the next reload grows with it. */
   private failureAttempts = 0;
-  /** See BatchContext.unacknowledged; bounded because a purged queue never redelivers. */
+  /** See BatchContext.unacknowledged; bounded (rememberUnacknowledged). */
   private readonly unacknowledged = new Map<string, number>();
   /** Set when another conductor took the partition over: this one must exit. */
   fenced = false;
@@ -256,10 +254,7 @@ export class Conductor {
       });
       // As after a failure: the redelivery replies and is these commands' first counted
       // outcome, so a client gets one reply and each command is counted once.
-      if (this.unacknowledged.size > unacknowledgedMax) this.unacknowledged.clear();
-      for (const [commandId, events] of committed.committed) {
-        this.unacknowledged.set(commandId, events);
-      }
+      rememberUnacknowledged(this.unacknowledged, committed.committed);
       return true;
     }
     const now = Date.now();
@@ -288,12 +283,8 @@ export class Conductor {
     // Let every outstanding durability wait settle before the connection is reused.
     await Promise.allSettled(inFlight.map((f) => f.durable));
     // Committed but never acknowledged: their redelivery is their first counted outcome.
-    if (this.unacknowledged.size > unacknowledgedMax) this.unacknowledged.clear();
-    for (const entry of inFlight) {
-      for (const [commandId, events] of entry.committed.committed) {
-        this.unacknowledged.set(commandId, events);
-      }
-    }
+    for (const entry of inFlight)
+      rememberUnacknowledged(this.unacknowledged, entry.committed.committed);
     this.consumer.requeueFrom(batch);
     const fenced = error instanceof FencedError;
     if (fenced && error.keyspaceReset) {

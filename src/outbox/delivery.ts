@@ -100,6 +100,8 @@ export class DeliveryLoop {
   private ackBuffer: AckItem[] = [];
   private flushing: Promise<void> | null = null;
   private attempt = 0;
+  /** How long the last session ran before it ended (its end's settle wait left out). */
+  private lastSessionServedMs = 0;
   /** Durability timeouts since a read was last confirmed durable: only the first is a warning. */
   private durabilityTimeoutsInARow = 0;
   /** The entry a failure stopped at; its confirm proves the retry got past it. */
@@ -214,7 +216,6 @@ export class DeliveryLoop {
         await this.wakeup.wait(1000);
         continue;
       }
-      const started = performance.now();
       const outcome = await this.session();
       if (this.stopping) break;
       if (outcome === "retry") {
@@ -222,7 +223,7 @@ export class DeliveryLoop {
         // try of the last one: a failure with nothing unconfirmed (a reader reconnect, a failed
         // acknowledgement) names no entry whose confirm would reset the backoff, and under
         // steady load no read comes back empty to reset it either.
-        if (performance.now() - started >= this.healthySessionMs) this.attempt = 0;
+        if (this.lastSessionServedMs >= this.healthySessionMs) this.attempt = 0;
         const delayMs = backoffDelayMs(this.attempt++);
         this.log.info("outbox retrying after backoff", { delayMs, attempt: this.attempt });
         await this.wakeup.wait(delayMs);
@@ -292,6 +293,8 @@ export class DeliveryLoop {
         }
       }
     }
+    // Up to its failure: the settle wait at its end is not service.
+    this.lastSessionServedMs = performance.now() - sessionStarted;
     endReason = await this.endSession(endReason);
     if (durabilityTimedOut) {
       // The timed-out wait paced this retry: growing the backoff on top would only delay

@@ -126,3 +126,55 @@ test("a dead-letter queue deleted under a running conductor is declared again be
     await admin.close().catch(() => undefined);
   }
 }, 60_000);
+
+test("a dead letter under an alarm fails its batch within its bound instead of hanging; after the alarm it lands", async () => {
+  const partition = uniquePartition();
+  const publisher = await Publisher.open(broker.url);
+  const rpc: ChannelModel = await amqp.connect(broker.url);
+  const store = new PartitionStore(stack.datastoreUrl, partition);
+  const { queue: replyQueue, replies, close: closeReplies } = await openReplies(rpc);
+  try {
+    const { publish } = alternatingRpcCommands(publisher, partition, 93, 20, replyQueue);
+    await declareCommandTopology(rpc, partition, createLogger("error"));
+    const messageId = `unreadable-under-alarm-${partition}`;
+    await publish(0, 10);
+    await publisher.publish(partition, ["{ not json"], { messageId });
+    await publish(10, 20);
+    await watermark("0.0001");
+    // Batches of 5: the replies of the first ones block the output connection before the
+    // batch with the unreadable message asks for its dead letter's confirm.
+    const conductor = await startConductor({ ...stack, brokerUrl: broker.url }, partition, {
+      extraArgs: ["--prefetch", "25", "--batch-max", "5"],
+    });
+    await eventually(
+      "the batch failed on its unconfirmed dead letter",
+      async () => (await conductor.metric("matching_command_failures_total")) >= 1,
+      30_000,
+    );
+    expect((await fetch(`${conductor.url}/readyz`)).status).toBe(503);
+    await watermark("0.4");
+    await eventually(
+      "every command processed",
+      async () => (await conductor.metric("matching_commands_processed_total")) === 21,
+      30_000,
+    );
+    // The unreadable message asked for no reply.
+    await eventually("every reply delivered", () => replies.size === 20, 30_000);
+    const channel = await rpc.createChannel();
+    const found: string[] = [];
+    for (;;) {
+      const message = await channel.get(commandDeadLetterQueue, { noAck: true });
+      if (message === false) break;
+      found.push(String(message.properties.messageId));
+    }
+    expect(found).toContain(messageId);
+    expect(await store.eventCount()).toBe(40);
+  } finally {
+    if (alarmed) await watermark("0.4");
+    await closeReplies();
+    store.close();
+    await publisher.deleteQueue(partition).catch(() => undefined);
+    await publisher.close();
+    await rpc.close().catch(() => undefined);
+  }
+}, 120_000);

@@ -75,10 +75,14 @@ describe("matchd CLI", () => {
     for (const flag of ["--report", "--rate", "--keep-stack"]) {
       expect(domain.stderr).toContain(`${flag} does not apply to domain (in-process, no stack)`);
     }
-    const resting = await matchd(["bench", "conductor", "--resting", "10"]);
+    const resting = await matchd(["bench", "conductor", "--resting", "10", "--connections", "2"]);
     expect(resting.code).toBe(2);
     expect(resting.stderr).toContain("--resting is a flag of domain, not of conductor");
-    for (const run of [domain, resting]) expect(run.stderr).not.toContain("stack up");
+    expect(resting.stderr).toContain("--connections is a flag of datastore, not of conductor");
+    const memory = await matchd(["bench", "domain", "--resting", "10", "--commands", "5"]);
+    expect(memory.code).toBe(2);
+    expect(memory.stderr).toContain("--commands does not apply to domain --resting");
+    for (const run of [domain, resting, memory]) expect(run.stderr).not.toContain("stack up");
   });
 
   test("a bad --flow is refused with exit 2 before any stack starts", async () => {

@@ -159,7 +159,7 @@ test("a holder cut off from the broker counts its time cut off afresh after losi
   const resigned: number[] = [];
   const lease = {
     held: () => held,
-    ttl: 100,
+    ttl: 200,
     resign: async (forMs: number) => {
       resigned.push(forMs);
     },
@@ -183,10 +183,10 @@ test("a holder cut off from the broker counts its time cut off afresh after losi
   void loop.start();
   try {
     await eventually("a failed open", () => opens >= 1);
-    // The lease passes away before three TTLs (300 ms) of failed opens, and comes back later.
+    // The lease passes away before three TTLs (600 ms) of failed opens, and comes back later.
     held = false;
     loop.leaseChanged(false);
-    await Bun.sleep(400);
+    await Bun.sleep(700);
     const before = opens;
     held = true;
     loop.leaseChanged(true);
