@@ -26,6 +26,8 @@ export interface BatchItem {
   delivery: Delivery;
   /** Absent for dead-lettered messages. */
   commandId?: string;
+  /** The envelope's correlationId: a reply's, when the message carries no AMQP one. */
+  correlationId?: string;
   /** False for a redelivered command answered from its stored result. */
   fresh: boolean;
   /** The JSON body of the reply and stored result (a dead-lettered message's reply only). */
@@ -35,7 +37,12 @@ export interface BatchItem {
 
 type Decoded =
   | { kind: "command"; command: CommandEnvelope }
-  | { kind: "invalid"; commandId: string; outcome: () => CommandOutcome }
+  | {
+      kind: "invalid";
+      commandId: string;
+      correlationId: string | undefined;
+      outcome: () => CommandOutcome;
+    }
   | { kind: "unreadable"; reason: string };
 
 export interface BatchContext {
@@ -142,6 +149,7 @@ export async function commitBatch(
       continue;
     }
     const commandId = item.kind === "command" ? item.command.commandId : item.commandId;
+    const correlationId = item.kind === "command" ? item.command.correlationId : item.correlationId;
     const earlier = stored.get(commandId) ?? batchResults.get(commandId);
     if (earlier !== undefined) {
       // A redelivery: the stored result, untouched book, after this batch's durability wait.
@@ -158,11 +166,11 @@ export async function commitBatch(
         // This process committed it but never acknowledged it: count it now, once.
         tally.events += ownEvents;
         countOutcome(tally, JSON.parse(earlier) as CommandResult);
-        items.push({ delivery, commandId, fresh: true, resultJson: earlier });
+        items.push({ delivery, commandId, correlationId, fresh: true, resultJson: earlier });
         continue;
       }
       tally.duplicates++;
-      items.push({ delivery, commandId, fresh: false, resultJson: earlier });
+      items.push({ delivery, commandId, correlationId, fresh: false, resultJson: earlier });
       continue;
     }
     const outcome =
@@ -193,7 +201,7 @@ export async function commitBatch(
     tally.events += outcome.events.length;
     countOutcome(tally, outcome.result);
     committed.push([commandId, outcome.events.length]);
-    items.push({ delivery, commandId, fresh: true, resultJson });
+    items.push({ delivery, commandId, correlationId, fresh: true, resultJson });
   }
   // Only each order's net change is written: the commit is atomic, so the states an
   // order passed through inside the batch are never visible. An order that rested and
@@ -298,6 +306,7 @@ function decodeDeliveryUnguarded(context: BatchContext, delivery: Delivery): Dec
     return {
       kind: "invalid",
       commandId,
+      correlationId: decoded.correlationId,
       outcome: () =>
         engine.reject(
           {
@@ -327,6 +336,7 @@ function decodeDeliveryUnguarded(context: BatchContext, delivery: Delivery): Dec
     return {
       kind: "invalid",
       commandId: command.commandId,
+      correlationId: command.correlationId,
       outcome: () =>
         engine.reject(
           {

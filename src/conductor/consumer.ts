@@ -186,8 +186,14 @@ export class CommandConsumer {
     this.lost("a failed batch is requeued", generation, "info");
   }
 
-  reply(message: ConsumeMessage, body: string): void {
-    const { replyTo, correlationId } = message.properties;
+  /**
+   * Sends a result to the message's `replyTo` with its AMQP `correlationId`, or, when it has
+   * none, the envelope's (`envelopeCorrelationId`): a client may set either.
+   */
+  reply(message: ConsumeMessage, body: string, envelopeCorrelationId?: string): void {
+    const { replyTo } = message.properties;
+    const correlationId =
+      (message.properties.correlationId as string | undefined) || envelopeCorrelationId;
     if (!replyTo || !this.replies) return;
     try {
       this.replies.publish("", replyTo, body, false, {

@@ -263,7 +263,7 @@ export class Conductor {
       // Counted here, once: a later redelivery of these is a duplicate.
       if (item.commandId !== undefined) this.unacknowledged.delete(item.commandId);
       if (item.resultJson !== undefined)
-        this.consumer.reply(item.delivery.message, item.resultJson);
+        this.consumer.reply(item.delivery.message, item.resultJson, item.correlationId);
       if (item.fresh) fresh++;
       this.metrics.commandLatency.observe((now - item.delivery.receivedAtMs) / 1000);
     }

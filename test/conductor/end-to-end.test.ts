@@ -11,8 +11,10 @@ import { stackStartTimeoutMs, testStack, uniquePartition } from "../support/stac
 import {
   conductorSuite,
   eventually,
+  openReplies,
   PartitionStore,
   partitionCount,
+  removePartition,
   startConductor,
 } from "./helpers";
 
@@ -295,5 +297,27 @@ test("under the memory policy no durability wait is timed: the histogram times o
   } finally {
     store.close();
     await suite.publisher.deleteQueue(partition);
+  }
+}, 60_000);
+
+test("a request with replyTo but no AMQP correlationId gets its reply under the envelope's correlationId", async () => {
+  const partition = uniquePartition();
+  const store = new PartitionStore(suite.stack.datastoreUrl, partition);
+  const rpc: ChannelModel = await amqp.connect(suite.stack.brokerUrl);
+  const { queue, replies, close } = await openReplies(rpc);
+  try {
+    await startConductor(suite.stack, partition);
+    const workload = createWorkload("alternating", { seed: 23, partition, partitionCount });
+    const command = workload.next(0);
+    await suite.publisher.publish(partition, [command], { replyTo: queue });
+    await eventually("the reply", () => replies.size === 1);
+    expect(replies.get(command.correlationId)).toMatchObject({
+      commandId: command.commandId,
+      status: "accepted",
+    });
+  } finally {
+    await close();
+    await rpc.close().catch(() => undefined);
+    await removePartition(store, suite.publisher, partition);
   }
 }, 60_000);
