@@ -521,7 +521,12 @@ describe("outbox", () => {
     const published = async () =>
       metricNumber(await child.metrics(), "matching_outbox_events_published_total");
     const atLoss = await published();
-    await Bun.sleep(1000);
+    // Until the window that was in flight has settled (confirmed or given up), then a pause.
+    await eventually(
+      "nothing in flight",
+      async () => metricNumber(await child.metrics(), "matching_outbox_in_flight") === 0,
+      15_000,
+    );
     const settled = await published();
     expect(settled - atLoss).toBeLessThanOrEqual(200);
     await Bun.sleep(1000);
@@ -719,8 +724,9 @@ describe("outbox", () => {
       await eventually("ready with nothing to publish", async () => {
         return (await fetch(`http://127.0.0.1:${child.port}/readyz`)).status === 200;
       });
-      // Let the reconnected session read the (empty) stream before the next cut.
-      await Bun.sleep(1500);
+      // Let the reconnected session finish an empty read (a 500 ms block after a few round
+      // trips), which resets the backoff, before the next cut: with room for a slow machine.
+      await Bun.sleep(3000);
       const before = attempts().length;
       proxy.outage(300);
       await eventually(`a retry after outage ${outage}`, () => attempts().length > before, 20_000);

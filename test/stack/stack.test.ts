@@ -102,9 +102,11 @@ describe("local stack", () => {
     async () => {
       const taken = Number(new URL(info.brokerUrl).port);
       const [distPort, epmdPort] = (await freePorts(2)) as [number, number];
+      // A bound below the test's own, so a node that never exits fails with its message.
       const attempt = startRabbitmq({
         dir: join(dir, "late-rabbitmq"),
         ports: [taken, distPort, epmdPort],
+        readyTimeoutMs: 30_000,
       });
       await expect(attempt).rejects.toMatchObject({ code: "start-failed" });
       await expect(attempt).rejects.toThrow(/is served by matchd-|exited/);
