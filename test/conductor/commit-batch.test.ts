@@ -80,6 +80,27 @@ describe("group commit", () => {
     store.close();
   });
 
+  /** An emptied partition, owned anew, with a fresh engine: one batch context. */
+  async function freshContext() {
+    await store.deleteAll();
+    const config = conductorConfig(partition);
+    const conductorStore = new ConductorStore(store.valkey, store.keys);
+    const { epoch } = await conductorStore.claimOwnership();
+    return {
+      config,
+      engine: new MatchingEngine(),
+      store: conductorStore,
+      keys: store.keys,
+      metrics: createConductorMetrics(
+        config,
+        () => 0,
+        () => 0,
+      ),
+      epoch,
+      unacknowledged: new Map<string, number>(),
+    };
+  }
+
   async function commitAll(
     commands: readonly CommandEnvelope[],
     batchSize: number,
@@ -123,23 +144,8 @@ describe("group commit", () => {
   }, 120_000);
 
   test("a commit that ran but lost its reply: the redelivery counts its commands once, as fresh", async () => {
-    await store.deleteAll();
-    const config = conductorConfig(partition);
-    const conductorStore = new ConductorStore(store.valkey, store.keys);
-    const { epoch } = await conductorStore.claimOwnership();
-    const context = {
-      config,
-      engine: new MatchingEngine(),
-      store: conductorStore,
-      keys: store.keys,
-      metrics: createConductorMetrics(
-        config,
-        () => 0,
-        () => 0,
-      ),
-      epoch,
-      unacknowledged: new Map<string, number>(),
-    };
+    const context = await freshContext();
+    const { store: conductorStore } = context;
     // The fault: the commit runs on the real datastore, then its reply is lost.
     const lossy = Object.create(conductorStore) as ConductorStore;
     lossy.commit = async (batch) => {
@@ -160,23 +166,8 @@ describe("group commit", () => {
   });
 
   test("a redelivery renews its commands' markers, so an outage longer than the retention cannot apply them twice", async () => {
-    await store.deleteAll();
-    const config = conductorConfig(partition);
-    const conductorStore = new ConductorStore(store.valkey, store.keys);
-    const { epoch } = await conductorStore.claimOwnership();
-    const context = {
-      config,
-      engine: new MatchingEngine(),
-      store: conductorStore,
-      keys: store.keys,
-      metrics: createConductorMetrics(
-        config,
-        () => 0,
-        () => 0,
-      ),
-      epoch,
-      unacknowledged: new Map<string, number>(),
-    };
+    const context = await freshContext();
+    const { config, epoch } = context;
     const workload = createWorkload("alternating", { seed: 5, partition, partitionCount });
     const commands = [workload.next(0), workload.next(1)];
     await commitBatch(context, commands.map(delivery));
@@ -197,23 +188,7 @@ describe("group commit", () => {
   });
 
   test("bodies the decoders once threw on, and a decoder fault, are refused without failing their batch", async () => {
-    await store.deleteAll();
-    const config = conductorConfig(partition);
-    const conductorStore = new ConductorStore(store.valkey, store.keys);
-    const { epoch } = await conductorStore.claimOwnership();
-    const context = {
-      config,
-      engine: new MatchingEngine(),
-      store: conductorStore,
-      keys: store.keys,
-      metrics: createConductorMetrics(
-        config,
-        () => 0,
-        () => 0,
-      ),
-      epoch,
-      unacknowledged: new Map<string, number>(),
-    };
+    const context = await freshContext();
     const raw = (body: string): Delivery => ({
       message: {
         content: Buffer.from(body),
