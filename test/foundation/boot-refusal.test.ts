@@ -11,6 +11,7 @@ import { eventually } from "../support/eventually";
 import { runToEnd } from "../support/run-to-end";
 import { matchdCommand, spawnMatchd, stackStartTimeoutMs, testStack } from "../support/stack";
 import { tempDir } from "../support/temp-dir";
+import { startValkeyPair } from "../support/valkey-pair";
 
 function matchd(args: string[], env: Record<string, string>) {
   return runToEnd([...matchdCommand, ...args], {
@@ -62,9 +63,39 @@ describe("durability policy at boot", () => {
     }
     const { stdout, code } = await matchd(["check"], { MATCHING_DATASTORE_URL: primary.url });
     expect(stdout).toContain("PASS replica connected");
+    expect(stdout).toContain(
+      `FAIL replica 127.0.0.1:${replica.port} appendonly yes, appendfsync always: appendonly is off`,
+    );
     expect(stdout).toContain("FAIL probe write fsynced on primary and replica");
     expect(code).toBe(3);
   }, 30_000);
+
+  test("appendfsync everysec on the replica, then on the primary: check exits 3 and names the server", async () => {
+    const pair = await startValkeyPair("matchd-boot-everysec-");
+    servers.push(pair.primary, pair.replica);
+    const onReplica = new Redis(pair.replica.url);
+    const onPrimary = new Redis(pair.primary.url);
+    const replicaCheck = `replica 127.0.0.1:${pair.replica.port} appendonly yes, appendfsync always`;
+    try {
+      await onReplica.call("CONFIG", "SET", "appendfsync", "everysec");
+      const replicaSlow = await matchd(["check"], { MATCHING_DATASTORE_URL: pair.primary.url });
+      expect(replicaSlow.stdout).toContain("PASS appendfsync always on the primary");
+      expect(replicaSlow.stdout).toContain(`FAIL ${replicaCheck}: appendfsync is everysec`);
+      expect(replicaSlow.code).toBe(3);
+
+      await onReplica.call("CONFIG", "SET", "appendfsync", "always");
+      await onPrimary.call("CONFIG", "SET", "appendfsync", "everysec");
+      const primarySlow = await matchd(["check"], { MATCHING_DATASTORE_URL: pair.primary.url });
+      expect(primarySlow.stdout).toContain(
+        "FAIL appendfsync always on the primary: appendfsync is everysec",
+      );
+      expect(primarySlow.stdout).toContain(`PASS ${replicaCheck}`);
+      expect(primarySlow.code).toBe(3);
+    } finally {
+      onReplica.disconnect();
+      onPrimary.disconnect();
+    }
+  }, 60_000);
 
   test("a lone primary: check exits 3 and names the missing replica", async () => {
     const { stdout, code } = await matchd(["check"], { MATCHING_DATASTORE_URL: lonePrimary.url });
@@ -116,17 +147,36 @@ describe("durability policy at boot", () => {
     expect(seen).toContain("DURABILITY POLICY memory");
   });
 
-  test("a user denied CONFIG still passes; one denied COMMAND gets a failed check, not a crash, and the other checks", async () => {
+  test("a user denied CONFIG fails the appendfsync check, one granted only CONFIG GET passes it; one denied COMMAND gets a failed check, not a crash, and the other checks", async () => {
     const admin = new Redis(lonePrimary.url);
     try {
       await admin.call("ACL", "SETUSER", "noconfig", "on", ">pw", "~*", "&*", "+@all", "-config");
+      await admin.call(
+        "ACL",
+        "SETUSER",
+        "configget",
+        "on",
+        ">pw",
+        "~*",
+        "&*",
+        "+@all",
+        "-config",
+        "+config|get",
+      );
       await admin.call("ACL", "SETUSER", "nocommand", "on", ">pw", "~*", "&*", "+@all", "-command");
       const url = (user: string) => lonePrimary.url.replace("redis://", `redis://${user}:pw@`);
       const noConfig = await matchd(["check"], { MATCHING_DATASTORE_URL: url("noconfig") });
-      // Only the missing replica fails: appendonly is read from INFO, not CONFIG.
+      // appendonly is read from INFO, so it is still named right; the fsync setting has no
+      // INFO field, and a server that will not show it cannot show the policy holds.
       expect(noConfig.stdout).toContain("PASS appendonly on");
-      expect(noConfig.stdout).toContain("FAIL replica connected");
+      expect(noConfig.stdout).toContain(
+        "FAIL appendfsync always on the primary: could not be checked",
+      );
+      expect(noConfig.stdout).toContain("+config|get");
       expect(noConfig.code).toBe(3);
+      const configGet = await matchd(["check"], { MATCHING_DATASTORE_URL: url("configget") });
+      expect(configGet.stdout).toContain("PASS appendfsync always on the primary");
+      expect(configGet.stdout).toContain("FAIL replica connected");
       const noCommand = await matchd(["check"], { MATCHING_DATASTORE_URL: url("nocommand") });
       expect(noCommand.stdout).toContain("FAIL WAITAOF supported: could not be checked");
       // The checks after it still run: the refusal names every problem at once.

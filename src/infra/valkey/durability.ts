@@ -7,6 +7,12 @@ import { ReplyError } from "ioredis";
 import type { DurabilityPolicy } from "../../config/schema";
 import { withinMs } from "../within";
 import { connectionGeneration, parseInfo, type Valkey } from "./client";
+import {
+  checkPrimaryFsync,
+  checkReplicasFsync,
+  type ListedReplica,
+  listedReplicas,
+} from "./fsync-policy";
 import { luaScript, runScript } from "./lua-script";
 
 /**
@@ -120,12 +126,14 @@ export async function checkDatastore(
 
   let role = "unknown";
   let replicas = 0;
+  let listed: ListedReplica[] = [];
   /** The error of INFO replication, when it could not be read. */
   let replication: unknown;
   try {
     const replication = parseInfo(await valkey.info("replication"));
     role = replication.get("role") ?? "unknown";
     replicas = Number(replication.get("connected_slaves") ?? "0");
+    listed = listedReplicas(replication);
     outcomes.push({
       name: "primary role",
       ok: role === "master",
@@ -139,7 +147,8 @@ export async function checkDatastore(
     outcomes.push(failed("primary role", error));
   }
 
-  // INFO persistence rather than CONFIG GET: managed servers often deny or rename CONFIG.
+  // INFO persistence rather than CONFIG GET: it answers where CONFIG is denied, so AOF being
+  // off is still named as such.
   let aofOn = false;
   try {
     aofOn = parseInfo(await valkey.info("persistence")).get("aof_enabled") === "1";
@@ -153,6 +162,7 @@ export async function checkDatastore(
   } catch (error) {
     outcomes.push(failed("appendonly on", error));
   }
+  outcomes.push(await checkPrimaryFsync(valkey));
 
   // Unread replication info says nothing about replicas: no advice to start one.
   if (replication !== undefined) outcomes.push(failed("replica connected", replication));
@@ -165,6 +175,7 @@ export async function checkDatastore(
           ? `${replicas} replica(s) connected`
           : "no replica is connected; start a replica with `replicaof <primary>` and appendonly yes",
     });
+  outcomes.push(...(await checkReplicasFsync(valkey, listed)));
 
   // The probe is a flagged script: it needs every check above, script flags included.
   if (scriptFlags && hasWaitAof && role === "master" && aofOn && replicas >= 1) {

@@ -1,0 +1,117 @@
+/**
+ * The boot checks of `aof-replicated` that INFO cannot answer: `appendfsync always` on the
+ * primary and on every replica it lists (read with CONFIG GET), and AOF on each replica.
+ */
+
+import type { Valkey } from "./client";
+import { parseInfo } from "./client";
+import type { CheckOutcome } from "./durability";
+
+/** A replica as the primary's INFO replication lists it (`slave0:ip=…,port=…,state=…`). */
+export interface ListedReplica {
+  ip: string;
+  port: number;
+  state: string;
+}
+
+export function listedReplicas(replication: Map<string, string>): ListedReplica[] {
+  const replicas: ListedReplica[] = [];
+  for (const [key, value] of replication) {
+    if (!/^slave\d+$/.test(key)) continue;
+    const fields = new Map(value.split(",").map((pair) => pair.split("=") as [string, string]));
+    const port = Number(fields.get("port"));
+    const ip = fields.get("ip");
+    if (ip !== undefined && Number.isInteger(port)) {
+      replicas.push({ ip, port, state: fields.get("state") ?? "unknown" });
+    }
+  }
+  return replicas;
+}
+
+/** CONFIG GET appendfsync; throws when CONFIG is denied or renamed. */
+async function appendfsyncOf(valkey: Valkey): Promise<string> {
+  const reply = (await valkey.call("CONFIG", "GET", "appendfsync")) as string[];
+  const value = reply[1];
+  if (value === undefined) throw new Error("CONFIG GET appendfsync returned nothing");
+  return value;
+}
+
+const grantHint = "this user needs +config|get to show the setting";
+
+/**
+ * WAITAOF alone is not enough: under `everysec` some server versions count an offset as
+ * fsynced before it is (redis/redis#13793), so an acknowledged command could be lost on power
+ * loss. A server that will not show its setting fails the check: the policy cannot be shown.
+ */
+export async function checkPrimaryFsync(valkey: Valkey): Promise<CheckOutcome> {
+  const name = "appendfsync always on the primary";
+  try {
+    const value = await appendfsyncOf(valkey);
+    return {
+      name,
+      ok: value === "always",
+      detail:
+        value === "always"
+          ? "appendfsync always"
+          : `appendfsync is ${value}; set \`appendfsync always\` on primary and replica`,
+    };
+  } catch (error) {
+    return {
+      name,
+      ok: false,
+      detail: `could not be checked: ${(error as Error).message}; ${grantHint}`,
+    };
+  }
+}
+
+/**
+ * Connects to each listed replica with the primary's credentials and checks AOF and
+ * `appendfsync always` there: WAITAOF counts any replica's fsync, so each one must qualify.
+ */
+export async function checkReplicasFsync(
+  valkey: Valkey,
+  replicas: ListedReplica[],
+): Promise<CheckOutcome[]> {
+  return Promise.all(
+    replicas.map(async ({ ip, port }) => {
+      const name = `replica ${ip}:${port} appendonly yes, appendfsync always`;
+      const replica = valkey.duplicate({
+        host: ip,
+        port,
+        connectionName: "matchd-check-replica",
+        lazyConnect: true,
+        connectTimeout: 2000,
+        commandTimeout: 2000,
+        maxRetriesPerRequest: 0,
+        retryStrategy: () => null,
+      });
+      // A failed connect also emits 'error'; the rejected command below reports it.
+      replica.on("error", () => undefined);
+      try {
+        await replica.connect();
+        const aofOn = parseInfo(await replica.info("persistence")).get("aof_enabled") === "1";
+        const value = await appendfsyncOf(replica);
+        const problems = [
+          ...(aofOn ? [] : ["appendonly is off"]),
+          ...(value === "always" ? [] : [`appendfsync is ${value}`]),
+        ];
+        return {
+          name,
+          ok: problems.length === 0,
+          detail:
+            problems.length === 0
+              ? "appendonly yes, appendfsync always"
+              : `${problems.join(", ")}; set \`appendonly yes\` and \`appendfsync always\` on every replica`,
+        };
+      } catch (error) {
+        return {
+          name,
+          ok: false,
+          detail: `could not be checked at the address the primary lists: ${(error as Error).message}; ${grantHint} and to be reachable there`,
+        };
+      } finally {
+        replica.disconnect();
+      }
+    }),
+  );
+}
