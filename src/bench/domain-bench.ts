@@ -129,7 +129,7 @@ export function runDomainBench(options: DomainBenchOptions): BenchReport {
     extra: {
       seed,
       generationBatch: BATCH,
-      latencySample: `1 in ${LATENCY_STRIDE} commands timed on its own (${sampled} latencies)`,
+      latencySample: `1 in ${LATENCY_STRIDE} commands timed on its own (${sampled} latencies); latencyMs, max included, is of this sample, so a stall in an untimed command is missed: slowestBatchMs bounds every command`,
       slowestBatchMs: slowestBatchNs / 1e6,
       events: counts.events,
       eventsPerCommand: counts.events / commands,

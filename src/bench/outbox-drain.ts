@@ -14,6 +14,7 @@
 import Redis from "ioredis";
 import type { Config } from "../config/schema";
 import { eventIdOf } from "../domain/events";
+import { parseInfo } from "../infra/valkey/client";
 import { outboxConsumerGroup, partitionKeys } from "../infra/valkey/keys";
 import { EventSink } from "./event-sink";
 
@@ -171,6 +172,17 @@ export async function runOutboxDrainBench(
     const receiving = sink;
     const arrived = (): number => (queued ? inQueue : receiving.received);
     let nextReport = ready + 1000;
+    // Under aof-replicated the replica must stay attached throughout: the outbox's durability
+    // wait would stall without it, and a run that stalled must not read as a clean one.
+    const replicas = { min: Number.POSITIVE_INFINITY, samples: 0, nextAt: 0 };
+    const sampleReplicas = async () => {
+      if (config.durability !== "aof-replicated" || performance.now() < replicas.nextAt) return;
+      replicas.nextAt = performance.now() + 250;
+      const info = parseInfo(await valkey.info("replication"));
+      replicas.min = Math.min(replicas.min, Number(info.get("connected_slaves") ?? 0));
+      replicas.samples++;
+    };
+    await sampleReplicas();
     while (length > 0 || arrived() < events) {
       if (performance.now() - started > timeoutMs) {
         throw new Error(
@@ -180,6 +192,7 @@ export async function runOutboxDrainBench(
       sink.throwIfFailed();
       await Bun.sleep(10);
       length = await valkey.xlen(keys.events);
+      await sampleReplicas();
       if (queued && length === 0) inQueue = await sink.queued();
       if (performance.now() >= nextReport) {
         log(`XLEN ${length}, ${queued ? "queued" : "received"} ${arrived()} of ${events}`);
@@ -237,6 +250,11 @@ export async function runOutboxDrainBench(
       deadLetters: metrics.matching_outbox_dead_letter_total,
       unroutable: metrics.matching_outbox_unroutable_total,
       published: metrics.matching_outbox_events_published_total,
+      durabilityTimeouts: metrics.matching_outbox_durability_timeouts_total,
+      // Sampled every 250 ms from the first read to the end of the drain.
+      replicaSamples: config.durability === "aof-replicated" ? replicas.samples : undefined,
+      minReplicasConnected:
+        config.durability === "aof-replicated" && replicas.samples > 0 ? replicas.min : undefined,
     };
     log(
       `drained ${events} events in ${drainSeconds.toFixed(2)} s: ${report.eventsPerSecond} events/s`,

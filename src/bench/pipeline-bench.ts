@@ -380,6 +380,10 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
     const deadLetters = delta(outbox, baseOutbox, "matching_outbox_dead_letter_total");
     check("outboxRetries", retries, retries === 0);
     check("outboxDeadLetters", deadLetters, deadLetters === 0);
+    // The outbox waits for its reads to be durable too; a timed-out wait publishes nothing and
+    // counts no retry, so only this counter shows a stall on missing replica acknowledgements.
+    const outboxTimeouts = delta(outbox, baseOutbox, "matching_outbox_durability_timeouts_total");
+    check("outboxDurabilityTimeouts", outboxTimeouts, outboxTimeouts === 0);
     check("eventsReceivedBySinks", eventsReceivedTimed, eventsReceivedTimed === eventsCreated);
     // A copy republished after a failed stream acknowledgement counts no retry and may reach
     // the sink after these counts are read: the outbox's confirmed publishes show it.

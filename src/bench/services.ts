@@ -144,7 +144,11 @@ export async function fetchMetrics(url: string): Promise<Record<string, unknown>
   return (await response.json()) as Record<string, unknown>;
 }
 
+/**
+ * A numeric metric, or NaN when the service does not expose it: an invariant such as
+ * "no retries" must fail against a service that cannot show it, not pass as if it read 0.
+ */
 export function metricNumber(metrics: Record<string, unknown>, key: string): number {
   const value = metrics[key];
-  return typeof value === "number" ? value : 0;
+  return typeof value === "number" ? value : Number.NaN;
 }

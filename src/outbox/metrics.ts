@@ -3,7 +3,13 @@
  * a datastore read (pending, stream length, lag) are refreshed just before /metrics
  * answers, never per event.
  */
-import type { Counter, Gauge, Histogram, MetricsRegistry } from "../infra/metrics";
+import {
+  type Counter,
+  fineBuckets,
+  type Gauge,
+  type Histogram,
+  type MetricsRegistry,
+} from "../infra/metrics";
 
 export interface OutboxMetrics {
   published: Counter;
@@ -70,6 +76,7 @@ export function createOutboxMetrics(
     confirmLatency: registry.histogram(
       "matching_outbox_confirm_latency_seconds",
       "Time from publish() to the broker's confirm",
+      fineBuckets,
     ),
     batchSize: registry.histogram(
       "matching_outbox_batch_size",

@@ -11,7 +11,7 @@ const resolved = resolveConfig({}, new Map(), "bench");
 if (!resolved.ok) throw new Error(resolved.problems.join("\n"));
 const config = resolved.config;
 
-const drained = (published: number) => ({
+const drained = (published: number, overrides: Record<string, unknown> = {}) => ({
   drainSeconds: 5,
   eventsPerSecond: 20_000,
   received: 100_000,
@@ -21,7 +21,11 @@ const drained = (published: number) => ({
   deadLetters: 0,
   unroutable: 0,
   published,
+  durabilityTimeouts: 0,
+  replicaSamples: 20,
+  minReplicasConnected: 1,
   confirmLatencySeconds: { p50: 0.1, p95: 0.2, p99: 0.2, p999: 0.25, max: 0.25 },
+  ...overrides,
 });
 
 test("a drain passes only when every event was published once and received once", () => {
@@ -37,4 +41,24 @@ test("the drain's report counts events, not commands", () => {
   const text = renderReport(report);
   expect(text).toContain("events/s");
   expect(text).not.toContain("commands/s");
+});
+
+test("a drain that stalled on durability, lost its replica, or could not show either fails", () => {
+  expect(config.durability).toBe("aof-replicated");
+  const failing: Record<string, unknown>[] = [
+    { durabilityTimeouts: 1 },
+    { minReplicasConnected: 0 },
+    { replicaSamples: 0, minReplicasConnected: undefined },
+    { durabilityTimeouts: undefined },
+  ];
+  for (const overrides of failing) {
+    const report = outboxDrainToReport(drained(100_000, overrides), config, {}, 100_000);
+    expect(report.invariants.ok).toBe(false);
+  }
+  const clean = outboxDrainToReport(drained(100_000), config, {}, 100_000);
+  expect(clean.invariants).toMatchObject({
+    ok: true,
+    outboxDurabilityTimeouts: 0,
+    replicaConnectedThroughout: true,
+  });
 });
