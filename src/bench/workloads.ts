@@ -27,7 +27,6 @@ export interface Workload {
   prefill(): CommandEnvelope[];
   /** The i-th timed command; stateful generators require i = 0, 1, 2, ... in order. */
   next(i: number): CommandEnvelope;
-  expectedEventsPerCommand?: number;
   /**
    * Events and resting orders the first `commands` commands must leave, when known exactly.
    * Stateful workloads answer for the commands generated so far: call it after them.
@@ -201,7 +200,6 @@ function alternating(factory: CommandFactory, pairId: number, orderId: OrderIdOf
         price: "100",
         volume: "1",
       }),
-    expectedEventsPerCommand: 2,
     // Couples of 4 events; an odd last bid rests with 1.
     expectedAfter: (commands) => ({ events: 2 * commands - (commands % 2), resting: commands % 2 }),
   };
@@ -376,7 +374,6 @@ function multiPair(
         volume: "1",
       });
     },
-    expectedEventsPerCommand: 2,
     // Each pair alternates on its own: one left with an unmatched bid (its next side is ask)
     // holds one resting order, whose command emitted 1 event instead of 2.
     expectedAfter: (commands) => {
