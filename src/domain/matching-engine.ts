@@ -5,6 +5,7 @@ import {
   addScaled,
   divScaled,
   formatValue,
+  MAX_DECIMALS,
   mulScaled,
   parseScaledValue,
   pow10Value,
@@ -355,12 +356,12 @@ export class MatchingEngine {
       // quotes round up, so it never trades for nothing.
       (!taker.quoteSized && executedAfter > taker.accepted) ||
       (taker.quoteSized && quote <= 0) ||
-      // Maker and taker volumes change by the same amount (the arithmetic may switch between
-      // numbers and bigints, and must stay exact either way).
-      subScaled(makerBefore, makerAfter) !==
-        (taker.quoteSized
-          ? subScaled(executedAfter, takerBefore)
-          : subScaled(takerBefore, remainingAfter))
+      // A base-sized taker's executed and remaining volumes are kept apart, across fills and
+      // whatever else touches them: together they still make up its accepted volume.
+      (!taker.quoteSized && addScaled(executedAfter, remainingAfter) !== taker.accepted) ||
+      // The quote, cross-checked by multiplication rather than the division that made it: the
+      // exact price × volume, rounded by less than one quote unit, in the book's favour.
+      !quoteRoundedOnce(quote, price, volume, maker.quoteDecimals, scaleShift, maker.side === "ask")
     ) {
       throw new MatchingInvariantError(
         `fill broke conservation: maker ${maker.id} taker ${taker.id} volume ${volume}`,
@@ -697,6 +698,19 @@ export class MatchingEngine {
     this.version++;
     const known = this.orders.get(order.id);
     if (known !== undefined && known !== FINISHED) loadFailure(order, "duplicate id");
+    // The same bounds a placed order passed: a stored order outside them was never accepted,
+    // and would make every later order of its pair a precision mismatch.
+    for (const [field, decimals] of [
+      ["priceDecimals", order.priceDecimals],
+      ["amountDecimals", order.amountDecimals],
+      ["quoteDecimals", order.quoteDecimals],
+    ] as const) {
+      if (!Number.isInteger(decimals) || decimals < 0 || decimals > MAX_DECIMALS)
+        loadFailure(order, `bad ${field} (integers 0..${MAX_DECIMALS})`);
+    }
+    if (!Number.isSafeInteger(order.pairId) || order.pairId <= 0) loadFailure(order, "bad pairId");
+    if (!Number.isSafeInteger(order.timestamp) || order.timestamp < 0)
+      loadFailure(order, "bad timestamp");
     const price = parseScaledValue(order.price, order.priceDecimals);
     const remaining = parseScaledValue(order.volume, order.amountDecimals);
     const volumeTotal = parseScaledValue(order.volumeTotal, order.amountDecimals);
@@ -790,6 +804,16 @@ export class MatchingEngine {
       invariant(this.books.get(node.pairId) !== undefined, () => `order ${id} has no book`);
     }
     invariant(seen === indexed, () => `index counts ${indexed} resting orders, holds ${seen}`);
+    // Equal counts are not enough: every order in a book must be the very node its id finds,
+    // or a cancel would unlink a stale node and leave the real one resting.
+    for (const book of this.books.values()) {
+      for (const node of book.canonicalOrders()) {
+        invariant(
+          this.orders.get(node.id) === node,
+          () => `order ${node.id} in the book is not the one its id finds`,
+        );
+      }
+    }
   }
 
   /**
@@ -889,6 +913,29 @@ function quoteOf(
   const unit = pow10Value(scaleShift - quoteDecimals);
   const floor = divScaled(product, unit);
   return roundUp && mulScaled(floor, unit) !== product ? addScaled(floor, 1) : floor;
+}
+
+/**
+ * True when `quote` (in quote units) is price × volume (in units of 10^-scaleShift) rounded
+ * to a whole quote unit by less than one unit: up when the maker sells, down when it buys.
+ * A multiplication back, not the division that made the quote, so the two cannot share a slip.
+ */
+function quoteRoundedOnce(
+  quote: Scaled,
+  price: Scaled,
+  volume: Scaled,
+  quoteDecimals: number,
+  scaleShift: number,
+  roundUp: boolean,
+): boolean {
+  const product = mulScaled(price, volume);
+  // As many quote decimals as price and amount decimals together, or more: the quote is exact.
+  if (quoteDecimals >= scaleShift) {
+    return quote === mulScaled(product, pow10Value(quoteDecimals - scaleShift));
+  }
+  const unit = pow10Value(scaleShift - quoteDecimals);
+  const over = subScaled(mulScaled(quote, unit), product);
+  return roundUp ? over >= 0 && over < unit : over <= 0 && over > -unit;
 }
 
 function rejectInfo(target: CommandEnvelope | RejectTarget): RejectTarget {

@@ -41,7 +41,9 @@ test("runDomainBench reports invariants for a short alternating run", () => {
   });
   expect(report.extra.events).toBe(4000);
   // Four batches of 500, one position in 16 timed (phases 0..3: 32 positions each).
-  expect(report.extra.latencySample).toStartWith("1 in 16 commands timed on its own (128 latencies);");
+  expect(report.extra.latencySample).toStartWith(
+    "1 in 16 commands timed on its own (128 latencies);",
+  );
   expect(report.latencyMs.max).toBeGreaterThan(0);
   expect(report.latencyMs.max).toBeLessThanOrEqual(report.extra.slowestBatchMs as number);
   expect(report.seconds * 1000).toBeGreaterThanOrEqual(report.extra.slowestBatchMs as number);

@@ -587,6 +587,13 @@ describe("state management", () => {
       { volume: "2", volumeTotal: "1" },
       { side: "buy" },
       { stp: "cancel-everything" },
+      // Precisions a placed order could not have: a fraction, and beyond 18.
+      { priceDecimals: 2.5 },
+      { amountDecimals: 60 },
+      { quoteDecimals: -1 },
+      { pairId: 0 },
+      { pairId: 1.5 },
+      { timestamp: -5 },
     ]) {
       const order = { ...good, id: "b2", ...broken } as typeof good;
       expect(() => engine.loadRestingOrder(order)).toThrow(MatchingInvariantError);
@@ -614,6 +621,13 @@ describe("state management", () => {
     head.sequence = head.next!.sequence;
     head.next!.sequence = sequence;
     expect(() => reordered.check()).toThrow(MatchingInvariantError);
+    // A book node that is not the node its id finds (counts and levels all agree).
+    const stale = engineWith(place({ id: "b1" }));
+    const only = (stale as unknown as { books: Map<number, PairBook> }).books.get(1)!.bids[0]!;
+    const copy = { ...only.head! };
+    only.head = copy;
+    only.tail = copy;
+    expect(() => stale.check()).toThrow("is not the one its id finds");
   });
 
   test("a taker that leaves nothing resting on a new pair leaves no empty book behind", () => {

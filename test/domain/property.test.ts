@@ -15,7 +15,27 @@ import { ReferenceBook } from "./reference-book";
 
 const prices = ["9.5", "9.8", "10", "10", "10.1", "10.3", "10.5"];
 const volumes = ["1", "2", "0.33", "0.5", "3", "1.25", "0.01", "5"];
-const badDecimals = ["abc", "1e5", "-1", "", "1.", ".5", " 1", "10.123", "0", "9999999999999999"];
+const badDecimals = [
+  "abc",
+  "1e5",
+  "-1",
+  "",
+  "1.",
+  ".5",
+  " 1",
+  "10.123",
+  "0",
+  "9999999999999999",
+  // Where the first problem decides the reason: a sign before an exponent or a point, two
+  // signs, a second point before an exponent, a point first before an exponent.
+  "-1e5",
+  "-.5",
+  "-1.",
+  "--1",
+  "1.2.3e",
+  ".e5",
+  "1.2.",
+];
 const users = ["u1", "u2", "u3"];
 const stps = ["none", "none", "cancel-taker", "cancel-maker", "cancel-both"] as const;
 

@@ -47,14 +47,21 @@ function parse(value: unknown, decimals: number): Dec | { problem: number; reaso
   if (value === "") return { problem: ResultCodes.badDecimal, reason: "empty" };
   if (value.length > 64)
     return { problem: ResultCodes.magnitudeExceeded, reason: "too many characters" };
-  if (/^\.\d+$/.test(value) || /^\d+\.$/.test(value)) {
+  // Read left to right, the first problem met is the one named: a point that starts or ends
+  // the text, or the first character that is neither a digit nor the first point.
+  const firstPoint = value.indexOf(".");
+  const misplacedAt = firstPoint === 0 || firstPoint === value.length - 1 ? firstPoint : -1;
+  const badAt = value.search(/[^\d.]|(?<=\..*)\./);
+  if (misplacedAt >= 0 && (badAt < 0 || misplacedAt < badAt)) {
     return { problem: ResultCodes.badDecimal, reason: "misplaced point" };
   }
-  if (!/^\d+(\.\d+)?$/.test(value)) {
-    if (/^[\d.]*[eE]/.test(value)) {
+  if (badAt >= 0) {
+    const bad = value[badAt]!;
+    if (bad === "e" || bad === "E") {
       return { problem: ResultCodes.badDecimal, reason: "exponent notation not accepted" };
     }
-    if (value.startsWith("-") && value.length > 1)
+    // Negative only when a sign leads an otherwise plain decimal ("-1.5", not "-1e5" or "--1").
+    if (bad === "-" && /^-\d+(\.\d+)?$/.test(value))
       return { problem: ResultCodes.nonPositive, reason: "negative value" };
     return { problem: ResultCodes.badDecimal, reason: "not a plain decimal number" };
   }
