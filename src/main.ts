@@ -7,6 +7,7 @@ import packageJson from "../package.json";
 import { parseArgs } from "./cli/args";
 import { runCheck } from "./cli/check";
 import { commandUsage, mainUsage } from "./cli/usage";
+import { flagsOutsideScope } from "./config/flag-scope";
 import { resolveConfig, unknownSettingNames } from "./config/resolve";
 import { type Config, configFlags, type Subcommand } from "./config/schema";
 import { PolicyRefusedError } from "./infra/boot";
@@ -66,12 +67,32 @@ async function main(argv: string[]): Promise<number> {
     return runStackCommand(args.positionals, args.flags, usage);
   }
 
+  // Said whatever the log level and whether or not the rest is valid: a misspelt name leaves
+  // its setting at the default, which is often what the problems below are about.
+  for (const name of unknownSettingNames(process.env)) {
+    process.stderr.write(
+      `matchd: warning: environment variable ${name} is no setting and is ignored (misspelt?)\n`,
+    );
+  }
   // Every problem of the command line and the configuration at once, nothing started.
   const resolved = resolveConfig(process.env, args.flags, subcommand);
+  const bench = subcommand === "bench" ? await import("./bench/run") : undefined;
+  const [boundary] = args.positionals;
   const problems = [
     ...args.unknown,
     ...unexpectedArguments(subcommand, args.positionals),
+    ...flagsOutsideScope(subcommand, args.flags),
     ...(resolved.ok ? [] : resolved.problems),
+    ...(bench === undefined
+      ? []
+      : boundary === undefined || !bench.benchBoundaries.includes(boundary)
+        ? [boundary === undefined ? "bench needs a boundary" : `unknown boundary ${boundary}`]
+        : bench.benchProblems(
+            boundary,
+            args.flags,
+            benchEnvironment(args.flags),
+            args.switches.has("--keep-stack"),
+          )),
   ];
   if (problems.length > 0 || !resolved.ok) {
     process.stderr.write(
@@ -81,9 +102,6 @@ async function main(argv: string[]): Promise<number> {
   }
   const config = resolved.config;
   const log = createLogger(config.logLevel, { service: subcommand, partition: config.partition });
-  for (const name of unknownSettingNames(process.env)) {
-    log.warn("environment variable is no setting and is ignored (misspelt?)", { name });
-  }
 
   switch (subcommand) {
     case "check":
@@ -97,15 +115,8 @@ async function main(argv: string[]): Promise<number> {
       return runOutbox(config, log);
     }
     case "bench": {
-      const { runBench, benchBoundaries } = await import("./bench/run");
-      const [boundary] = args.positionals;
-      if (boundary === undefined || !benchBoundaries.includes(boundary)) {
-        fail(
-          boundary === undefined ? "bench needs a boundary" : `unknown boundary ${boundary}`,
-          usage,
-        );
-      }
-      return runBench(boundary, {
+      if (bench === undefined || boundary === undefined) return 2;
+      return bench.runBench(boundary, {
         config,
         env: benchEnvironment(args.flags),
         flags: args.flags,

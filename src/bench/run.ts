@@ -70,16 +70,22 @@ function intFlag(flags: ReadonlyMap<string, string>, name: string, fallback: num
   return raw === undefined ? fallback : Number(raw);
 }
 
-export async function runBench(boundary: string, options: BenchRunOptions): Promise<number> {
-  const { flags } = options;
-  const progress = (line: string) => process.stderr.write(`[bench] ${line}\n`);
+/**
+ * Every problem of the bench's own flags for `boundary`, checked before any stack starts;
+ * main.ts lists them with the configuration's problems, all at once.
+ */
+export function benchProblems(
+  boundary: string,
+  flags: ReadonlyMap<string, string>,
+  env: BenchRunOptions["env"],
+  keepStack: boolean,
+): string[] {
   const workload = flags.get("--workload") ?? "alternating";
   const workloadProblem = (workloadNames as readonly string[]).includes(workload)
     ? undefined
     : `--workload must be one of ${workloadNames.join(", ")}, got ${workload}`;
-  // Every flag problem at once, and before any stack starts.
   const urlsProblem =
-    boundary !== "domain" && options.env.datastoreGiven !== options.env.brokerGiven
+    boundary !== "domain" && env.datastoreGiven !== env.brokerGiven
       ? "give both the datastore and the broker URL (MATCHING_DATASTORE_URL / --datastore-url and MATCHING_BROKER_URL / --broker-url), or neither (a private stack is started)"
       : undefined;
   const problems = [
@@ -88,9 +94,17 @@ export async function runBench(boundary: string, options: BenchRunOptions): Prom
     checkFlow(boundary, flags),
     checkSink(boundary, flags),
     ...checkNumbers(boundary, flags),
-    ...checkInProcess(boundary, flags, options.keepStack),
+    ...checkInProcess(boundary, flags, keepStack),
   ];
-  const found = problems.filter((problem): problem is string => problem !== undefined);
+  return problems.filter((problem): problem is string => problem !== undefined);
+}
+
+export async function runBench(boundary: string, options: BenchRunOptions): Promise<number> {
+  const { flags } = options;
+  const progress = (line: string) => process.stderr.write(`[bench] ${line}\n`);
+  const workload = flags.get("--workload") ?? "alternating";
+  // Checked by main.ts already; checked again for callers that come here directly.
+  const found = benchProblems(boundary, flags, options.env, options.keepStack);
   if (found.length > 0) {
     process.stderr.write(found.map((problem) => `matchd: ${problem}\n`).join(""));
     return 2;
@@ -338,6 +352,8 @@ async function runWithStack(
       ...base,
       "--window": config.outboxWindow,
       "--read-count": config.outboxReadCount,
+      "--claim-idle-ms": config.outboxClaimIdleMs,
+      "--lease-ttl-ms": config.outboxLeaseTtlMs,
     };
     const environment = await collectEnvironment({
       datastoreUrl: active.datastoreUrl,
@@ -399,7 +415,12 @@ async function runWithStack(
         progress("starting conductor");
         const service = await startService(
           "conductor",
-          { ...base, "--batch-max": config.batchMax, "--prefetch": config.prefetch },
+          {
+            ...base,
+            "--batch-max": config.batchMax,
+            "--prefetch": config.prefetch,
+            "--dedup-retention-s": config.dedupRetentionSeconds,
+          },
           progress,
           register,
         );

@@ -2,11 +2,16 @@
  * Help texts for every subcommand, generated from the config schema so flags and
  * environment variables are documented in one place.
  */
+import { readsFlag } from "../config/flag-scope";
 import { settings } from "../config/schema";
 
-const configHelp = settings
-  .map((s) => `  ${s.flag.padEnd(26)} ${s.env.padEnd(32)} ${s.accepted}`)
-  .join("\n");
+/** The settings `subcommand` reads; the others' flags are refused there, their variables not. */
+const configUsageFor = (subcommand: "conductor" | "outbox" | "check" | "bench"): string => {
+  const lines = settings
+    .filter((s) => readsFlag(subcommand, s.flag))
+    .map((s) => `  ${s.flag.padEnd(26)} ${s.env.padEnd(32)} ${s.accepted}`);
+  return `configuration (flag, environment variable, accepted values):\n${lines.join("\n")}\n`;
+};
 
 export const mainUsage = `matchd: exchange order matching with a durable single writer per partition
 
@@ -23,8 +28,6 @@ commands:
   matchd --version
 `;
 
-const configUsage = `configuration (flag, environment variable, accepted values):\n${configHelp}\n`;
-
 export const commandUsage: Record<string, string> = {
   conductor: `usage: matchd conductor [--partition N] [config flags]
 
@@ -32,20 +35,21 @@ The single writer of partition N: consumes matching:commands.p<N>, applies comma
 through the domain in batches, commits each batch atomically in Valkey, waits for the
 durability policy (WAITAOF 1 1 under aof-replicated), then acknowledges and replies.
 
-${configUsage}`,
+${configUsageFor("conductor")}`,
   outbox: `usage: matchd outbox [--partition N] [--window W] [config flags]
 
 Moves partition N's committed events from its Valkey stream to RabbitMQ in stream
 order on one confirm channel, at least once, keeping up to W publishes unconfirmed.
 
-${configUsage}`,
+${configUsageFor("outbox")}`,
   check: `usage: matchd check [config flags]
 
 Runs the checks the durability policy needs (WAITAOF support, primary role, appendonly,
-a connected replica, a probe write fsynced on primary and replica) plus broker
-reachability, prints each as pass/fail and exits 0 when all pass, 3 otherwise.
+appendfsync always, a connected replica, appendonly and appendfsync always on each replica,
+a probe write fsynced on primary and replica) plus broker reachability, prints each as
+pass/fail and exits 0 when all pass, 3 otherwise.
 
-${configUsage}`,
+${configUsageFor("check")}`,
   stack: `usage: matchd stack up|down|status --dir DIR
 
 up      start a Valkey primary + replica (appendonly yes, appendfsync always, hz 100) and a
@@ -91,5 +95,5 @@ With no datastore and broker URL given (MATCHING_DATASTORE_URL / --datastore-url
 MATCHING_BROKER_URL / --broker-url), the bench starts its own private stack and services
 and tears them down at the end; a stack already running in --dir is used and left running.
 
-${configUsage}`,
+${configUsageFor("bench")}`,
 };

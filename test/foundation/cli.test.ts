@@ -43,6 +43,55 @@ describe("matchd CLI", () => {
       expect(all.stderr).toContain(problem);
   });
 
+  test("a setting's flag the subcommand never reads is refused, with who reads it; its variable is not", async () => {
+    const conductor = await matchd(["conductor", "--window", "5", "--lease-ttl-ms", "5000"]);
+    expect(conductor.code).toBe(2);
+    expect(conductor.stderr).toContain(
+      "--window does not apply to conductor (read by: outbox, bench)",
+    );
+    expect(conductor.stderr).toContain("--lease-ttl-ms does not apply to conductor");
+    const outbox = await matchd(["outbox", "--batch-max", "1"]);
+    expect(outbox.stderr).toContain("--batch-max does not apply to outbox");
+    const bench = await matchd(["bench", "domain", "--http-port", "4000"]);
+    expect(bench.stderr).toContain("--http-port does not apply to bench");
+    // One environment file serves every process: the conductor's variable is fine for the
+    // outbox (refused here only for its bad partition, which stops it before any connection).
+    const shared = await matchd(["outbox", "--partition", "-1"], { MATCHING_BATCH_MAX: "5" });
+    expect(shared.code).toBe(2);
+    expect(shared.stderr).toContain("MATCHING_PARTITION (--partition)");
+    expect(shared.stderr).not.toContain("MATCHING_BATCH_MAX (--batch-max):");
+    expect(shared.stderr).not.toContain("does not apply");
+  });
+
+  test("bench lists its own flag problems with the configuration's, all at once", async () => {
+    const all = await matchd([
+      "bench",
+      "domain",
+      "--workload",
+      "nope",
+      "--commands",
+      "0",
+      "--partition",
+      "-1",
+    ]);
+    expect(all.code).toBe(2);
+    for (const problem of [
+      "--workload must be one of",
+      "--commands must be an integer >= 1",
+      "MATCHING_PARTITION (--partition)",
+    ])
+      expect(all.stderr).toContain(problem);
+  });
+
+  test("a misspelt MATCHING_ variable is named whatever the log level, with bad configuration too", async () => {
+    const quiet = await matchd(["check", "--partition", "-1"], {
+      MATCHING_LOG_LEVEL: "error",
+      MATCHING_DURABLITY: "memory",
+    });
+    expect(quiet.code).toBe(2);
+    expect(quiet.stderr).toContain("MATCHING_DURABLITY is no setting and is ignored");
+  });
+
   test("a valued flag followed by another flag is missing its value; a switch takes none", async () => {
     const missing = await matchd(["outbox", "--partition", "--window", "5"]);
     expect(missing.code).toBe(2);
@@ -95,7 +144,7 @@ describe("matchd CLI", () => {
     const withRate = await matchd(["bench", "broker", "--flow", "events", "--rate", "100"]);
     expect(withRate.code).toBe(2);
     expect(withRate.stderr).toContain("--flow events runs closed loop");
-    for (const run of [sideways, notBroker, withRate]) expect(run.stderr).not.toContain("stack");
+    for (const run of [sideways, notBroker, withRate]) expect(run.stderr).not.toContain("[bench]");
   });
 
   test("bad config lists every problem, exits 2 and starts nothing", async () => {

@@ -1,0 +1,40 @@
+/**
+ * Which subcommands read each setting's flag. A flag given to a process that never reads it
+ * (`conductor --window 5`) is refused rather than silently ignored; the environment variable
+ * stays accepted everywhere, since one environment file commonly serves every process.
+ */
+import type { Subcommand } from "./schema";
+
+const conductorOnly = ["--batch-max", "--prefetch", "--dedup-retention-s"];
+const outboxOnly = ["--window", "--read-count", "--claim-idle-ms", "--lease-ttl-ms"];
+
+/** Flags each subcommand does not read (every other setting flag applies to it). */
+const unread: Record<Exclude<Subcommand, "stack">, readonly string[]> = {
+  conductor: outboxOnly,
+  outbox: conductorOnly,
+  // check runs the durability checks against the datastore and reaches the broker: no service.
+  check: [...conductorOnly, ...outboxOnly, "--http-port"],
+  // bench gives each service it starts a free port of its own.
+  bench: ["--http-port"],
+};
+
+const readers = (flag: string): string => {
+  const names = (Object.keys(unread) as (keyof typeof unread)[]).filter(
+    (subcommand) => !unread[subcommand].includes(flag),
+  );
+  return names.join(", ");
+};
+
+/** True when `subcommand` reads the setting behind `flag`. */
+export function readsFlag(subcommand: Exclude<Subcommand, "stack">, flag: string): boolean {
+  return !unread[subcommand].includes(flag);
+}
+
+export function flagsOutsideScope(
+  subcommand: Exclude<Subcommand, "stack">,
+  flags: ReadonlyMap<string, string>,
+): string[] {
+  return [...flags.keys()]
+    .filter((flag) => unread[subcommand].includes(flag))
+    .map((flag) => `${flag} does not apply to ${subcommand} (read by: ${readers(flag)})`);
+}
