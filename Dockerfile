@@ -15,7 +15,8 @@ COPY --from=build /src/matchd /usr/local/bin/matchd
 USER matchd
 EXPOSE 3002 3035
 # No port is fixed here: the conductor listens on 3002 and the outbox on 3035 by default,
-# or on MATCHING_HTTP_PORT when it is set.
+# or on MATCHING_HTTP_PORT when it is set. Set the port with that variable, not with
+# --http-port: the health check reads the environment, not the command's arguments.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
   CMD if [ -n "$MATCHING_HTTP_PORT" ]; then curl -fsS "http://127.0.0.1:$MATCHING_HTTP_PORT/healthz"; \
       else curl -fsS http://127.0.0.1:3002/healthz || curl -fsS http://127.0.0.1:3035/healthz; fi || exit 1
