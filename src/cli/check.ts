@@ -13,7 +13,8 @@ export async function runCheck(config: Config, print: (line: string) => void): P
   outcomes.push(await checkBroker(config.brokerUrl));
   print(`policy: MATCHING_DURABILITY=${config.durability}`);
   for (const outcome of outcomes) {
-    print(`${outcome.ok ? "PASS" : "FAIL"} ${outcome.name}: ${outcome.detail}`);
+    const verdict = !outcome.ok ? "FAIL" : outcome.warning === true ? "WARN" : "PASS";
+    print(`${verdict} ${outcome.name}: ${outcome.detail}`);
   }
   return outcomes.every((o) => o.ok) ? 0 : 3;
 }

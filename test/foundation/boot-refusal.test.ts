@@ -91,6 +91,22 @@ describe("durability policy at boot", () => {
       );
       expect(primarySlow.stdout).toContain(`PASS ${replicaCheck}`);
       expect(primarySlow.code).toBe(3);
+
+      // A replica that refuses the primary's credentials (ACL users are not replicated)
+      // cannot be asked: a warning, not a refusal; the probe's WAITAOF still has to pass.
+      await onPrimary.call("CONFIG", "SET", "appendfsync", "always");
+      await onPrimary.call("ACL", "SETUSER", "primaryonly", "on", ">pw", "~*", "&*", "+@all");
+      const primaryOnly = pair.primary.url.replace("redis://", "redis://primaryonly:pw@");
+      const unseen = await matchd(["check"], {
+        MATCHING_DATASTORE_URL: primaryOnly,
+        MATCHING_BROKER_URL: (await testStack()).brokerUrl,
+        MATCHING_DURABILITY_TIMEOUT_MS: "2000",
+      });
+      expect(unseen.stdout).toContain("WRONGPASS");
+      expect(unseen.stdout).toContain(`WARN ${replicaCheck}: not verified`);
+      expect(unseen.stdout).toContain("PASS probe write fsynced on primary and replica");
+      expect(unseen.stdout).not.toContain("FAIL");
+      expect(unseen.code).toBe(0);
     } finally {
       onReplica.disconnect();
       onPrimary.disconnect();

@@ -40,6 +40,11 @@ export interface CheckOutcome {
    * which waiting does not mend.
    */
   retryable?: boolean;
+  /**
+   * A passed check that could not see everything it looks at (a replica that cannot be asked
+   * at its listed address): printed as WARN and logged as a warning, never a refusal.
+   */
+  warning?: boolean;
 }
 
 export class DurabilityTimeoutError extends Error {

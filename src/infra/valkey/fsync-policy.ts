@@ -67,6 +67,11 @@ export async function checkPrimaryFsync(valkey: Valkey): Promise<CheckOutcome> {
 /**
  * Connects to each listed replica with the primary's credentials and checks AOF and
  * `appendfsync always` there: WAITAOF counts any replica's fsync, so each one must qualify.
+ * A setting seen wrong fails the check. A replica that cannot be asked (its listed address is
+ * not reachable from here, or it refuses the primary's credentials: ACL users are not
+ * replicated) passes with a warning: the probe's WAITAOF still proves a replica's AOF took
+ * the write, and refusing to boot there would make a replica's network or ACL setup a
+ * condition of the primary's service.
  */
 export async function checkReplicasFsync(
   valkey: Valkey,
@@ -85,8 +90,12 @@ export async function checkReplicasFsync(
         maxRetriesPerRequest: 0,
         retryStrategy: () => null,
       });
-      // A failed connect also emits 'error'; the rejected command below reports it.
-      replica.on("error", () => undefined);
+      // The server's own reason (WRONGPASS, ECONNREFUSED) arrives as an 'error' event; the
+      // rejected connect or command then says only "Connection is closed".
+      let cause: Error | undefined;
+      replica.on("error", (error: Error) => {
+        cause ??= error;
+      });
       try {
         await replica.connect();
         const aofOn = parseInfo(await replica.info("persistence")).get("aof_enabled") === "1";
@@ -106,8 +115,9 @@ export async function checkReplicasFsync(
       } catch (error) {
         return {
           name,
-          ok: false,
-          detail: `could not be checked at the address the primary lists: ${(error as Error).message}; ${grantHint} and to be reachable there`,
+          ok: true,
+          warning: true,
+          detail: `not verified: the replica could not be asked at the address the primary lists (${(cause ?? (error as Error)).message.replace(/\.$/, "")}); give it the primary's credentials with +config|get, and make that address reachable, to have it checked`,
         };
       } finally {
         replica.disconnect();
