@@ -102,6 +102,11 @@ async function main(argv: string[]): Promise<number> {
   }
   const config = resolved.config;
   const log = createLogger(config.logLevel, { service: subcommand, partition: config.partition });
+  // Also as a log line, for pipelines that read the services' JSON logs (said above in plain
+  // text, whatever the level).
+  for (const name of unknownSettingNames(process.env)) {
+    log.warn("environment variable is no setting and is ignored (misspelt?)", { name });
+  }
 
   switch (subcommand) {
     case "check":

@@ -824,7 +824,7 @@ export function outboxDrainToReport(
     unroutable: num("unroutable"),
     foreignMessages: num("foreignMessages"),
     confirmLatencyNote:
-      "from the outbox's confirm histogram, ten buckets a decade: each percentile is its bucket's upper bound (at most ~26 % above the true value), capped at the max",
+      "from the outbox's confirm histogram, ten buckets a decade: each percentile is its bucket's upper bound (at most 28 % above the true value), capped at the max",
   };
   return {
     boundary: "outbox-drain",

@@ -918,7 +918,8 @@ function quoteOf(
 /**
  * True when `quote` (in quote units) is price × volume (in units of 10^-scaleShift) rounded
  * to a whole quote unit by less than one unit: up when the maker sells, down when it buys.
- * A multiplication back, not the division that made the quote, so the two cannot share a slip.
+ * Checked the other way round from quoteOf (a multiplication where it divides, a division
+ * where it multiplies), so the two cannot share a slip.
  */
 function quoteRoundedOnce(
   quote: Scaled,
@@ -929,9 +930,12 @@ function quoteRoundedOnce(
   roundUp: boolean,
 ): boolean {
   const product = mulScaled(price, volume);
-  // As many quote decimals as price and amount decimals together, or more: the quote is exact.
+  // As many quote decimals as price and amount decimals together, or more: the quote is exact,
+  // so dividing it back gives the product with nothing left over.
   if (quoteDecimals >= scaleShift) {
-    return quote === mulScaled(product, pow10Value(quoteDecimals - scaleShift));
+    const scale = pow10Value(quoteDecimals - scaleShift);
+    const back = divScaled(quote, scale);
+    return back === product && mulScaled(back, scale) === quote;
   }
   const unit = pow10Value(scaleShift - quoteDecimals);
   const over = subScaled(mulScaled(quote, unit), product);

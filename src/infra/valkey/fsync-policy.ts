@@ -38,6 +38,15 @@ async function appendfsyncOf(valkey: Valkey): Promise<string> {
 
 const grantHint = "this user needs +config|get to show the setting";
 
+/** Why a replica could not be asked, and what would let the check see it next time. */
+function unaskedAdvice(cause: Error): string {
+  const reason = cause.message.replace(/\.$/, "");
+  if (/WRONGPASS|NOAUTH|NOPERM/.test(reason)) {
+    return `the replica refused the primary's credentials (${reason}); create the same user, with +config|get, on every replica (ACL users are not replicated)`;
+  }
+  return `the replica could not be reached at the address the primary lists (${reason}); set replica-announce-ip and replica-announce-port on it to an address clients reach`;
+}
+
 /**
  * WAITAOF alone is not enough: under `everysec` some server versions count an offset as
  * fsynced before it is (redis/redis#13793), so an acknowledged command could be lost on power
@@ -117,7 +126,7 @@ export async function checkReplicasFsync(
           name,
           ok: true,
           warning: true,
-          detail: `not verified: the replica could not be asked at the address the primary lists (${(cause ?? (error as Error)).message.replace(/\.$/, "")}); give it the primary's credentials with +config|get, and make that address reachable, to have it checked`,
+          detail: `not verified: ${unaskedAdvice(cause ?? (error as Error))}`,
         };
       } finally {
         replica.disconnect();
