@@ -13,6 +13,7 @@ import type { Logger } from "../infra/log";
 import { watchShutdown } from "../infra/shutdown";
 import { createValkey } from "../infra/valkey/client";
 import { partitionKeys } from "../infra/valkey/keys";
+import { watchFsyncPolicy } from "../infra/valkey/policy-watch";
 import { CommandConsumer } from "./consumer";
 import { createConductorMetrics } from "./metrics";
 import { queryRoutes } from "./queries";
@@ -57,7 +58,8 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
     lazy: true,
   });
   queries.on("error", () => undefined); // reported as 503 by the query
-  const store = new ConductorStore(writer, keys, reader, queries);
+  const policyWatch = watchFsyncPolicy(config, log, `matchd-conductor-p${config.partition}-policy`);
+  const store = new ConductorStore(writer, keys, reader, queries, policyWatch?.violation);
   let conductor: Conductor | undefined;
   const consumer = new CommandConsumer(config, log, () => conductor?.notify());
   const metrics = createConductorMetrics(
@@ -79,6 +81,8 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
       if (!owner.loaded) reasons.push("books not loaded");
       if (owner.fenced) reasons.push("fenced: another conductor owns the partition");
       if (owner.lastFailure) reasons.push(`last batch failed: ${owner.lastFailure}`);
+      const violated = policyWatch?.violation();
+      if (violated !== undefined) reasons.push(violated);
       return {
         ready: reasons.length === 0,
         status: reasons.length === 0 ? "ready" : "not-ready",
@@ -100,6 +104,7 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
   const booted = (async () => {
     if (!(await awaitDurabilityPolicy(config, log, signalled))) return "stopped";
     policyVerified = true;
+    policyWatch?.start();
     for (let delayMs = 100; ; delayMs = Math.min(delayMs * 2, 5000)) {
       try {
         await owner.reload();
@@ -118,6 +123,7 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
     writer.disconnect();
     reader.disconnect();
     queries.disconnect();
+    policyWatch?.stop();
     await consumer.close().catch(() => undefined);
     return 0;
   }
@@ -140,6 +146,7 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
   writer.disconnect();
   reader.disconnect();
   queries.disconnect();
+  policyWatch?.stop();
   log.info("conductor stopped", { reason, digest: engine.digest() });
   // A fenced conductor exits non-zero so a supervisor notices the takeover; a failed loop too.
   return reason === "fenced" ? 4 : reason === "crashed" ? 1 : 0;

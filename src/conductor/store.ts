@@ -62,6 +62,8 @@ export class ConductorStore {
     private readonly reader: Valkey = writer,
     /** Stored-result queries, which may wait for durability: never the reader's lookups. */
     private readonly queries: Valkey = reader,
+    /** Why the durability policy no longer holds (FsyncPolicyWatch): every wait then fails. */
+    private readonly policyViolation: () => string | undefined = () => undefined,
   ) {}
 
   /**
@@ -111,7 +113,12 @@ export class ConductorStore {
     if (stored === null || durableWithinMs === undefined) return stored;
     // After the read (which connects the lazy connection on first use): the marker and the
     // wait share a connection; the read need not, since what it saw precedes the marker.
-    await writeMarkerAndWaitDurable(connection, this.keys.durabilityProbe, durableWithinMs);
+    await writeMarkerAndWaitDurable(
+      connection,
+      this.keys.durabilityProbe,
+      durableWithinMs,
+      this.policyViolation,
+    );
     return stored;
   }
 
@@ -129,7 +136,7 @@ export class ConductorStore {
 
   /** Waits for the writes made on the writer connection of `writtenOn` (see writerConnection). */
   waitDurable(timeoutMs: number, writtenOn: number): Promise<number> {
-    return waitDurable(this.writer, timeoutMs, { writtenOn });
+    return waitDurable(this.writer, timeoutMs, { writtenOn, violation: this.policyViolation });
   }
 
   /** Reads every resting order of the partition, in FIFO order per book side. */

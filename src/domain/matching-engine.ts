@@ -700,14 +700,11 @@ export class MatchingEngine {
     if (known !== undefined && known !== FINISHED) loadFailure(order, "duplicate id");
     // The same bounds a placed order passed: a stored order outside them was never accepted,
     // and would make every later order of its pair a precision mismatch.
-    for (const [field, decimals] of [
-      ["priceDecimals", order.priceDecimals],
-      ["amountDecimals", order.amountDecimals],
-      ["quoteDecimals", order.quoteDecimals],
-    ] as const) {
-      if (!Number.isInteger(decimals) || decimals < 0 || decimals > MAX_DECIMALS)
-        loadFailure(order, `bad ${field} (integers 0..${MAX_DECIMALS})`);
-    }
+    // No arrays or closures here: a book load calls this once per resting order, and the
+    // garbage of a million calls grew the process's RSS by ~120 MiB (the bench's --resting).
+    if (!validDecimals(order.priceDecimals)) loadFailure(order, "bad priceDecimals (0..18)");
+    if (!validDecimals(order.amountDecimals)) loadFailure(order, "bad amountDecimals (0..18)");
+    if (!validDecimals(order.quoteDecimals)) loadFailure(order, "bad quoteDecimals (0..18)");
     if (!Number.isSafeInteger(order.pairId) || order.pairId <= 0) loadFailure(order, "bad pairId");
     if (!Number.isSafeInteger(order.timestamp) || order.timestamp < 0)
       loadFailure(order, "bad timestamp");
@@ -882,6 +879,11 @@ const stpModes: ReadonlySet<string> = new Set([
 
 function loadFailure(order: RestingOrder, why: string): never {
   throw new MatchingInvariantError(`cannot load order ${order.id}: ${why}`);
+}
+
+/** The precisions a placed order may have: whole numbers 0..MAX_DECIMALS. */
+function validDecimals(decimals: number): boolean {
+  return Number.isInteger(decimals) && decimals >= 0 && decimals <= MAX_DECIMALS;
 }
 
 /** True when a taker on `side` at `price` would trade against a level at `levelPrice`. */

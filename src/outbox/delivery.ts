@@ -10,7 +10,11 @@
 
 import { backoffDelayMs } from "../infra/backoff";
 import type { Logger } from "../infra/log";
-import { DurabilityTimeoutError, WaitAbandonedError } from "../infra/valkey/durability";
+import {
+  DurabilityTimeoutError,
+  PolicyViolatedError,
+  WaitAbandonedError,
+} from "../infra/valkey/durability";
 import { decodeEntry, type OutboxEvent, type StreamEntry } from "./envelope";
 import type { PartitionLease } from "./lease";
 import type { OutboxMetrics } from "./metrics";
@@ -60,6 +64,11 @@ class SessionInterrupted extends Error {
 
 /** The least time between sessions that end on a durability timeout. */
 const durabilityRetryFloorMs = 250;
+/**
+ * Sessions while the durability policy no longer holds (see FsyncPolicyWatch) start at most
+ * this often: each one ends at its first durability wait, so nothing paces it otherwise.
+ */
+const policyRetryMs = 1000;
 
 /** The default of DeliveryOptions.healthySessionMs. */
 const defaultHealthySessionMs = 10_000;
@@ -104,6 +113,8 @@ export class DeliveryLoop {
   private lastSessionServedMs = 0;
   /** Durability timeouts since a read was last confirmed durable: only the first is a warning. */
   private durabilityTimeoutsInARow = 0;
+  /** Whether the policy's violation was logged in this episode (once, not every session). */
+  private policyViolationLogged = false;
   /** The entry a failure stopped at; its confirm proves the retry got past it. */
   private failedEntryId: string | null = null;
   /** Exchange that last returned an event as unroutable, until a retry gets past it. */
@@ -244,6 +255,7 @@ export class DeliveryLoop {
     this.outstanding = 0;
     let endReason: StopReason | "datastore" = "stop";
     let durabilityTimedOut = false;
+    let policyViolated = false;
     const sessionStarted = performance.now();
     try {
       if (this.publisher?.failed) {
@@ -279,9 +291,22 @@ export class DeliveryLoop {
         // Given up because the session must end: a stop, or a lease past its local deadline
         // whose expiry timer has not fired yet.
         endReason = this.stopping ? "stop" : "lease-lost";
+      } else if (error instanceof PolicyViolatedError) {
+        endReason = "datastore";
+        policyViolated = true;
+        if (!this.policyViolationLogged) {
+          this.policyViolationLogged = true;
+          this.log.error("outbox publishes nothing while the durability policy does not hold", {
+            error,
+          });
+        }
       } else {
         endReason = "datastore";
         durabilityTimedOut = error instanceof DurabilityTimeoutError;
+        if (policyViolated) {
+          if (!this.stopping && this.interrupt === null) await this.wakeup.wait(policyRetryMs);
+          return "again";
+        }
         if (durabilityTimedOut) {
           this.metrics.durabilityTimeouts.inc();
           // One warning per episode (until a read is confirmed durable); the repeats at debug.
@@ -296,6 +321,10 @@ export class DeliveryLoop {
     // Up to its failure: the settle wait at its end is not service.
     this.lastSessionServedMs = performance.now() - sessionStarted;
     endReason = await this.endSession(endReason);
+    if (policyViolated) {
+      if (!this.stopping && this.interrupt === null) await this.wakeup.wait(policyRetryMs);
+      return "again";
+    }
     if (durabilityTimedOut) {
       // The timed-out wait paced this retry: growing the backoff on top would only delay
       // publication once the replica catches up (up to the 30 s cap). A floor keeps a short
@@ -409,6 +438,10 @@ export class DeliveryLoop {
   private async publishBatch(entries: readonly StreamEntry[]): Promise<void> {
     if (entries.length === 0) return;
     // Under aof-replicated, entries reach here only once their read was confirmed durable.
+    if (this.policyViolationLogged) {
+      this.log.info("outbox reads confirmed durable under the policy again", {});
+      this.policyViolationLogged = false;
+    }
     if (this.durabilityTimeoutsInARow > 0) {
       this.log.info("outbox reads confirmed durable again", {
         timeouts: this.durabilityTimeoutsInARow,

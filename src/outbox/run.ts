@@ -14,6 +14,7 @@ import { MetricsRegistry } from "../infra/metrics";
 import { watchShutdown } from "../infra/shutdown";
 import { createValkey, type Valkey } from "../infra/valkey/client";
 import { outboxConsumerGroup, partitionKeys } from "../infra/valkey/keys";
+import { watchFsyncPolicy } from "../infra/valkey/policy-watch";
 import { withinMs } from "../infra/within";
 import { DeliveryLoop } from "./delivery";
 import { PartitionLease } from "./lease";
@@ -64,6 +65,7 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
   );
   const [control, reader, writer] = connections as [Valkey, Valkey, Valkey];
 
+  const policyWatch = watchFsyncPolicy(config, log, `matchd-outbox-p${partition}-policy`);
   const registry = new MetricsRegistry({ service: "outbox", partition: String(partition) });
   registry.setInfo("matching_durability_policy", { policy: config.durability });
   const metrics = createOutboxMetrics(registry, () => loop?.inFlight ?? 0);
@@ -79,6 +81,7 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
       ? {
           timeoutMs: config.durabilityTimeoutMs,
           observeWaitMs: (waitedMs) => metrics.durabilityWait.observe(waitedMs / 1000),
+          violation: policyWatch?.violation,
         }
       : null,
   );
@@ -112,6 +115,8 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
     const reasons: string[] = [];
     if (!policyVerified) reasons.push("durability policy not verified yet");
     if (control.status !== "ready") reasons.push("datastore disconnected");
+    const violated = policyWatch?.violation();
+    if (violated !== undefined) reasons.push(violated);
     if (!lease.held()) {
       // A standby is ready: it is healthy and takes over when the holder goes away.
       if (reasons.length > 0) return { ready: false, status: "not-ready", reasons };
@@ -166,6 +171,7 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
     async (error: unknown) => {
       await server.stop();
       for (const connection of connections) connection.disconnect();
+      policyWatch?.stop();
       throw error;
     },
   );
@@ -173,9 +179,11 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
     log.info("outbox stopping before it started");
     await server.stop();
     for (const connection of connections) connection.disconnect();
+    policyWatch?.stop();
     return 0;
   }
   policyVerified = true;
+  policyWatch?.start();
   lease.start();
   const running = deliveryLoop.start();
   // A loop that ends by itself (it should not), or fails, also ends the process, through the
@@ -205,6 +213,7 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
   await withinMs(lease.release(), leaseCommandTimeoutMs(config) + 1000);
   await server.stop();
   for (const connection of connections) connection.disconnect();
+  policyWatch?.stop();
   log.info("outbox stopped");
   // A loop that ended by itself is a failure a supervisor must see.
   return signal === "loop ended" ? 1 : 0;

@@ -49,6 +49,8 @@ export interface AckItem {
 export interface ReadDurability {
   timeoutMs: number;
   observeWaitMs: (waitedMs: number) => void;
+  /** Why the durability policy no longer holds (FsyncPolicyWatch): every wait then fails. */
+  violation?: () => string | undefined;
 }
 
 export class OutboxStream {
@@ -218,6 +220,7 @@ export class OutboxStream {
     const waitedMs = await waitDurable(this.reader, durability.timeoutMs, {
       abandon,
       writtenOn: generation,
+      violation: durability.violation,
     });
     durability.observeWaitMs(waitedMs);
   }

@@ -3,10 +3,12 @@
  * is untouched): nothing is acknowledged or replied while WAITAOF cannot be satisfied;
  * once a replica is back on the same port and directory, every command completes, each
  * applied once. A durability wait that ioredis resends on a fresh connection after a cut
- * (where WAITAOF answers at once) never acknowledges a batch.
+ * (where WAITAOF answers at once) never acknowledges a batch. `appendfsync` changed away
+ * from `always` under a running conductor acknowledges nothing until it is back.
  */
 import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
 import amqp, { type ChannelModel } from "amqplib";
+import Redis from "ioredis";
 import { createWorkload } from "../../src/bench/workloads";
 import type { RunningValkey } from "../../src/stack/index";
 import { startTcpProxy } from "../outbox/helpers";
@@ -169,6 +171,42 @@ test("a durability wait resent on a new datastore connection never acknowledges 
     if (paused) process.kill(replica.pid, "SIGCONT");
     await proxy.close();
     await channel.close().catch(() => undefined);
+    store.close();
+    await publisher.deleteQueue(partition);
+  }
+}, 90_000);
+
+test("appendfsync changed to everysec under a running conductor: nothing acknowledged until it is always again", async () => {
+  const pair = await startValkeyPair("matchd-fsync-watch-");
+  servers.push(pair.primary, pair.replica);
+  const admin = new Redis(pair.primary.url);
+  const partition = uniquePartition();
+  const store = new PartitionStore(pair.primary.url, partition);
+  const { replies, queue: replyQueue, close: closeReplies } = await openReplies(rpc);
+  try {
+    const { commands, publish } = alternatingRpcCommands(publisher, partition, 61, 30, replyQueue);
+    const conductor = await startConductor(stack, partition, { datastoreUrl: pair.primary.url });
+    await publish(0, 10);
+    await eventually("first 10 replied", () => replies.size === 10);
+
+    await admin.call("CONFIG", "SET", "appendfsync", "everysec");
+    await eventually("readiness names the setting", async () => {
+      const response = await fetch(`${conductor.url}/readyz`);
+      return response.status === 503 && (await response.text()).includes("appendfsync is everysec");
+    });
+    await publish(10, 30);
+    // Long past a batch's usual latency (milliseconds): the commits run, their waits fail.
+    await Bun.sleep(2000);
+    expect(replies.size).toBe(10);
+    expect((await conductor.metrics()).matching_commands_processed_total).toBe(10);
+
+    expect(conductor.log()).toContain("appendfsync changed on the primary");
+    await admin.call("CONFIG", "SET", "appendfsync", "always");
+    await expectAlternatingCompletedOnce(conductor, store, publisher, partition, commands, replies);
+  } finally {
+    await admin.call("CONFIG", "SET", "appendfsync", "always").catch(() => undefined);
+    admin.disconnect();
+    await closeReplies();
     store.close();
     await publisher.deleteQueue(partition);
   }

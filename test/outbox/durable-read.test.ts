@@ -3,7 +3,8 @@
  * on the primary and a replica (on a private primary + replica pair, so the shared stack is
  * untouched): with the replica paused nothing leaves and each wait times out and is retried
  * without growing the backoff; once it resumes every event arrives once, in order, and a
- * stop during a wait ends at once.
+ * stop during a wait ends at once. `appendfsync` changed away from `always` while it runs
+ * publishes nothing until it is back.
  */
 import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
 import Redis from "ioredis";
@@ -98,6 +99,43 @@ test("entries not yet fsynced on the replica are not published until they are", 
     expect(await outbox.stop()).toBe(0);
   } finally {
     if (paused) resume();
+    await outbox.kill9().catch(() => undefined);
+    await inbox.close();
+  }
+}, 60_000);
+
+test("appendfsync changed to everysec under a running outbox: nothing published until it is always again", async () => {
+  const partition = uniquePartition();
+  const inbox = await Inbox.open(stack.brokerUrl, partition);
+  const outbox = await startOn(partition, 1000).catch(async (error: unknown) => {
+    await inbox.close();
+    throw error;
+  });
+  try {
+    await writeEvents(valkey, partition, 0, 10);
+    await inbox.waitFor(10, 15_000);
+    await valkey.call("CONFIG", "SET", "appendfsync", "everysec");
+    await eventually(
+      "readiness names the setting",
+      async () =>
+        (await (await fetch(`http://127.0.0.1:${outbox.port}/readyz`)).text()).includes(
+          "appendfsync is everysec",
+        ),
+      15_000,
+    );
+    await writeEvents(valkey, partition, 10, 60);
+    await Bun.sleep(2000);
+    expect(inbox.byId.size).toBe(10);
+    expect(outbox.stderr()).toContain(
+      "outbox publishes nothing while the durability policy does not hold",
+    );
+
+    await valkey.call("CONFIG", "SET", "appendfsync", "always");
+    await inbox.waitFor(60, 15_000);
+    expect(inbox.firstDeliveryOrderKept()).toBe(true);
+    expect(await outbox.stop()).toBe(0);
+  } finally {
+    await valkey.call("CONFIG", "SET", "appendfsync", "always").catch(() => undefined);
     await outbox.kill9().catch(() => undefined);
     await inbox.close();
   }

@@ -60,6 +60,14 @@ export class DurabilityTimeoutError extends Error {
   }
 }
 
+/** The primary's fsync setting no longer honours the policy (see FsyncPolicyWatch). */
+export class PolicyViolatedError extends Error {
+  readonly code = "POLICY_VIOLATED";
+  constructor(reason: string) {
+    super(`durability policy no longer holds: ${reason}`);
+  }
+}
+
 /** A durability wait its caller gave up on (a shutdown): nothing is known about durability. */
 export class WaitAbandonedError extends Error {
   constructor() {
@@ -228,10 +236,11 @@ export async function writeMarkerAndWaitDurable(
   valkey: Valkey,
   key: string,
   timeoutMs: number,
+  violation?: () => string | undefined,
 ): Promise<number> {
   const writtenOn = connectionGeneration(valkey);
   await runScript(valkey, markerWriteScript, [key], [String(Date.now()), 60_000]);
-  return waitDurable(valkey, timeoutMs, { writtenOn });
+  return waitDurable(valkey, timeoutMs, { writtenOn, violation });
 }
 
 async function commandExists(valkey: Valkey, name: string): Promise<boolean> {
@@ -270,7 +279,16 @@ export class ConnectionChangedError extends Error {
 export async function waitDurable(
   valkey: Valkey,
   timeoutMs: number,
-  { abandon, writtenOn }: { abandon?: () => boolean; writtenOn?: number } = {},
+  {
+    abandon,
+    writtenOn,
+    violation,
+  }: {
+    abandon?: () => boolean;
+    writtenOn?: number;
+    /** Why the policy no longer holds (FsyncPolicyWatch): a wait then never succeeds. */
+    violation?: () => string | undefined;
+  } = {},
 ): Promise<number> {
   const started = performance.now();
   let local = 0;
@@ -286,6 +304,8 @@ export async function waitDurable(
     if (local >= 1 && replicas >= 1) {
       if (writtenOn !== undefined && connectionGeneration(valkey) !== writtenOn)
         throw new ConnectionChangedError();
+      const reason = violation?.();
+      if (reason !== undefined) throw new PolicyViolatedError(reason);
       return performance.now() - started;
     }
     if (abandon?.()) throw new WaitAbandonedError();
