@@ -4,7 +4,7 @@
  */
 import type { Hono } from "hono";
 import type { MatchingEngine } from "../domain/index";
-import { DurabilityTimeoutError } from "../infra/valkey/durability";
+import { DurabilityTimeoutError, PolicyViolatedError } from "../infra/valkey/durability";
 import type { ConductorStore } from "./store";
 
 export function queryRoutes(
@@ -55,6 +55,9 @@ export function queryRoutes(
         if (error instanceof DurabilityTimeoutError) {
           // Not confirmed fsynced on primary and replica (a replica that does not answer
           // leaves even an old result unconfirmed): it could still be lost.
+          return c.json({ error: `stored result not confirmed durable: ${error.message}` }, 503);
+        }
+        if (error instanceof PolicyViolatedError) {
           return c.json({ error: `stored result not confirmed durable: ${error.message}` }, 503);
         }
         // The error's text names internal hosts and ports: not for whoever asks.

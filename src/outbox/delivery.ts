@@ -303,10 +303,6 @@ export class DeliveryLoop {
       } else {
         endReason = "datastore";
         durabilityTimedOut = error instanceof DurabilityTimeoutError;
-        if (policyViolated) {
-          if (!this.stopping && this.interrupt === null) await this.wakeup.wait(policyRetryMs);
-          return "again";
-        }
         if (durabilityTimedOut) {
           this.metrics.durabilityTimeouts.inc();
           // One warning per episode (until a read is confirmed durable); the repeats at debug.
@@ -322,6 +318,8 @@ export class DeliveryLoop {
     this.lastSessionServedMs = performance.now() - sessionStarted;
     endReason = await this.endSession(endReason);
     if (policyViolated) {
+      // Every session ends at its first durability wait until the setting is back: paced
+      // here, as the timed-out wait paces a durability timeout, without a growing backoff.
       if (!this.stopping && this.interrupt === null) await this.wakeup.wait(policyRetryMs);
       return "again";
     }

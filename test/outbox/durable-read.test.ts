@@ -107,7 +107,7 @@ test("entries not yet fsynced on the replica are not published until they are", 
 test("appendfsync changed to everysec under a running outbox: nothing published until it is always again", async () => {
   const partition = uniquePartition();
   const inbox = await Inbox.open(stack.brokerUrl, partition);
-  const outbox = await startOn(partition, 1000).catch(async (error: unknown) => {
+  const outbox = await startOn(partition, 3000).catch(async (error: unknown) => {
     await inbox.close();
     throw error;
   });
@@ -124,11 +124,16 @@ test("appendfsync changed to everysec under a running outbox: nothing published 
       15_000,
     );
     await writeEvents(valkey, partition, 10, 60);
-    await Bun.sleep(2000);
-    expect(inbox.byId.size).toBe(10);
-    expect(outbox.stderr()).toContain(
-      "outbox publishes nothing while the durability policy does not hold",
+    await eventually(
+      "the outbox names the policy",
+      () =>
+        outbox
+          .stderr()
+          .includes("outbox publishes nothing while the durability policy does not hold"),
+      15_000,
     );
+    await Bun.sleep(1000);
+    expect(inbox.byId.size).toBe(10);
 
     await valkey.call("CONFIG", "SET", "appendfsync", "always");
     await inbox.waitFor(60, 15_000);

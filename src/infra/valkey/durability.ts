@@ -294,6 +294,10 @@ export async function waitDurable(
   let local = 0;
   let replicas = 0;
   for (;;) {
+    // Before every slice too, not only once confirmed: under `appendfsync no` a server never
+    // confirms, and the wait would end as a timeout that names nothing.
+    const violated = violation?.();
+    if (violated !== undefined) throw new PolicyViolatedError(violated);
     const elapsed = performance.now() - started;
     const slice = Math.max(1, Math.min(waitSliceMs, Math.ceil(timeoutMs - elapsed)));
     // A server that stops answering (a blackholed host keeps the socket open) must not hold the

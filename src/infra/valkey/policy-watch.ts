@@ -2,18 +2,21 @@
  * Re-reads the primary's `appendfsync` while a service runs under `aof-replicated`: the boot
  * check saw `always`, but a `CONFIG SET` afterwards would weaken every later durability wait
  * (under `everysec` some servers count an offset fsynced before it is, redis/redis#13793).
- * While it reads anything else, every durability wait fails: nothing is acknowledged or
+ * While it reads anything else, or the server is no longer a primary, or the setting stays
+ * unreadable (two reads in a row), every durability wait fails: nothing is acknowledged or
  * published, and readiness says why.
  */
 import type { Config } from "../../config/schema";
 import type { Logger } from "../log";
-import { createValkey, type Valkey } from "./client";
+import { createValkey, parseInfo, type Valkey } from "./client";
 
 /** How often the setting is read: a change is acted on within this, plus one read. */
 export const policyWatchIntervalMs = 2000;
 
 export class FsyncPolicyWatch {
   private reason: string | undefined;
+  /** Reads that failed in a row. */
+  private failedReads = 0;
   private timer: ReturnType<typeof setInterval> | undefined;
 
   constructor(
@@ -33,12 +36,18 @@ export class FsyncPolicyWatch {
   async check(): Promise<void> {
     let value: string | undefined;
     try {
+      // The server read must still be the primary: after a failover behind one address this
+      // connection could stay on the old one, now a replica, while the writer moved on.
+      const role = parseInfo(await this.valkey.info("replication")).get("role");
       const reply = (await this.valkey.call("CONFIG", "GET", "appendfsync")) as string[];
-      value = reply[1];
-    } catch {
-      // Unreadable for now (a reconnect, say): the last answer stands. A server that is gone
-      // fails the durability waits by itself; the boot check proved CONFIG GET is allowed.
-      return;
+      value = role === "master" ? reply[1] : `unknown (the watched server's role is ${role})`;
+      this.failedReads = 0;
+    } catch (error) {
+      // One failed read (a reconnect, say) keeps the last answer; a setting that stays
+      // unreadable cannot be vouched for, so from the second failure in a row it counts as
+      // wrong. A server that is gone fails the durability waits by itself anyway.
+      if (++this.failedReads < 2) return;
+      value = `unreadable (${(error as Error).message})`;
     }
     if (value === "always") {
       if (this.reason !== undefined) {
