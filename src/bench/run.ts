@@ -171,7 +171,28 @@ function checkInProcess(
     problems.push(`--resting is a flag of domain, not of ${boundary}`);
   if (boundary !== "domain" && boundary !== "datastore" && flags.has("--connections"))
     problems.push(`--connections is a flag of datastore, not of ${boundary}`);
-  if (boundary !== "domain") return problems;
+  if (boundary !== "domain") {
+    // Offered load, backlogs and running services only where the boundary has them.
+    if (boundary === "datastore" || boundary === "outbox-drain") {
+      for (const flag of ["--rate", "--duration"].filter((f) => flags.has(f)))
+        problems.push(`${flag} does not apply to ${boundary} (it runs closed loop)`);
+    }
+    const takesEvents =
+      boundary === "outbox-drain" || (boundary === "broker" && flags.get("--flow") === "events");
+    if (!takesEvents && flags.has("--events"))
+      problems.push(
+        `--events is a flag of outbox-drain and broker --flow events, not of ${boundary}`,
+      );
+    const pipeline =
+      boundary === "conductor" || boundary === "full-pipeline" || boundary === "round-trip";
+    if (!pipeline && flags.has("--conductor-url"))
+      problems.push(
+        `--conductor-url is a flag of conductor, full-pipeline and round-trip, not of ${boundary}`,
+      );
+    if (boundary !== "full-pipeline" && flags.has("--outbox-url"))
+      problems.push(`--outbox-url is a flag of full-pipeline, not of ${boundary}`);
+    return problems;
+  }
   const given = notForDomain.filter((flag) => flags.has(flag));
   if (keepStack) given.push("--keep-stack");
   problems.push(...given.map((flag) => `${flag} does not apply to domain (in-process, no stack)`));

@@ -131,7 +131,20 @@ describe("matchd CLI", () => {
     const memory = await matchd(["bench", "domain", "--resting", "10", "--commands", "5"]);
     expect(memory.code).toBe(2);
     expect(memory.stderr).toContain("--commands does not apply to domain --resting");
-    for (const run of [domain, resting, memory]) expect(run.stderr).not.toContain("stack up");
+    const closedLoop = await matchd(["bench", "datastore", "--rate", "5", "--events", "5"]);
+    expect(closedLoop.code).toBe(2);
+    expect(closedLoop.stderr).toContain("--rate does not apply to datastore");
+    expect(closedLoop.stderr).toContain(
+      "--events is a flag of outbox-drain and broker --flow events",
+    );
+    const services = await matchd(["bench", "outbox-drain", "--conductor-url", "http://x:1"]);
+    expect(services.stderr).toContain("--conductor-url is a flag of conductor, full-pipeline");
+    const outboxUrl = await matchd(["bench", "round-trip", "--outbox-url", "http://x:1"]);
+    expect(outboxUrl.stderr).toContain(
+      "--outbox-url is a flag of full-pipeline, not of round-trip",
+    );
+    for (const run of [domain, resting, memory, closedLoop, services, outboxUrl])
+      expect(run.stderr).not.toContain("[bench]");
   });
 
   test("a bad --flow is refused with exit 2 before any stack starts", async () => {
