@@ -140,15 +140,18 @@ describe("matchd bench pipeline boundaries", () => {
     expect(code).toBe(0);
   }, 150_000);
 
-  test("full-pipeline with mixed and multi-pair workloads: refusals and events are exactly the in-process domain's", async () => {
-    // Mixed refuses some commands by design; multi-pair leaves pairs resting at the window's
-    // edges, so its events are not 2 a command. Both must still pass, on exact counts.
+  // Mixed refuses some commands by design; multi-pair leaves pairs resting at the window's
+  // edges, so its events are not 2 a command. Both must still pass, on exact counts.
+  test("full-pipeline with the mixed workload: refusals are exactly the in-process domain's", async () => {
     const mixed = await bench(["full-pipeline", "--workload", "mixed", "--commands", "3000"]);
     const mixedInvariants = mixed.report.invariants as Record<string, number | boolean>;
     expect(mixedInvariants.ok).toBe(true);
     expect(mixedInvariants.rejectedResults).toBeGreaterThan(0);
     expect(mixedInvariants.rejectedResults).toBe(mixedInvariants.rejectedExpected!);
     expect(mixed.code).toBe(0);
+  }, 150_000);
+
+  test("full-pipeline with the multi-pair workload: events are exactly the in-process domain's", async () => {
     const multi = await bench([
       "full-pipeline",
       "--workload",
@@ -162,7 +165,7 @@ describe("matchd bench pipeline boundaries", () => {
     expect(multiInvariants.ok).toBe(true);
     expect(multiInvariants.eventsCreated).toBe(multiInvariants.eventsExpected!);
     expect(multi.code).toBe(0);
-  }, 200_000);
+  }, 150_000);
 
   test("commands an earlier run left in the partition's queue are purged before the run", async () => {
     // 25 bids of another seed, as an interrupted run leaves them: matched first, they would

@@ -195,8 +195,13 @@ test("appendfsync changed to everysec under a running conductor: nothing acknowl
       return response.status === 503 && (await response.text()).includes("appendfsync is everysec");
     });
     await publish(10, 30);
-    // Long past a batch's usual latency (milliseconds): the commits run, their waits fail.
-    await Bun.sleep(2000);
+    // The batches were taken and their waits failed (each failed command is counted), so
+    // nothing below can pass merely because the conductor had not got to them yet.
+    await eventually(
+      "failed batches of the new commands",
+      async () => (await conductor.metric("matching_command_failures_total")) >= 20,
+      15_000,
+    );
     expect(replies.size).toBe(10);
     expect((await conductor.metrics()).matching_commands_processed_total).toBe(10);
 

@@ -587,16 +587,22 @@ describe("state management", () => {
       { volume: "2", volumeTotal: "1" },
       { side: "buy" },
       { stp: "cancel-everything" },
-      // Precisions a placed order could not have: a fraction, and beyond 18.
-      { priceDecimals: 2.5 },
-      { amountDecimals: 60 },
-      { quoteDecimals: -1 },
-      { pairId: 0 },
-      { pairId: 1.5 },
-      { timestamp: -5 },
     ]) {
       const order = { ...good, id: "b2", ...broken } as typeof good;
       expect(() => engine.loadRestingOrder(order)).toThrow(MatchingInvariantError);
+    }
+    // Bounds a placed order passed, each loaded into an empty engine (on pair 1, beside b1,
+    // a precision mismatch would throw first) and named by its own reason.
+    for (const [broken, reason] of [
+      [{ priceDecimals: 2.5 }, "bad priceDecimals"],
+      [{ amountDecimals: 60 }, "bad amountDecimals"],
+      [{ quoteDecimals: -1 }, "bad quoteDecimals"],
+      [{ pairId: 0 }, "bad pairId"],
+      [{ pairId: 1.5 }, "bad pairId"],
+      [{ timestamp: -5 }, "bad timestamp"],
+    ] as const) {
+      const order = { ...good, id: "b2", ...broken } as typeof good;
+      expect(() => new MatchingEngine().loadRestingOrder(order)).toThrow(reason);
     }
   });
 

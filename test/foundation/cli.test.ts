@@ -4,7 +4,12 @@ import { runToEnd } from "../support/run-to-end";
 import { matchdCommand } from "../support/stack";
 
 function matchd(args: string[], env: Record<string, string> = {}) {
-  return runToEnd([...matchdCommand, ...args], { env: { ...process.env, ...env } });
+  // Every run here must end by itself (a refusal, help, a version); a bound keeps one that
+  // started a service by mistake from outliving the test.
+  return runToEnd([...matchdCommand, ...args], {
+    env: { ...process.env, ...env },
+    killAfterMs: 20_000,
+  });
 }
 
 describe("matchd CLI", () => {
@@ -51,8 +56,10 @@ describe("matchd CLI", () => {
     );
     expect(conductor.stderr).toContain("--lease-ttl-ms does not apply to conductor");
     const outbox = await matchd(["outbox", "--batch-max", "1"]);
+    expect(outbox.code).toBe(2);
     expect(outbox.stderr).toContain("--batch-max does not apply to outbox");
     const bench = await matchd(["bench", "domain", "--http-port", "4000"]);
+    expect(bench.code).toBe(2);
     expect(bench.stderr).toContain("--http-port does not apply to bench");
     // One environment file serves every process: the conductor's variable is fine for the
     // outbox (refused here only for its bad partition, which stops it before any connection).

@@ -31,6 +31,8 @@ beforeAll(async () => {
 // A test cut short by its timeout must not leave the primary full for the next one.
 afterEach(async () => {
   await valkey?.config("SET", "maxmemory", "0");
+  // Likewise a test cut short with the primary on everysec.
+  await valkey?.config("SET", "appendfsync", "always");
 });
 
 afterAll(async () => {
