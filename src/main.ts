@@ -69,7 +69,8 @@ async function main(argv: string[]): Promise<number> {
 
   // Said whatever the log level and whether or not the rest is valid: a misspelt name leaves
   // its setting at the default, which is often what the problems below are about.
-  for (const name of unknownSettingNames(process.env)) {
+  const unknownNames = unknownSettingNames(process.env);
+  for (const name of unknownNames) {
     process.stderr.write(
       `matchd: warning: environment variable ${name} is no setting and is ignored (misspelt?)\n`,
     );
@@ -104,7 +105,7 @@ async function main(argv: string[]): Promise<number> {
   const log = createLogger(config.logLevel, { service: subcommand, partition: config.partition });
   // Also as a log line, for pipelines that read the services' JSON logs (said above in plain
   // text, whatever the level).
-  for (const name of unknownSettingNames(process.env)) {
+  for (const name of unknownNames) {
     log.warn("environment variable is no setting and is ignored (misspelt?)", { name });
   }
 

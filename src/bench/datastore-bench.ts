@@ -2,7 +2,7 @@
 // EXEC) in isolation, sequential per connection, timed with and without the durability wait,
 // plus the durability wait timed on its own.
 
-import { createValkey, parseInfo, type Valkey } from "../infra/valkey/client";
+import { connectedReplicas, createValkey, type Valkey } from "../infra/valkey/client";
 import { checkDatastore, DurabilityTimeoutError, waitDurable } from "../infra/valkey/durability";
 import { type PartitionKeys, partitionKeys } from "../infra/valkey/keys";
 import { LatencyHistogram, type Percentiles } from "./histogram";
@@ -324,10 +324,6 @@ async function measureWaitAlone(
     conn.disconnect();
   }
   return { latencyMs: histogram.percentilesMs(), timeouts };
-}
-
-async function connectedReplicas(valkey: Valkey): Promise<number> {
-  return Number(parseInfo(await valkey.info("replication")).get("connected_slaves") ?? "0");
 }
 
 /** Every key of one partition, found with SCAN (never KEYS, which blocks the server). */

@@ -14,7 +14,7 @@
 import Redis from "ioredis";
 import type { Config } from "../config/schema";
 import { eventIdOf } from "../domain/events";
-import { parseInfo } from "../infra/valkey/client";
+import { connectedReplicas } from "../infra/valkey/client";
 import { outboxConsumerGroup, partitionKeys } from "../infra/valkey/keys";
 import { EventSink } from "./event-sink";
 
@@ -179,8 +179,7 @@ export async function runOutboxDrainBench(
       if (config.durability !== "aof-replicated" || performance.now() < replicas.nextAt) return;
       replicas.nextAt = performance.now() + 250;
       try {
-        const info = parseInfo(await valkey.info("replication"));
-        replicas.min = Math.min(replicas.min, Number(info.get("connected_slaves") ?? 0));
+        replicas.min = Math.min(replicas.min, await connectedReplicas(valkey));
         replicas.samples++;
       } catch {
         // A failed sample is a gap, as in the pipeline benches; no sample at all fails the run.

@@ -10,7 +10,7 @@ import { type CommandEnvelope, MatchingEngine } from "../domain/index";
 import { connectBroker } from "../infra/amqp/connect";
 import { FramePublisher } from "../infra/amqp/fast-publish";
 import { allEventExchanges, commandExchange, commandQueue } from "../infra/amqp/topology";
-import { createValkey, parseInfo, type Valkey } from "../infra/valkey/client";
+import { connectedReplicas, createValkey, type Valkey } from "../infra/valkey/client";
 import { partitionKeys } from "../infra/valkey/keys";
 import { SeenEvents } from "./event-dedup";
 import { LatencyHistogram } from "./histogram";
@@ -265,17 +265,17 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
     const probe = await connection.createChannel();
     while (sampling) {
       try {
-        const [depth, xlen, info] = await Promise.all([
+        const [depth, xlen, replicas] = await Promise.all([
           probe.checkQueue(queue),
           valkey.xlen(keys.events),
-          valkey.info("replication"),
+          connectedReplicas(valkey),
         ]);
         samples.push({
           t: (performance.now() - timedStart) / 1000,
           queueDepth: depth.messageCount,
           streamLength: xlen,
         });
-        minReplicas = Math.min(minReplicas, Number(parseInfo(info).get("connected_slaves") ?? 0));
+        minReplicas = Math.min(minReplicas, replicas);
         replicaSamples++;
       } catch {
         // A failed sample is a gap, not a failure of the run.

@@ -52,12 +52,10 @@ export function queryRoutes(
           );
         return c.body(stored, 200, { "content-type": "application/json" });
       } catch (error) {
-        if (error instanceof DurabilityTimeoutError) {
+        if (error instanceof DurabilityTimeoutError || error instanceof PolicyViolatedError) {
           // Not confirmed fsynced on primary and replica (a replica that does not answer
-          // leaves even an old result unconfirmed): it could still be lost.
-          return c.json({ error: `stored result not confirmed durable: ${error.message}` }, 503);
-        }
-        if (error instanceof PolicyViolatedError) {
+          // leaves even an old result unconfirmed; a primary off `appendfsync always` cannot
+          // confirm one): it could still be lost.
           return c.json({ error: `stored result not confirmed durable: ${error.message}` }, 503);
         }
         // The error's text names internal hosts and ports: not for whoever asks.

@@ -18,23 +18,21 @@ const unread: Record<Exclude<Subcommand, "stack">, readonly string[]> = {
   bench: ["--http-port"],
 };
 
-const readers = (flag: string): string => {
-  const names = (Object.keys(unread) as (keyof typeof unread)[]).filter(
-    (subcommand) => !unread[subcommand].includes(flag),
-  );
-  return names.join(", ");
-};
-
 /** True when `subcommand` reads the setting behind `flag`. */
 export function readsFlag(subcommand: Exclude<Subcommand, "stack">, flag: string): boolean {
   return !unread[subcommand].includes(flag);
 }
+
+const readers = (flag: string): string =>
+  (Object.keys(unread) as (keyof typeof unread)[])
+    .filter((subcommand) => readsFlag(subcommand, flag))
+    .join(", ");
 
 export function flagsOutsideScope(
   subcommand: Exclude<Subcommand, "stack">,
   flags: ReadonlyMap<string, string>,
 ): string[] {
   return [...flags.keys()]
-    .filter((flag) => unread[subcommand].includes(flag))
+    .filter((flag) => !readsFlag(subcommand, flag))
     .map((flag) => `${flag} does not apply to ${subcommand} (read by: ${readers(flag)})`);
 }

@@ -5,7 +5,6 @@ import {
   addScaled,
   divScaled,
   formatValue,
-  MAX_DECIMALS,
   mulScaled,
   parseScaledValue,
   pow10Value,
@@ -31,7 +30,7 @@ import type {
   RestingOrder,
   Side,
 } from "./types";
-import { type ParsedPlace, PlaceValidator } from "./validate-place";
+import { type ParsedPlace, PlaceValidator, validDecimals } from "./validate-place";
 
 export interface MatchingEngineOptions {
   /** Bound on remembered accepted / finished order ids (duplicate and cancel detection). */
@@ -335,7 +334,9 @@ export class MatchingEngine {
       // biome-ignore lint/complexity/useMathMinMax: Math.min does not accept bigint Scaled values.
       volume = taker.remaining < maker.remaining ? taker.remaining : maker.remaining;
     }
-    const quote = quoteOf(price, volume, maker.quoteDecimals, scaleShift, maker.side === "ask");
+    // price × volume once: the quote is made from it, and checked against it below.
+    const product = mulScaled(price, volume);
+    const quote = quoteOf(product, maker.quoteDecimals, scaleShift, maker.side === "ask");
     const makerBefore = maker.remaining;
     const takerBefore = taker.quoteSized ? taker.executed : taker.remaining;
     const makerAfter = subScaled(makerBefore, volume);
@@ -361,7 +362,7 @@ export class MatchingEngine {
       (!taker.quoteSized && addScaled(executedAfter, remainingAfter) !== taker.accepted) ||
       // The quote, cross-checked by multiplication rather than the division that made it: the
       // exact price × volume, rounded by less than one quote unit, in the book's favour.
-      !quoteRoundedOnce(quote, price, volume, maker.quoteDecimals, scaleShift, maker.side === "ask")
+      !quoteRoundedOnce(quote, product, maker.quoteDecimals, scaleShift, maker.side === "ask")
     ) {
       throw new MatchingInvariantError(
         `fill broke conservation: maker ${maker.id} taker ${taker.id} volume ${volume}`,
@@ -881,11 +882,6 @@ function loadFailure(order: RestingOrder, why: string): never {
   throw new MatchingInvariantError(`cannot load order ${order.id}: ${why}`);
 }
 
-/** The precisions a placed order may have: whole numbers 0..MAX_DECIMALS. */
-function validDecimals(decimals: number): boolean {
-  return Number.isInteger(decimals) && decimals >= 0 && decimals <= MAX_DECIMALS;
-}
-
 /** True when a taker on `side` at `price` would trade against a level at `levelPrice`. */
 function crosses(side: Side, price: Scaled, levelPrice: Scaled): boolean {
   return side === "bid" ? levelPrice <= price : levelPrice >= price;
@@ -896,19 +892,17 @@ function executedOf(taker: Taker): Scaled {
 }
 
 /**
- * price × volume × 10^quoteDecimals / 10^scaleShift, rounded to a whole quote unit in the
+ * `product` (price × volume) × 10^quoteDecimals / 10^scaleShift, rounded to a whole quote unit in the
  * book's favour, without leaving exactness: up when the maker sells (the resting ask is never
  * paid less than its price, and a fill never moves volume for nothing), down when the maker
  * buys (the resting bid never pays more than its price).
  */
 function quoteOf(
-  price: Scaled,
-  volume: Scaled,
+  product: Scaled,
   quoteDecimals: number,
   scaleShift: number,
   roundUp: boolean,
 ): Scaled {
-  const product = mulScaled(price, volume);
   // With more quote decimals than price and amount decimals together the quote is exact.
   if (quoteDecimals >= scaleShift)
     return mulScaled(product, pow10Value(quoteDecimals - scaleShift));
@@ -918,20 +912,18 @@ function quoteOf(
 }
 
 /**
- * True when `quote` (in quote units) is price × volume (in units of 10^-scaleShift) rounded
+ * True when `quote` (in quote units) is `product`, price × volume in units of 10^-scaleShift, rounded
  * to a whole quote unit by less than one unit: up when the maker sells, down when it buys.
  * Checked the other way round from quoteOf (a multiplication where it divides, a division
  * where it multiplies), so the two cannot share a slip.
  */
 function quoteRoundedOnce(
   quote: Scaled,
-  price: Scaled,
-  volume: Scaled,
+  product: Scaled,
   quoteDecimals: number,
   scaleShift: number,
   roundUp: boolean,
 ): boolean {
-  const product = mulScaled(price, volume);
   // As many quote decimals as price and amount decimals together, or more: the quote is exact,
   // so dividing it back gives the product with nothing left over.
   if (quoteDecimals >= scaleShift) {

@@ -29,7 +29,8 @@ function decimalReject(field: string, error: DecimalError): PlaceReject {
   return { code: problemCodes[error.problem], reason: `${field}: ${error.reason}` };
 }
 
-function validDecimals(value: unknown): boolean {
+/** The precisions an order may have: whole numbers 0..MAX_DECIMALS (the loader's bound too). */
+export function validDecimals(value: unknown): boolean {
   return Number.isInteger(value) && (value as number) >= 0 && (value as number) <= MAX_DECIMALS;
 }
 

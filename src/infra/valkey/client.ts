@@ -47,6 +47,11 @@ export function createValkey(
   return client;
 }
 
+/** Replicas the server reports connected (INFO replication's connected_slaves). */
+export async function connectedReplicas(valkey: Valkey): Promise<number> {
+  return Number(parseInfo(await valkey.info("replication")).get("connected_slaves") ?? "0");
+}
+
 /** Parses a Redis INFO section into key/value pairs. */
 export function parseInfo(text: string): Map<string, string> {
   const fields = new Map<string, string>();

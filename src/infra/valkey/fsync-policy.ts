@@ -29,7 +29,7 @@ export function listedReplicas(replication: Map<string, string>): ListedReplica[
 }
 
 /** CONFIG GET appendfsync; throws when CONFIG is denied or renamed. */
-async function appendfsyncOf(valkey: Valkey): Promise<string> {
+export async function appendfsyncOf(valkey: Valkey): Promise<string> {
   const reply = (await valkey.call("CONFIG", "GET", "appendfsync")) as string[];
   const value = reply[1];
   if (value === undefined) throw new Error("CONFIG GET appendfsync returned nothing");

@@ -9,6 +9,7 @@
 import type { Config } from "../../config/schema";
 import type { Logger } from "../log";
 import { createValkey, parseInfo, type Valkey } from "./client";
+import { appendfsyncOf } from "./fsync-policy";
 
 /** How often the setting is read: a change is acted on within this, plus one read. */
 export const policyWatchIntervalMs = 2000;
@@ -39,8 +40,8 @@ export class FsyncPolicyWatch {
       // The server read must still be the primary: after a failover behind one address this
       // connection could stay on the old one, now a replica, while the writer moved on.
       const role = parseInfo(await this.valkey.info("replication")).get("role");
-      const reply = (await this.valkey.call("CONFIG", "GET", "appendfsync")) as string[];
-      value = role === "master" ? reply[1] : `unknown (the watched server's role is ${role})`;
+      const setting = await appendfsyncOf(this.valkey);
+      value = role === "master" ? setting : `unknown (the watched server's role is ${role})`;
       this.failedReads = 0;
     } catch (error) {
       // One failed read (a reconnect, say) keeps the last answer; a setting that stays
