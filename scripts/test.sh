@@ -32,7 +32,7 @@ cleanup() {
   rm -rf "$stack_dir"
 }
 trap cleanup EXIT
-./matchd stack up --dir "$stack_dir" >/dev/null
+./matchd stack up --no-tap --dir "$stack_dir" >/dev/null
 set -a
 # shellcheck disable=SC1091
 source "$stack_dir/env"

@@ -4,12 +4,14 @@
  * process.env.
  */
 import packageJson from "../package.json";
-import { parseArgs } from "./cli/args";
+import { closestFlag, parseArgs } from "./cli/args";
 import { runCheck } from "./cli/check";
+import { clientCommands } from "./cli/client/commands-list";
 import { commandUsage, mainUsage } from "./cli/usage";
 import { flagsOutsideScope } from "./config/flag-scope";
 import { resolveConfig, unknownSettingNames } from "./config/resolve";
 import { type Config, configFlags, type Subcommand } from "./config/schema";
+import { BrokerRefusedError } from "./infra/amqp/broker-errors";
 import { PolicyRefusedError } from "./infra/boot";
 import { createLogger } from "./infra/log";
 
@@ -49,13 +51,28 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`matchd ${packageJson.version} (bun ${Bun.version})\n`);
     return 0;
   }
-  if (!subcommands.includes(name as Subcommand)) fail(`unknown command ${name}`, mainUsage);
+  if ((clientCommands as readonly string[]).includes(name)) {
+    warnUnknownVariables();
+    const { runClient } = await import("./cli/client/run");
+    return runClient(name, rest, {
+      env: process.env,
+      out: (text) => process.stdout.write(text),
+      err: (text) => process.stderr.write(text),
+      // Only `events` runs until stopped; the others keep the default end at Ctrl-C.
+      stopped: name === "events" ? signalled() : new Promise(() => undefined),
+    });
+  }
+  if (!subcommands.includes(name as Subcommand)) {
+    const near = closestFlag(name, [...subcommands, ...clientCommands]);
+    fail(`unknown command ${name}${near === null ? "" : ` (did you mean ${near}?)`}`, mainUsage);
+  }
   const subcommand = name as Subcommand;
   const usage = commandUsage[subcommand]!;
 
   const valued = new Set(subcommand === "stack" ? stackValued : configFlags);
   if (subcommand === "bench") for (const flag of benchValued) valued.add(flag);
   const switches = new Set(["--help"]);
+  if (subcommand === "stack") switches.add("--no-tap");
   if (subcommand === "bench") for (const flag of ["--json", "--keep-stack"]) switches.add(flag);
   const args = parseArgs(rest, valued, switches);
   if (args.switches.has("--help") || args.positionals.includes("-h")) {
@@ -64,17 +81,12 @@ async function main(argv: string[]): Promise<number> {
   }
   if (subcommand === "stack") {
     if (args.unknown.length > 0) fail(args.unknown.join("; "), usage);
-    return runStackCommand(args.positionals, args.flags, usage);
+    return runStackCommand(args.positionals, args.flags, args.switches.has("--no-tap"), usage);
   }
 
   // Said whatever the log level and whether or not the rest is valid: a misspelt name leaves
   // its setting at the default, which is often what the problems below are about.
-  const unknownNames = unknownSettingNames(process.env);
-  for (const name of unknownNames) {
-    process.stderr.write(
-      `matchd: warning: environment variable ${name} is no setting and is ignored (misspelt?)\n`,
-    );
-  }
+  const unknownNames = warnUnknownVariables();
   // Every problem of the command line and the configuration at once, nothing started.
   const resolved = resolveConfig(process.env, args.flags, subcommand);
   const bench = subcommand === "bench" ? await import("./bench/run") : undefined;
@@ -134,6 +146,25 @@ async function main(argv: string[]): Promise<number> {
   return 2;
 }
 
+/** Names each MATCHING_* variable that is no setting on stderr, and returns them. */
+function warnUnknownVariables(): string[] {
+  const names = unknownSettingNames(process.env);
+  for (const name of names) {
+    process.stderr.write(
+      `matchd: warning: environment variable ${name} is no setting and is ignored (misspelt?)\n`,
+    );
+  }
+  return names;
+}
+
+/** Resolves at the first SIGINT or SIGTERM (a client command then ends cleanly). */
+function signalled(): Promise<string> {
+  return new Promise((resolve) => {
+    for (const signal of ["SIGINT", "SIGTERM"] as const)
+      process.once(signal, () => resolve(signal));
+  });
+}
+
 /** Positional arguments the subcommand does not take (bench takes one: its boundary). */
 function unexpectedArguments(subcommand: Subcommand, positionals: readonly string[]): string[] {
   const extra = subcommand === "bench" ? positionals.slice(1) : positionals;
@@ -157,6 +188,7 @@ function benchEnvironment(flags: ReadonlyMap<string, string>): {
 async function runStackCommand(
   positionals: string[],
   flags: Map<string, string>,
+  noTap: boolean,
   usage: string,
 ): Promise<number> {
   const [action, ...extra] = positionals;
@@ -170,10 +202,12 @@ async function runStackCommand(
     const info = await stack.stackUp({
       dir,
       log: (line) => process.stderr.write(`stack: ${line}\n`),
+      tap: !noTap,
     });
     process.stdout.write(
       `MATCHING_DATASTORE_URL=${info.datastoreUrl}\nMATCHING_REPLICA_URL=${info.replicaUrl}\nMATCHING_BROKER_URL=${info.brokerUrl}\n`,
     );
+    process.stderr.write(stackNextSteps(info.dir));
     return 0;
   }
   if (action === "down") {
@@ -186,6 +220,19 @@ async function runStackCommand(
   return 0;
 }
 
+/** What to type next on a fresh stack: a conductor, an outbox and a first order. */
+function stackNextSteps(dir: string): string {
+  return `
+next, in this shell:
+  source ${dir}/env
+  ./matchd conductor >${dir}/conductor.log 2>&1 &
+  ./matchd outbox >${dir}/outbox.log 2>&1 &
+  ./matchd order place --pair 1 --side bid --price 100 --volume 1
+  ./matchd book 1
+stop it with: ./matchd stack down --dir ${dir}
+`;
+}
+
 main(process.argv.slice(2)).then(
   // Exit explicitly: a finished command must not linger on an idle socket or timer.
   (code) => process.exit(code),
@@ -193,6 +240,10 @@ main(process.argv.slice(2)).then(
     if (error instanceof PolicyRefusedError) {
       process.stderr.write(`matchd: ${error.message}\n`);
       process.exit(3);
+    }
+    if (error instanceof BrokerRefusedError) {
+      process.stderr.write(`matchd: ${error.message}\n`);
+      process.exit(5);
     }
     process.stderr.write(
       `matchd: fatal: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,

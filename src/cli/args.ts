@@ -49,8 +49,41 @@ export function parseArgs(
     } else if (booleans.has(name)) {
       parsed.unknown.push(`${name} takes no value`);
     } else {
-      parsed.unknown.push(`unknown flag ${name}`);
+      const near = closestFlag(name, [...valued, ...booleans]);
+      parsed.unknown.push(`unknown flag ${name}${near === null ? "" : ` (did you mean ${near}?)`}`);
     }
   }
   return parsed;
+}
+
+/** The known flag nearest to a mistyped one, when it is near enough to be what was meant. */
+export function closestFlag(name: string, known: readonly string[]): string | null {
+  let best: string | null = null;
+  let bestDistance = Number.POSITIVE_INFINITY;
+  for (const flag of known) {
+    const distance = editDistance(name, flag);
+    if (distance < bestDistance) {
+      best = flag;
+      bestDistance = distance;
+    }
+  }
+  // A third of the name may be wrong (`--partiton`, `--durabilty`), never the whole of a
+  // short one (`--x` is no `--dir`).
+  return best !== null && bestDistance <= Math.max(1, Math.floor((name.length - 2) / 3))
+    ? best
+    : null;
+}
+
+/** Levenshtein distance: insertions, deletions and substitutions, one each. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1);
+      current.push(Math.min(previous[j]! + 1, current[j - 1]! + 1, substitution));
+    }
+    previous = current;
+  }
+  return previous[b.length]!;
 }

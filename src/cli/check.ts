@@ -3,6 +3,7 @@
  * each printed as pass/fail; starts nothing.
  */
 import type { Config } from "../config/schema";
+import { BrokerRefusedError } from "../infra/amqp/broker-errors";
 import { connectBroker } from "../infra/amqp/connect";
 import { runDatastoreChecks } from "../infra/boot";
 import type { CheckOutcome } from "../infra/valkey/durability";
@@ -44,6 +45,9 @@ async function checkBroker(url: string): Promise<CheckOutcome> {
     }
     return { name: "broker reachable", ok: true, detail: "AMQP channel opened" };
   } catch (error) {
+    if (error instanceof BrokerRefusedError) {
+      return { name: "broker accepts user and vhost", ok: false, detail: error.message };
+    }
     return {
       name: "broker reachable",
       ok: false,

@@ -6,11 +6,16 @@ import { readsFlag } from "../config/flag-scope";
 import { settings } from "../config/schema";
 
 /** The settings `subcommand` reads; the others' flags are refused there, their variables not. */
-const configUsageFor = (subcommand: "conductor" | "outbox" | "check" | "bench"): string => {
+export const configUsageFor = (
+  subcommand: "conductor" | "outbox" | "check" | "bench" | "client",
+): string => {
   const lines = settings
     .filter((s) => readsFlag(subcommand, s.flag))
-    .map((s) => `  ${s.flag.padEnd(26)} ${s.env.padEnd(32)} ${s.accepted}`);
-  return `configuration (flag, environment variable, accepted values):\n${lines.join("\n")}\n`;
+    .map(
+      (s) =>
+        `  ${s.flag.padEnd(26)} ${s.env.padEnd(32)} ${s.accepted} [default ${s.defaultFor(subcommand)}]`,
+    );
+  return `configuration (flag, environment variable, accepted values, default):\n${lines.join("\n")}\n`;
 };
 
 export const mainUsage = `matchd: exchange order matching with a durable single writer per partition
@@ -23,6 +28,12 @@ commands:
   bench       measure a boundary: domain | datastore | broker | conductor | outbox-drain | full-pipeline | round-trip
   stack       up | down | status: a private local Valkey primary + replica and RabbitMQ node
   check       run the datastore and broker checks of the durability policy, start nothing
+
+client commands (speak the wire contract to a running conductor and outbox):
+  order       place | cancel: send a command and print its durable result
+  book        a pair's depth ladder, from the conductor
+  result      a command's stored result, from the conductor
+  events      print events as they are published
 
   matchd <command> --help   flags of one command
   matchd --version
@@ -50,11 +61,15 @@ a probe write fsynced on primary and replica) plus broker reachability, prints e
 pass/fail and exits 0 when all pass, 3 otherwise.
 
 ${configUsageFor("check")}`,
-  stack: `usage: matchd stack up|down|status --dir DIR
+  stack: `usage: matchd stack up|down|status --dir DIR [--no-tap]
 
 up      start a Valkey primary + replica (appendonly yes, appendfsync always, hz 100) and a
         private RabbitMQ node on free loopback ports, wait until WAITAOF 1 1 succeeds and an
-        AMQP channel opens, print MATCHING_* URL lines, and leave them running
+        AMQP channel opens, print MATCHING_* URL lines, and leave them running; DIR/env
+        exports them when sourced, and docker run --env-file reads it too. It also declares
+        the queue matchd.tap, bound to every event exchange and holding at most 10,000
+        events (the oldest dropped first), so that no event is unroutable on a first try;
+        --no-tap leaves it out (the tests and benchmarks do)
 down    stop exactly the processes 'up' started in DIR (by pid)
 status  print the recorded stack and whether each process is alive
 `,

@@ -6,6 +6,7 @@
 
 import type { Channel, ChannelModel, ConfirmChannel, ConsumeMessage } from "amqplib";
 import type { Config } from "../config/schema";
+import { BrokerRefusedError, brokerErrorLine } from "../infra/amqp/broker-errors";
 import { connectBroker } from "../infra/amqp/connect";
 import { FramePublisher } from "../infra/amqp/fast-publish";
 import {
@@ -278,13 +279,16 @@ export class CommandConsumer {
       if (this.stopping) return;
       this.start().catch((error: Error) => {
         void this.closeConnections();
-        this.log.warn("broker reconnect failed", { error: error.message });
+        this.log.warn("broker reconnect failed", { error: brokerErrorLine(error) });
         this.scheduleReconnect();
       });
     }, delay);
   }
 
-  /** The first connection: retried with backoff until it works or we are stopped. */
+  /**
+   * The first connection: retried with backoff until it works or we are stopped. A broker
+   * that refuses the credentials or the vhost is not retried (BrokerRefusedError, exit 5).
+   */
   async startWithRetry(): Promise<void> {
     for (;;) {
       try {
@@ -292,8 +296,9 @@ export class CommandConsumer {
         return;
       } catch (error) {
         await this.closeConnections();
+        if (error instanceof BrokerRefusedError) throw error;
         if (this.stopping) return;
-        this.log.warn("broker not reachable; retrying", { error: (error as Error).message });
+        this.log.warn("broker not reachable; retrying", { error: brokerErrorLine(error) });
         await Bun.sleep(backoffDelayMs(this.reconnectAttempts++, reconnectBackoff));
       }
     }

@@ -6,6 +6,7 @@
  */
 import type { Config } from "../config/schema";
 import type { MatchingEngine } from "../domain/index";
+import { commandDeadLetterQueue } from "../infra/amqp/topology";
 import { backoffDelayMs } from "../infra/backoff";
 import type { Logger } from "../infra/log";
 import { DurabilityTimeoutError } from "../infra/valkey/durability";
@@ -238,6 +239,15 @@ export class Conductor {
         );
       }
       this.metrics.deadLettered.inc(deadLetters.length);
+      for (const item of deadLetters) {
+        const { messageId, correlationId } = item.delivery.message.properties;
+        this.log.warn("command dead-lettered", {
+          queue: commandDeadLetterQueue,
+          reason: item.deadLetterReason,
+          messageId,
+          correlationId,
+        });
+      }
     } catch (error) {
       await this.fail(
         inFlight.flatMap((f) => f.batch),

@@ -16,6 +16,17 @@ const unread: Record<Exclude<Subcommand, "stack">, readonly string[]> = {
   check: [...conductorOnly, ...outboxOnly, "--http-port"],
   // bench gives each service it starts a free port of its own.
   bench: ["--http-port"],
+  // The client commands talk to the broker and to a conductor's HTTP (--conductor-url, a
+  // client flag); the partition is the pair's (pairId mod partition count).
+  client: [
+    ...conductorOnly,
+    ...outboxOnly,
+    "--http-port",
+    "--datastore-url",
+    "--durability",
+    "--durability-timeout-ms",
+    "--partition",
+  ],
 };
 
 /** True when `subcommand` reads the setting behind `flag`. */

@@ -5,7 +5,8 @@
  */
 import { z } from "zod";
 
-export type Subcommand = "conductor" | "outbox" | "bench" | "check" | "stack";
+/** "client": the client commands (order, book, result, events), which read the same settings. */
+export type Subcommand = "conductor" | "outbox" | "bench" | "check" | "stack" | "client";
 export type DurabilityPolicy = "aof-replicated" | "memory";
 export type LogLevel = "debug" | "info" | "warn" | "error";
 

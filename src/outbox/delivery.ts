@@ -8,6 +8,7 @@
  * settle, and retries from the first unconfirmed entry with backoff, forever.
  */
 
+import { brokerErrorLine } from "../infra/amqp/broker-errors";
 import { backoffDelayMs } from "../infra/backoff";
 import type { Logger } from "../infra/log";
 import {
@@ -267,7 +268,7 @@ export class DeliveryLoop {
           this.publisher = await this.openPublisher();
           this.brokerDownSince = null;
         } catch (error) {
-          this.log.warn("cannot open the broker channel", { error });
+          this.log.warn("cannot open the broker channel", { error: brokerErrorLine(error) });
           this.resignIfCutOff();
           throw new SessionInterrupted("broker");
         }

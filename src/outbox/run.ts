@@ -7,6 +7,7 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Config } from "../config/schema";
+import { brokerRefusalAtBoot } from "../infra/amqp/connect";
 import { awaitDurabilityPolicy } from "../infra/boot";
 import { createHttpApp, type Readiness, serveHttp } from "../infra/http/app";
 import type { Logger } from "../infra/log";
@@ -181,6 +182,15 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
     for (const connection of connections) connection.disconnect();
     policyWatch?.stop();
     return 0;
+  }
+  // Wrong credentials or a missing vhost end the boot (exit 5) rather than being retried as
+  // an unreachable broker; an unreachable one is retried by the delivery loop.
+  const refused = await brokerRefusalAtBoot(config.brokerUrl, `matchd-outbox-p${partition}-boot`);
+  if (refused !== null) {
+    await server.stop();
+    for (const connection of connections) connection.disconnect();
+    policyWatch?.stop();
+    throw refused;
   }
   policyVerified = true;
   policyWatch?.start();

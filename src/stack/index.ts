@@ -13,6 +13,7 @@ import {
   stopProcesses,
 } from "./process";
 import { RABBITMQ_CTL, RABBITMQ_SERVER, type RunningRabbitmq, startRabbitmq } from "./rabbitmq";
+import { declareTap, tapMaxMessages, tapQueue } from "./tap";
 import { startValkey, waitForReplicatedAof } from "./valkey";
 
 export { StackError, type StackErrorCode } from "./process";
@@ -66,6 +67,27 @@ function toInfo(record: Extract<StackRecord, { status: "up" }>): StackInfo {
   return { dir, datastoreUrl, replicaUrl, brokerUrl, pids };
 }
 
+/**
+ * D/env, for a shell's `source` and for `docker run --env-file` alike. Docker takes only
+ * NAME=value lines and refuses a name holding a space, so the shell's `set -a` (which makes
+ * the assignments exported) is written as `set${IFS}-a`: the shell splits it into `set -a`,
+ * while Docker reads a variable name that is not set and skips it. zsh does not split
+ * there; its users write `set -a; source D/env; set +a`.
+ */
+function envFile(record: { datastoreUrl: string; replicaUrl: string; brokerUrl: string }): string {
+  return [
+    "# matchd stack: `source` this file (its variables are exported), or docker run --env-file it.",
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: shell text, expanded by the shell.
+    "set${IFS}-a",
+    `MATCHING_DATASTORE_URL=${record.datastoreUrl}`,
+    `MATCHING_REPLICA_URL=${record.replicaUrl}`,
+    `MATCHING_BROKER_URL=${record.brokerUrl}`,
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: shell text, expanded by the shell.
+    "set${IFS}+a",
+    "",
+  ].join("\n");
+}
+
 function writeAtomically(file: string, text: string): void {
   writeFileSync(`${file}.tmp`, text);
   renameSync(`${file}.tmp`, file);
@@ -97,16 +119,23 @@ function checkBinaries(): void {
 export async function stackUp({
   dir,
   log = () => {},
+  tap = false,
 }: {
   dir: string;
   log?: (line: string) => void;
+  /** Declare the tap queue (see ./tap): for a stack a person uses, not for benchmarks. */
+  tap?: boolean;
 }): Promise<StackInfo> {
   const root = resolve(dir);
   mkdirSync(root, { recursive: true });
-  return withDirLock(root, "stack up", () => stackUpLocked(root, log));
+  return withDirLock(root, "stack up", () => stackUpLocked(root, log, tap));
 }
 
-async function stackUpLocked(root: string, log: (line: string) => void): Promise<StackInfo> {
+async function stackUpLocked(
+  root: string,
+  log: (line: string) => void,
+  tap: boolean,
+): Promise<StackInfo> {
   const existing = readRecord(root);
   if (existing !== undefined) {
     const running = existing.processes.filter((p) => isRunning(p.pid, p.startTicks));
@@ -205,15 +234,13 @@ async function stackUpLocked(root: string, log: (line: string) => void): Promise
       processes,
     };
     writeAtomically(`${root}/stack.json`, `${JSON.stringify(record, null, 2)}\n`);
-    writeAtomically(
-      `${root}/env`,
-      [
-        `MATCHING_DATASTORE_URL=${record.datastoreUrl}`,
-        `MATCHING_REPLICA_URL=${record.replicaUrl}`,
-        `MATCHING_BROKER_URL=${record.brokerUrl}`,
-        "",
-      ].join("\n"),
-    );
+    if (tap) {
+      await declareTap(node.url);
+      log(
+        `rabbitmq: queue ${tapQueue} bound to every event exchange (${tapMaxMessages} messages at most)`,
+      );
+    }
+    writeAtomically(`${root}/env`, envFile(record));
     writeRabbitmqctlWrapper(root, node);
     log(`stack up in ${record.startupMs} ms; source ${root}/env`);
     return toInfo(record);

@@ -1,14 +1,22 @@
 /**
  * Opens AMQP connections with a bounded connect timeout, a connection name that shows up
- * in the broker's connection list, and socket writes coalesced per event-loop turn.
+ * in the broker's connection list, and socket writes coalesced per event-loop turn; a
+ * refused login or vhost is told apart from an unreachable broker.
  */
 import amqp, { type ChannelModel } from "amqplib";
+import { BrokerRefusedError, brokerRefusal } from "./broker-errors";
 
+/** Throws BrokerRefusedError when the broker refuses the user or the vhost. */
 export async function connectBroker(url: string, name: string): Promise<ChannelModel> {
-  const connection = await amqp.connect(url, {
-    timeout: 5000,
-    clientProperties: { connection_name: name },
-  });
+  let connection: ChannelModel;
+  try {
+    connection = await amqp.connect(url, {
+      timeout: 5000,
+      clientProperties: { connection_name: name },
+    });
+  } catch (error) {
+    throw brokerRefusal(error, url) ?? error;
+  }
   coalesceSocketWrites(connection);
   return connection;
 }
@@ -56,4 +64,21 @@ function coalesceSocketWrites(model: ChannelModel): void {
       return true;
     },
   };
+}
+
+/**
+ * A service's boot-time look at the broker: the refusal (credentials, vhost) that must end the
+ * boot, or null when the broker let us in or could not be reached (the service retries that).
+ */
+export async function brokerRefusalAtBoot(
+  url: string,
+  name: string,
+): Promise<BrokerRefusedError | null> {
+  try {
+    const connection = await connectBroker(url, name);
+    await connection.close().catch(() => undefined);
+    return null;
+  } catch (error) {
+    return error instanceof BrokerRefusedError ? error : null;
+  }
 }

@@ -1,0 +1,129 @@
+/**
+ * The client subcommands' own flags (`order place`, `order cancel`, `book`, `result`,
+ * `events`), each command's as one zod schema, so every bad flag is named at once and the
+ * help text lists the same defaults the schema applies.
+ */
+import { z } from "zod";
+
+/** The pair precisions the bench's workloads use, and so the ones a first try should use. */
+export const defaultPrecisions = { priceDecimals: 2, amountDecimals: 8, quoteDecimals: 8 };
+export const defaultConductorUrl = "http://127.0.0.1:3002";
+export const defaultUser = "cli";
+export const defaultTimeoutMs = 30_000;
+
+const decimal = z.string().regex(/^\d+(\.\d+)?$/, "not a plain decimal such as 100 or 0.5");
+const whole = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d+$/, "not a whole number")
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+const pair = whole(1, Number.MAX_SAFE_INTEGER);
+const httpUrl = z
+  .string()
+  .refine((value) => /^https?:\/\/[^/]+/.test(value), "not an http:// URL")
+  .transform((value) => value.replace(/\/+$/, ""));
+const id = z.string().min(1).max(200);
+
+const common = {
+  "--json": z.boolean().default(false),
+};
+const rpc = {
+  "--user": id.default(defaultUser),
+  "--no-wait": z.boolean().default(false),
+  "--timeout-ms": whole(100, 600_000).default(defaultTimeoutMs),
+  "--id": id.optional(),
+};
+
+export const placeSchema = z
+  .object({
+    ...common,
+    ...rpc,
+    "--pair": pair,
+    "--side": z.enum(["bid", "ask"]),
+    "--type": z.enum(["limit", "market"]).default("limit"),
+    "--price": decimal.optional(),
+    "--volume": decimal.optional(),
+    "--quote-volume": decimal.optional(),
+    "--tif": z.enum(["gtc", "ioc", "fok"]).optional(),
+    "--post-only": z.boolean().default(false),
+    "--stp": z.enum(["none", "cancel-taker", "cancel-maker", "cancel-both"]).optional(),
+    "--price-decimals": whole(0, 18).default(defaultPrecisions.priceDecimals),
+    "--amount-decimals": whole(0, 18).default(defaultPrecisions.amountDecimals),
+    "--quote-decimals": whole(0, 18).default(defaultPrecisions.quoteDecimals),
+  })
+  .superRefine((o, context) => {
+    const problem = (path: string, message: string) =>
+      context.addIssue({ code: "custom", path: [path], message });
+    if (o["--type"] === "limit" && o["--price"] === undefined)
+      problem("--price", "a limit order needs --price");
+    if (o["--quote-volume"] === undefined && o["--volume"] === undefined)
+      problem("--volume", "needs --volume (or --quote-volume for a market bid)");
+    if (o["--quote-volume"] !== undefined && (o["--type"] !== "market" || o["--side"] !== "bid"))
+      problem("--quote-volume", "only a market bid is sized by --quote-volume");
+  });
+
+export const cancelSchema = z.object({ ...common, ...rpc, "--pair": pair });
+
+export const bookSchema = z.object({
+  ...common,
+  "--depth": whole(1, 1000).default(10),
+  "--conductor-url": httpUrl.default(defaultConductorUrl),
+});
+
+export const resultSchema = z.object({
+  ...common,
+  "--conductor-url": httpUrl.default(defaultConductorUrl),
+});
+
+export const eventsSchema = z.object({
+  ...common,
+  "--follow": z.boolean().default(false),
+  "--pair": pair.optional(),
+});
+
+/** Every client command's flags, valued and switches apart, for the argument parser. */
+export function flagsOf(schema: z.ZodType): { valued: string[]; switches: string[] } {
+  const shape = shapeOf(schema);
+  const valued: string[] = [];
+  const switches: string[] = [];
+  for (const [flag, field] of Object.entries(shape)) {
+    (acceptsBoolean(field) ? switches : valued).push(flag);
+  }
+  return { valued, switches };
+}
+
+function shapeOf(schema: z.ZodType): Record<string, z.ZodType> {
+  // A refined object is still a ZodObject underneath (zod 4 keeps refinements as checks).
+  return (schema as unknown as z.ZodObject).shape as Record<string, z.ZodType>;
+}
+
+function acceptsBoolean(field: z.ZodType): boolean {
+  return field.safeParse(true).success && !field.safeParse("x").success;
+}
+
+export type ParsedOptions<S extends z.ZodType> =
+  | { ok: true; options: z.output<S> }
+  | { ok: false; problems: string[] };
+
+/** Flags and switches as the parser found them, validated by the command's schema. */
+export function parseOptions<S extends z.ZodType>(
+  schema: S,
+  flags: ReadonlyMap<string, string>,
+  switches: ReadonlySet<string>,
+): ParsedOptions<S> {
+  const input: Record<string, unknown> = Object.fromEntries(flags);
+  for (const name of flagsOf(schema).switches) input[name] = switches.has(name);
+  const parsed = schema.safeParse(input);
+  if (parsed.success) return { ok: true, options: parsed.data };
+  return {
+    ok: false,
+    problems: parsed.error.issues.map((issue) => {
+      const flag = String(issue.path[0] ?? "");
+      const given = flags.get(flag);
+      const message =
+        issue.code === "invalid_type" && given === undefined ? "required" : issue.message;
+      return `${flag}: ${message}${given === undefined ? "" : ` (got ${JSON.stringify(given)})`}`;
+    }),
+  };
+}

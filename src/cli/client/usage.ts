@@ -1,0 +1,70 @@
+/**
+ * Help texts of the client commands, with the defaults their schemas apply.
+ */
+import { configUsageFor } from "../usage";
+import { eventsIdleMs } from "./events";
+import { defaultConductorUrl, defaultPrecisions, defaultTimeoutMs, defaultUser } from "./options";
+
+const { priceDecimals, amountDecimals, quoteDecimals } = defaultPrecisions;
+
+const rpcFlags = `  --user U             the order's user id [default ${defaultUser}]
+  --no-wait            print the command id once the broker confirmed it, without waiting
+  --timeout-ms T       how long to wait for the durable result [default ${defaultTimeoutMs}]
+  --json               print the result as JSON`;
+
+export const clientUsage: Record<string, string> = {
+  order: `usage: matchd order place --pair P --side bid|ask --price X --volume V [flags]
+       matchd order cancel ORDER_ID --pair P [--user U]
+
+Sends the command to matching:commands.p<pairId mod partition count> as RPC (replyTo) and
+prints its durable result: the conductor replies once the commit is fsynced as its durability
+policy promises. Exit 0 accepted, 6 rejected (the line names the result code and reason),
+1 when the broker or a conductor is not there, 5 when the broker refuses user or vhost.
+
+place flags:
+  --pair P             the pair id (a positive integer)
+  --side S             bid | ask
+  --type T             limit | market [default limit]
+  --price X            limit price (required for limit)
+  --volume V           base volume (a market bid may give --quote-volume instead)
+  --quote-volume Q     a market bid's quote budget
+  --tif T              gtc | ioc | fok [default gtc for limit; market orders never rest]
+  --post-only          refuse to take liquidity
+  --stp M              none | cancel-taker | cancel-maker | cancel-both [default none]
+  --id ID              the order id [default a new UUID]
+  --price-decimals N   the pair's price precision [default ${priceDecimals}]
+  --amount-decimals N  the pair's volume precision [default ${amountDecimals}]
+  --quote-decimals N   the pair's quote precision [default ${quoteDecimals}]
+${rpcFlags}
+
+cancel flags:
+  --pair P             the order's pair
+${rpcFlags}
+
+The precisions are the bench's; every order of a pair must use the same ones.
+
+${configUsageFor("client")}`,
+  book: `usage: matchd book PAIR [--depth N] [--json] [--conductor-url URL]
+
+Prints the pair's aggregated depth as a ladder: asks above the spread, bids below it.
+  --depth N            price levels a side, 1..1000 [default 10]
+  --conductor-url URL  the conductor's HTTP [default ${defaultConductorUrl}]
+  --json               print the conductor's answer as JSON
+`,
+  result: `usage: matchd result COMMAND_ID [--json] [--conductor-url URL]
+
+Prints a command's stored result (shown only once it is durable), e.g. after --no-wait.
+  --conductor-url URL  the conductor's HTTP [default ${defaultConductorUrl}]
+  --json               print the result as JSON
+`,
+  events: `usage: matchd events [--follow] [--pair P] [--json]
+
+Binds an exclusive queue of its own to every event exchange and prints each event as one
+line: stream offset, type, pair, order ids, price and volume. Only events published while it
+runs are seen. Without --follow it ends after ${eventsIdleMs / 1000} s with no new event.
+  --follow             keep printing until Ctrl-C
+  --pair P             only this pair's events
+  --json               print the event envelopes
+
+${configUsageFor("client")}`,
+};
