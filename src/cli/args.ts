@@ -60,11 +60,15 @@ export function parseArgs(
 export function closestFlag(name: string, known: readonly string[]): string | null {
   let best: string | null = null;
   let bestDistance = Number.POSITIVE_INFINITY;
+  let bestShared = -1;
   for (const flag of known) {
     const distance = editDistance(name, flag);
-    if (distance < bestDistance) {
+    // Of two as near, the one sharing the longer start (`--sid`: --side, not --id).
+    const shared = sharedStart(name, flag);
+    if (distance < bestDistance || (distance === bestDistance && shared > bestShared)) {
       best = flag;
       bestDistance = distance;
+      bestShared = shared;
     }
   }
   // A third of the name may be wrong (`--partiton`, `--durabilty`), never the whole of a
@@ -72,6 +76,12 @@ export function closestFlag(name: string, known: readonly string[]): string | nu
   return best !== null && bestDistance <= Math.max(1, Math.floor((name.length - 2) / 3))
     ? best
     : null;
+}
+
+function sharedStart(a: string, b: string): number {
+  let i = 0;
+  while (i < a.length && i < b.length && a[i] === b[i]) i++;
+  return i;
 }
 
 /** Levenshtein distance: insertions, deletions and substitutions, one each. */

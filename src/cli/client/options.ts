@@ -121,8 +121,8 @@ export function parseOptions<S extends z.ZodType>(
     problems: parsed.error.issues.map((issue) => {
       const flag = String(issue.path[0] ?? "");
       const given = flags.get(flag);
-      const message =
-        issue.code === "invalid_type" && given === undefined ? "required" : issue.message;
+      // A flag left out fails its type or enum check: say what that means.
+      const message = given === undefined && issue.code !== "custom" ? "required" : issue.message;
       return `${flag}: ${message}${given === undefined ? "" : ` (got ${JSON.stringify(given)})`}`;
     }),
   };

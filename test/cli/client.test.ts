@@ -1,0 +1,309 @@
+/**
+ * The client commands against a real conductor, outbox and broker: a resting bid, a trade,
+ * an empty book, a rejection (exit 6), a result read later, and the events printed; and each
+ * missing or refusing server named in one line with its exit code.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import amqp from "amqplib";
+import { commandQueue } from "../../src/infra/amqp/topology";
+import { freePorts } from "../../src/stack/process";
+import {
+  type ConductorProcess,
+  disposeAll,
+  partitionCount,
+  startConductor,
+} from "../conductor/helpers";
+import { type OutboxProcess, startOutbox } from "../outbox/helpers";
+import { eventually } from "../support/eventually";
+import { runToEnd } from "../support/run-to-end";
+import {
+  matchdCommand,
+  stackStartTimeoutMs,
+  type TestStack,
+  testStack,
+  uniquePartition,
+} from "../support/stack";
+
+let stack: TestStack;
+let conductor: ConductorProcess;
+let outbox: OutboxProcess;
+/** Owned by this file's partition: pairId mod 1024 = the partition. */
+let pair: number;
+
+function matchd(args: string[], env: Record<string, string> = {}) {
+  return runToEnd([...matchdCommand, ...args], {
+    env: {
+      PATH: process.env.PATH,
+      MATCHING_BROKER_URL: stack.brokerUrl,
+      MATCHING_PARTITION_COUNT: String(partitionCount),
+      ...env,
+    },
+    killAfterMs: 30_000,
+  });
+}
+
+beforeAll(async () => {
+  stack = await testStack();
+  pair = uniquePartition();
+  conductor = await startConductor(stack, pair);
+  outbox = await startOutbox(stack, pair);
+}, stackStartTimeoutMs);
+
+afterAll(async () => {
+  await outbox?.stop();
+  await disposeAll();
+});
+
+describe("client commands", () => {
+  test("a bid rests, an ask trades with it, the book ends empty, and events show it", async () => {
+    const events = Bun.spawn([...matchdCommand, "events", "--follow", "--pair", String(pair)], {
+      env: { PATH: process.env.PATH, MATCHING_BROKER_URL: stack.brokerUrl },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    let printed = "";
+    void (async () => {
+      const decoder = new TextDecoder();
+      for await (const chunk of events.stdout) printed += decoder.decode(chunk);
+    })();
+    // Its queue is bound once it has started: give it the moment a first try would.
+    await Bun.sleep(1500);
+    const url = ["--conductor-url", conductor.url];
+    const bid = await matchd([
+      "order",
+      "place",
+      "--pair",
+      String(pair),
+      "--side",
+      "bid",
+      "--price",
+      "100",
+      "--volume",
+      "1.5",
+      "--user",
+      "alice",
+    ]);
+    expect(bid.stderr).toBe("");
+    expect(bid.code).toBe(0);
+    expect(bid.stdout).toMatch(
+      /^accepted rested \(100\), order [0-9a-f-]{36}, executed 0, remaining 1\.5, 1 event, command /,
+    );
+    const resting = await matchd(["book", String(pair), ...url]);
+    expect(resting.code).toBe(0);
+    expect(resting.stdout).toMatch(/bid\s+100\s+1\.5\s+1\n/);
+    const ask = await matchd([
+      "order",
+      "place",
+      "--pair",
+      String(pair),
+      "--side",
+      "ask",
+      "--price",
+      "100",
+      "--volume",
+      "1.5",
+      "--user",
+      "bob",
+      "--json",
+    ]);
+    expect(ask.code).toBe(0);
+    expect(JSON.parse(ask.stdout)).toMatchObject({
+      status: "accepted",
+      codeName: "filled",
+      executedVolume: "1.5",
+      events: 3,
+    });
+    const empty = await matchd(["book", String(pair), ...url]);
+    expect(empty.stdout).toBe(`pair ${pair}: empty book\n`);
+    await eventually("four events printed", () => printed.split("\n").length > 4);
+    events.kill("SIGTERM");
+    expect(await events.exited).toBe(0);
+    const lines = printed.trim().split("\n");
+    expect(lines.map((line) => line.split(" ")[1])).toEqual([
+      "order.rested.v1",
+      "order.filled.v1",
+      "order.filled.v1",
+      "deal.executed.v1",
+    ]);
+    expect(lines[0]).toMatch(
+      new RegExp(
+        `^\\d+-0 order\\.rested\\.v1 pair ${pair} order \\S+ bid 1\\.5 @ 100 rests \\(user alice\\)$`,
+      ),
+    );
+    expect(lines[3]).toContain("deal 1.5 @ 100: maker");
+  }, 60_000);
+
+  test("a rejected command exits 6 naming its result code and reason", async () => {
+    await matchd([
+      "order",
+      "place",
+      "--pair",
+      String(pair),
+      "--side",
+      "bid",
+      "--price",
+      "100",
+      "--volume",
+      "1",
+    ]);
+    const postOnly = await matchd([
+      "order",
+      "place",
+      "--pair",
+      String(pair),
+      "--side",
+      "ask",
+      "--price",
+      "99",
+      "--volume",
+      "1",
+      "--post-only",
+    ]);
+    expect(postOnly.code).toBe(6);
+    expect(postOnly.stdout).toBe("");
+    expect(postOnly.stderr).toMatch(/^matchd: rejected post-only-would-take \(300\): .+\n$/);
+    const cancel = await matchd(["order", "cancel", "no-such-order", "--pair", String(pair)]);
+    expect(cancel.code).toBe(6);
+    expect(cancel.stderr).toContain("rejected unknown-order (301)");
+    const precision = await matchd([
+      "order",
+      "place",
+      "--pair",
+      String(pair),
+      "--side",
+      "bid",
+      "--price",
+      "100.123",
+      "--volume",
+      "1",
+    ]);
+    expect(precision.code).toBe(6);
+    expect(precision.stderr).toContain("precision-exceeded (203)");
+  }, 60_000);
+
+  test("--no-wait prints the command id; result shows its durable outcome later", async () => {
+    const sent = await matchd([
+      "order",
+      "place",
+      "--pair",
+      String(pair),
+      "--side",
+      "bid",
+      "--price",
+      "98",
+      "--volume",
+      "2",
+      "--no-wait",
+    ]);
+    expect(sent.code).toBe(0);
+    const commandId = sent.stdout.trim();
+    expect(commandId).toMatch(/^[0-9a-f-]{36}$/);
+    let result = { code: -1, stdout: "", stderr: "" };
+    await eventually("the stored result", async () => {
+      result = await matchd(["result", commandId, "--conductor-url", conductor.url]);
+      return result.code === 0;
+    });
+    expect(result.stdout).toContain(`accepted rested (100)`);
+    expect(result.stdout).toContain(`command ${commandId}`);
+    const unknown = await matchd([
+      "result",
+      "00000000-0000-4000-8000-000000000000",
+      "--conductor-url",
+      conductor.url,
+    ]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/^matchd: no stored result for command 0{8}-.+\n$/);
+  }, 60_000);
+
+  test("a partition with no conductor: place waits its timeout and says so", async () => {
+    const idle = uniquePartition();
+    const started = Date.now();
+    const placed = await matchd([
+      "order",
+      "place",
+      "--pair",
+      String(idle),
+      "--side",
+      "bid",
+      "--price",
+      "1",
+      "--volume",
+      "1",
+      "--timeout-ms",
+      "1000",
+    ]);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
+    expect(placed.code).toBe(1);
+    expect(placed.stderr).toMatch(
+      new RegExp(
+        `^matchd: no result within 1000 ms: no conductor consumes ${commandQueue(idle).replace(".", "\\.")} .+\n$`,
+      ),
+    );
+    const connection = await amqp.connect(stack.brokerUrl);
+    const channel = await connection.createChannel();
+    await channel.deleteQueue(commandQueue(idle));
+    await connection.close();
+  }, 60_000);
+
+  test("servers that are not there, or refuse, get one line and their exit code", async () => {
+    const [closed] = await freePorts(1);
+    const book = await matchd(["book", "1", "--conductor-url", `http://127.0.0.1:${closed}`]);
+    expect(book.code).toBe(1);
+    expect(book.stderr).toMatch(
+      new RegExp(`^matchd: no conductor answers at http://127\\.0\\.0\\.1:${closed} .+\n$`),
+    );
+    const noBroker = await matchd(
+      ["order", "place", "--pair", "1", "--side", "bid", "--price", "1", "--volume", "1"],
+      {
+        MATCHING_BROKER_URL: `amqp://guest:guest@127.0.0.1:${closed}/matchd`,
+      },
+    );
+    expect(noBroker.code).toBe(1);
+    expect(noBroker.stderr).toMatch(
+      /^matchd: no broker answers at amqp:\/\/guest:\*\*\*@127\.0\.0\.1:\d+\/matchd \(connect ECONNREFUSED.+\n$/,
+    );
+    const url = new URL(stack.brokerUrl);
+    url.password = "wrong-password";
+    const refused = await matchd(["events"], { MATCHING_BROKER_URL: url.toString() });
+    expect(refused.code).toBe(5);
+    expect(refused.stderr).toMatch(
+      /^matchd: the broker at .+ refused the credentials of user guest .+\n$/,
+    );
+    expect(refused.stderr).not.toContain("wrong-password");
+    const vhost = new URL(stack.brokerUrl);
+    vhost.pathname = "/no-such-vhost";
+    const missing = await matchd(["order", "cancel", "x", "--pair", "1"], {
+      MATCHING_BROKER_URL: vhost.toString(),
+    });
+    expect(missing.code).toBe(5);
+    expect(missing.stderr).toContain('refused vhost "no-such-vhost": it does not exist');
+  }, 60_000);
+
+  test("bad flags are listed together, with a did-you-mean, and nothing is sent", async () => {
+    const bad = await matchd([
+      "order",
+      "place",
+      "--pair",
+      "0",
+      "--sid",
+      "bid",
+      "--price",
+      "1e3",
+      "--window",
+      "5",
+    ]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("nothing sent");
+    expect(bad.stderr).toContain("unknown flag --sid (did you mean --side?)");
+    expect(bad.stderr).toContain("--window does not apply to client");
+    expect(bad.stderr).toContain("--pair: ");
+    expect(bad.stderr).toContain("--side: required");
+    expect(bad.stderr).toContain('--price: not a plain decimal such as 100 or 0.5 (got "1e3")');
+    const book = await matchd(["book", "x"]);
+    expect(book.code).toBe(2);
+    expect(book.stderr).toContain('PAIR: not a positive integer (got "x")');
+    const help = await matchd(["order", "--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain("--price-decimals N   the pair's price precision [default 2]");
+  });
+});
