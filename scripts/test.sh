@@ -9,7 +9,7 @@ bash scripts/setup.sh
 # Only the tests need a browser: the HTML bench report is rendered in headless Chromium.
 bash scripts/install-chromium.sh
 node_modules/.bin/tsc --noEmit -p .
-node_modules/.bin/biome check src test bench
+node_modules/.bin/biome check src test bench examples
 
 # Resolved: /proc/*/cwd, which the cleanup compares with it, shows resolved paths.
 stack_dir=$(realpath "$(mktemp -d -t matchd-test-stack-XXXXXX)")
