@@ -46,6 +46,15 @@ export class Fnv1a64 {
     }
   }
 
+  /** The high and low 32 bits of the hash. */
+  high(): number {
+    return ((this.h3 << 16) | this.h2) >>> 0;
+  }
+
+  low(): number {
+    return ((this.h1 << 16) | this.h0) >>> 0;
+  }
+
   hex(): string {
     return [this.h3, this.h2, this.h1, this.h0]
       .map((limb) => limb.toString(16).padStart(4, "0"))
@@ -70,23 +79,70 @@ export interface DigestOrder {
   quoteDecimals: number;
 }
 
+/** Feeds one order's defining fields to a hash. */
+export function hashOrder(hash: Fnv1a64, order: DigestOrder): void {
+  hash.text(String(order.pairId));
+  hash.text(order.side);
+  hash.text(order.id);
+  hash.text(order.userId);
+  hash.text(order.price);
+  hash.text(order.volume);
+  hash.text(order.volumeTotal);
+  hash.text(String(order.timestamp));
+  hash.text(order.stp);
+  hash.text(`${order.priceDecimals}/${order.amountDecimals}/${order.quoteDecimals}`);
+}
+
 /**
- * Hashes orders given in canonical order: pairs ascending, bids (best first) then asks (best
- * first), FIFO within a level. Prices and volumes must already be canonical decimal text.
+ * A sum of 64-bit values modulo 2^64, in two 32-bit halves. The books' digest is the sum of
+ * their price levels' hashes: a sum does not depend on the order its terms come in, so a
+ * level that changed can be hashed again alone, and its old hash subtracted.
+ */
+export class DigestSum {
+  hi = 0;
+  lo = 0;
+
+  add(hi: number, lo: number): void {
+    const low = this.lo + lo;
+    const carry = low >= 0x1_0000_0000 ? 1 : 0;
+    this.lo = low - carry * 0x1_0000_0000;
+    this.hi = (this.hi + hi + carry) >>> 0;
+  }
+
+  subtract(hi: number, lo: number): void {
+    const low = this.lo - lo;
+    const borrow = low < 0 ? 1 : 0;
+    this.lo = low + borrow * 0x1_0000_0000;
+    this.hi = (this.hi - hi - borrow) >>> 0;
+  }
+
+  hex(): string {
+    return this.hi.toString(16).padStart(8, "0") + this.lo.toString(16).padStart(8, "0");
+  }
+}
+
+/**
+ * Hashes orders given in canonical order (pairs ascending, bids best first then asks best
+ * first, FIFO within a level; prices and volumes canonical decimal text): each price level's
+ * orders in FIFO order with FNV-1a 64, and the levels' hashes summed (see DigestSum).
  */
 export function digestOrders(orders: Iterable<DigestOrder>): string {
-  const hash = new Fnv1a64();
+  const sum = new DigestSum();
+  let level: Fnv1a64 | null = null;
+  let last: DigestOrder | null = null;
   for (const order of orders) {
-    hash.text(String(order.pairId));
-    hash.text(order.side);
-    hash.text(order.id);
-    hash.text(order.userId);
-    hash.text(order.price);
-    hash.text(order.volume);
-    hash.text(order.volumeTotal);
-    hash.text(String(order.timestamp));
-    hash.text(order.stp);
-    hash.text(`${order.priceDecimals}/${order.amountDecimals}/${order.quoteDecimals}`);
+    const sameLevel =
+      last !== null &&
+      last.pairId === order.pairId &&
+      last.side === order.side &&
+      last.price === order.price;
+    if (!sameLevel) {
+      if (level !== null) sum.add(level.high(), level.low());
+      level = new Fnv1a64();
+    }
+    hashOrder(level!, order);
+    last = order;
   }
-  return hash.hex();
+  if (level !== null) sum.add(level.high(), level.low());
+  return sum.hex();
 }

@@ -2,7 +2,7 @@
 
 export { formatScaled, MAX_DECIMALS, MAX_INTEGER_DIGITS, parseScaled } from "./decimal-scale";
 export { type DecodeResult, decodeCommand } from "./decode-command";
-export { type DigestOrder, digestOrders, Fnv1a64 } from "./digest";
+export { type DigestOrder, DigestSum, digestOrders, Fnv1a64 } from "./digest";
 export * from "./events";
 export { MatchingInvariantError } from "./invariant-error";
 export {

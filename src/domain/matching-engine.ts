@@ -11,10 +11,17 @@ import {
   type Scaled,
   subScaled,
 } from "./decimal-scale";
-import { digestOrders } from "./digest";
+import { type DigestOrder, digestOrders } from "./digest";
 import { type CancelReason, EventLog, type EventSource } from "./events";
 import { invariant, MatchingInvariantError } from "./invariant-error";
-import { type OrderNode, PairBook, type PriceLevel, toRestingOrder } from "./order-book";
+import { LevelDigests } from "./level-digests";
+import {
+  digestOrderOf,
+  type OrderNode,
+  PairBook,
+  type PriceLevel,
+  toRestingOrder,
+} from "./order-book";
 import { FINISHED, hashId, OrderIndex } from "./order-index";
 import { type ResultCode, ResultCodes, resultCodeName } from "./result-codes";
 import type {
@@ -96,9 +103,8 @@ export class MatchingEngine {
   private lastBook: PairBook | undefined;
   /** Books held when the next new book first sweeps the empty ones (see dropEmptyBooks). */
   private sweepBooksAt = EMPTY_BOOKS_SWEEP_FLOOR;
-  /** Bumped by everything that may change the books, so digest() can reuse its last answer. */
-  private version = 0;
-  private digested: { version: number; digest: string } | undefined;
+  /** Keeps the books' digest current as levels change (see LevelDigests). */
+  private readonly levelDigests = new LevelDigests();
 
   constructor({ recentMemory = 100_000 }: MatchingEngineOptions = {}) {
     this.orders = new OrderIndex(recentMemory);
@@ -110,7 +116,6 @@ export class MatchingEngine {
    * cancel of it, unless it rests, finds it finished rather than unknown.
    */
   apply(command: CommandEnvelope, alreadyAccepted = false): CommandOutcome {
-    this.version++;
     if (command.type === "order.place") return this.place(command, alreadyAccepted);
     if (command.type === "order.cancel") return this.cancel(command, alreadyAccepted);
     const unknown = command as { type?: unknown };
@@ -370,6 +375,7 @@ export class MatchingEngine {
     }
     maker.remaining = makerAfter;
     level.total = levelAfter;
+    book.changed(level);
     taker.executed = executedAfter;
     taker.remaining = remainingAfter;
     taker.budget = budgetAfter;
@@ -666,7 +672,7 @@ export class MatchingEngine {
 
   private createBook(pairId: number): PairBook {
     if (this.books.size >= this.sweepBooksAt) this.dropEmptyBooks();
-    const book = new PairBook(pairId);
+    const book = new PairBook(pairId, this.levelDigests);
     this.books.set(pairId, book);
     this.lastBook = book;
     return book;
@@ -696,7 +702,6 @@ export class MatchingEngine {
 
   /** Rebuilds state from the datastore; the next sequence stays above every loaded one. */
   loadRestingOrder(order: RestingOrder): void {
-    this.version++;
     const known = this.orders.get(order.id);
     if (known !== undefined && known !== FINISHED) loadFailure(order, "duplicate id");
     // The same bounds a placed order passed: a stored order outside them was never accepted,
@@ -812,49 +817,41 @@ export class MatchingEngine {
         );
       }
     }
+    // The digest kept level by level must be the one hashed afresh: a change that marked no
+    // level would leave it stale.
+    const kept = this.digest();
+    const fresh = digestOrders(this.canonicalDigestOrders());
+    invariant(kept === fresh, () => `kept digest ${kept}, books hash to ${fresh}`);
+  }
+
+  private *canonicalDigestOrders(): Generator<DigestOrder> {
+    for (const book of this.sortedBooks()) {
+      for (const node of book.canonicalOrders()) yield digestOrderOf(node);
+    }
   }
 
   /**
-   * Canonical FNV-1a 64 hex digest of all books, independent of absolute sequence numbers.
-   * It walks every resting order (1.4-1.6 s for a million on our machine), so the answer is kept until
-   * the books may have changed: repeated queries of idle books cost nothing.
+   * Canonical digest of all books, independent of absolute sequence numbers: the sum of each
+   * price level's FNV-1a 64 hash (see digestOrders). Kept current level by level, so it costs
+   * the levels changed since it was last asked for.
    */
   digest(): string {
-    if (this.digested?.version === this.version) return this.digested.digest;
-    const digest = this.computeDigest();
-    this.digested = { version: this.version, digest };
-    return digest;
+    while (!this.levelDigests.step(Number.POSITIVE_INFINITY));
+    return this.levelDigests.hex();
   }
 
-  private computeDigest(): string {
-    const engine = this;
-    return digestOrders(
-      (function* () {
-        for (const book of engine.sortedBooks()) {
-          for (const node of book.canonicalOrders()) {
-            yield {
-              id: node.id,
-              userId: node.userId,
-              pairId: node.pairId,
-              side: node.side,
-              price: node.priceText,
-              volume: node.remainingText,
-              volumeTotal: node.volumeTotalText,
-              timestamp: node.timestamp,
-              stp: node.stp,
-              priceDecimals: node.priceDecimals,
-              amountDecimals: node.amountDecimals,
-              quoteDecimals: node.quoteDecimals,
-            };
-          }
-        }
-      })(),
-    );
+  /**
+   * One bounded step towards a current digest: hashes changed levels until about `maxOrders`
+   * orders were hashed. True once digest() would answer at once. For a caller that yields
+   * between steps, so that a deep book never holds up matching.
+   */
+  digestStep(maxOrders: number): boolean {
+    return this.levelDigests.step(maxOrders);
   }
 
   clear(): void {
-    this.version++;
     this.books.clear();
+    this.levelDigests.reset();
     this.lastBook = undefined;
     this.sweepBooksAt = EMPTY_BOOKS_SWEEP_FLOOR;
     this.orders.clear();

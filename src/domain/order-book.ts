@@ -2,7 +2,9 @@
 // orders. Best prices sit at the end of each sorted array so consuming the touch is a pop.
 
 import { addScaled, type Scaled, subScaled } from "./decimal-scale";
+import type { DigestOrder } from "./digest";
 import { invariant } from "./invariant-error";
+import type { LevelDigests } from "./level-digests";
 import type { RestingOrder, Side, StpMode } from "./types";
 
 /** A resting order as the engine holds it: scaled integers plus its place in a level's list. */
@@ -40,6 +42,29 @@ export interface PriceLevel {
   count: number;
   head: OrderNode | null;
   tail: OrderNode | null;
+  /** Its place in LevelDigests' list of levels to hash again, or -1. */
+  digestMarked: number;
+  /** The level's hash as last counted in the books' digest (0 while it counts nothing). */
+  digestHigh: number;
+  digestLow: number;
+}
+
+/** The fields of a resting order that the books' digest hashes. */
+export function digestOrderOf(node: OrderNode): DigestOrder {
+  return {
+    id: node.id,
+    userId: node.userId,
+    pairId: node.pairId,
+    side: node.side,
+    price: node.priceText,
+    volume: node.remainingText,
+    volumeTotal: node.volumeTotalText,
+    timestamp: node.timestamp,
+    stp: node.stp,
+    priceDecimals: node.priceDecimals,
+    amountDecimals: node.amountDecimals,
+    quoteDecimals: node.quoteDecimals,
+  };
 }
 
 export function toRestingOrder(node: OrderNode): RestingOrder {
@@ -75,7 +100,16 @@ export class PairBook {
    */
   private spareLevel: PriceLevel | null = null;
 
-  constructor(readonly pairId: number) {}
+  constructor(
+    readonly pairId: number,
+    /** Told of every change to a level's orders, to keep the books' digest current. */
+    private readonly digests: LevelDigests,
+  ) {}
+
+  /** A level's orders or their volumes changed (the engine's fills call this too). */
+  changed(level: PriceLevel): void {
+    if (level.digestMarked < 0) this.digests.mark(level);
+  }
 
   levels(side: Side): PriceLevel[] {
     return side === "bid" ? this.bids : this.asks;
@@ -115,6 +149,7 @@ export class PairBook {
     level.total = addScaled(level.total, node.remaining);
     level.count++;
     this.orderCount++;
+    if (level.digestMarked < 0) this.digests.mark(level);
   }
 
   /**
@@ -147,6 +182,7 @@ export class PairBook {
     else node.next.prev = node.prev;
     level.total = subScaled(level.total, node.remaining);
     level.count--;
+    if (level.digestMarked < 0) this.digests.mark(level);
     invariant(level.total >= 0, () => `level ${level.priceText} total went negative`);
     node.level = null;
     node.prev = null;
@@ -170,6 +206,7 @@ export class PairBook {
     // Empty already (count 0, total 0, no orders), so it can stand in for the next new level.
     level.head = null;
     level.tail = null;
+    this.digests.dropped(level);
     this.spareLevel = level;
   }
 
@@ -186,7 +223,17 @@ export class PairBook {
     if (found !== undefined && found.price === price) return found;
     let level = this.spareLevel;
     if (level === null) {
-      level = { price, priceText, total: 0, count: 0, head: null, tail: null };
+      level = {
+        price,
+        priceText,
+        total: 0,
+        count: 0,
+        head: null,
+        tail: null,
+        digestMarked: -1,
+        digestHigh: 0,
+        digestLow: 0,
+      };
     } else {
       this.spareLevel = null;
       level.price = price;
