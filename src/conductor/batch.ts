@@ -292,6 +292,15 @@ function decodeDelivery(context: BatchContext, delivery: Delivery): Decoded {
 
 function decodeDeliveryUnguarded(context: BatchContext, delivery: Delivery): Decoded {
   const { config, engine, metrics } = context;
+  // Checked before any parsing: a huge body would hold the partition's event loop (and its
+  // memory) for as long as it takes to parse.
+  const size = delivery.message.content.length;
+  if (size > config.commandMaxBytes) {
+    return {
+      kind: "unreadable",
+      reason: `message of ${size} bytes is larger than MATCHING_COMMAND_MAX_BYTES (${config.commandMaxBytes}); not decoded`,
+    };
+  }
   const body = decodeBody(delivery.message.content);
   if (!body.ok) return { kind: "unreadable", reason: body.reason };
   const decoded = decodeCommand(body.value);

@@ -94,9 +94,10 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
       store,
       () => owner.loaded,
       config.durability === "aof-replicated" ? config.durabilityTimeoutMs : undefined,
+      config.httpToken,
     ),
   });
-  const http = serveHttp(app, config.httpPort);
+  const http = serveHttp(app, config.httpPort, config.httpHost);
   log.info("http listening", { port: http.port });
 
   // Load now to be ready fast; ownership (a new epoch, and a reload) is claimed when the

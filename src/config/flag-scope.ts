@@ -5,23 +5,25 @@
  */
 import type { Subcommand } from "./schema";
 
-const conductorOnly = ["--batch-max", "--prefetch", "--dedup-retention-s"];
+const conductorOnly = ["--batch-max", "--prefetch", "--dedup-retention-s", "--command-max-bytes"];
 const outboxOnly = ["--window", "--read-count", "--claim-idle-ms", "--lease-ttl-ms"];
 
 /** Flags each subcommand does not read (every other setting flag applies to it). */
 const unread: Record<Exclude<Subcommand, "stack">, readonly string[]> = {
   conductor: outboxOnly,
-  outbox: conductorOnly,
+  // The outbox serves no order or command query.
+  outbox: [...conductorOnly, "--http-token"],
   // check runs the durability checks against the datastore and reaches the broker: no service.
-  check: [...conductorOnly, ...outboxOnly, "--http-port"],
-  // bench gives each service it starts a free port of its own.
-  bench: ["--http-port"],
+  check: [...conductorOnly, ...outboxOnly, "--http-port", "--http-host", "--http-token"],
+  // bench gives each service it starts a free port of its own, on loopback.
+  bench: ["--http-port", "--http-host"],
   // The client commands talk to the broker and to a conductor's HTTP (--conductor-url, a
   // client flag); the partition is the pair's (pairId mod partition count).
   client: [
     ...conductorOnly,
     ...outboxOnly,
     "--http-port",
+    "--http-host",
     "--datastore-url",
     "--durability",
     "--durability-timeout-ms",

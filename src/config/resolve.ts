@@ -23,7 +23,7 @@ export function resolveConfig(
       values[setting.key] = parsed.data;
     } else {
       problems.push(
-        `${setting.env} (${setting.flag}): got ${JSON.stringify(raw === undefined ? raw : redactCredentials(raw))}; accepted: ${setting.accepted} [from ${source}]`,
+        `${setting.env} (${setting.flag}): got ${shown(setting.key, raw)}; accepted: ${setting.accepted} [from ${source}]`,
       );
     }
   }
@@ -58,12 +58,20 @@ export function unknownSettingNames(env: Readonly<Record<string, string | undefi
     .sort();
 }
 
+/** A rejected value as the problem list echoes it: a token is never shown, a URL's password hidden. */
+function shown(key: keyof Config, raw: string | undefined): string {
+  if (raw === undefined) return "undefined";
+  if (key === "httpToken") return `(hidden, ${raw.length} characters)`;
+  return JSON.stringify(redactCredentials(raw));
+}
+
 /** A redacted view of the config for start-up logs and bench reports. */
 export function describeConfig(config: Config): Record<string, unknown> {
   return {
     ...config,
     brokerUrl: redactUrl(config.brokerUrl),
     datastoreUrl: redactUrl(config.datastoreUrl),
+    httpToken: config.httpToken === "" ? "(none)" : "***",
   };
 }
 

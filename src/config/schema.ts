@@ -16,6 +16,10 @@ export interface Config {
   partition: number;
   partitionCount: number;
   httpPort: number;
+  httpHost: string;
+  /** "" when none is set: the order and command queries are then open. */
+  httpToken: string;
+  commandMaxBytes: number;
   durability: DurabilityPolicy;
   durabilityTimeoutMs: number;
   batchMax: number;
@@ -119,6 +123,43 @@ export const settings = [
     accepted: "a TCP port 0..65535 (0 picks a free one)",
     schema: integer(0, 65535),
     defaultFor: (subcommand) => (subcommand === "outbox" ? "3035" : "3002"),
+  },
+  {
+    key: "httpHost",
+    env: "MATCHING_HTTP_HOST",
+    flag: "--http-host",
+    accepted: "the address HTTP binds: an IPv4 or IPv6 address, or a host name",
+    // Loopback by default: the queries hand out users' orders, and a laptop's services need
+    // no other interface. The container image sets 0.0.0.0, since its port is published.
+    schema: z
+      .string()
+      .regex(/^([0-9a-fA-F:.]+|[A-Za-z0-9]([A-Za-z0-9.-]{0,252}))$/, "not an address or host name"),
+    defaultFor: always("127.0.0.1"),
+  },
+  {
+    key: "httpToken",
+    env: "MATCHING_HTTP_TOKEN",
+    flag: "--http-token",
+    accepted:
+      "a bearer token of 16..256 visible ASCII characters that GET /orders and /commands require (unset: no token)",
+    schema: z
+      .string()
+      .refine(
+        (v) => v === "" || /^[\x21-\x7e]{16,256}$/.test(v),
+        "not 16..256 visible ASCII characters",
+      ),
+    defaultFor: always(""),
+  },
+  {
+    key: "commandMaxBytes",
+    env: "MATCHING_COMMAND_MAX_BYTES",
+    flag: "--command-max-bytes",
+    accepted:
+      "bytes 1024..1048576: a larger command message is dead-lettered without being decoded",
+    // The largest valid command (every id at its limit, every optional field) takes about
+    // 2.5 KiB; a few KiB above it leaves room for producers' extra fields.
+    schema: integer(1024, 1_048_576),
+    defaultFor: always("8192"),
   },
   {
     key: "durability",

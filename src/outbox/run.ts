@@ -156,6 +156,7 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
   const server = serveHttp(
     createHttpApp({ metrics: registry, readiness, beforeMetrics }),
     config.httpPort,
+    config.httpHost,
   );
   log.info("outbox started", {
     owner: ownerId,

@@ -18,6 +18,9 @@ import {
   waitUntil,
 } from "./process";
 
+/** The largest message the stack's broker accepts (see rabbitmq.conf below). */
+export const brokerMaxMessageBytes = 16 * 1024 * 1024;
+
 /** The script in /usr/lib, not the /usr/sbin wrapper, which switches to the rabbitmq user as root. */
 export const RABBITMQ_SERVER = "/usr/lib/rabbitmq/bin/rabbitmq-server";
 export const RABBITMQ_CTL = "/usr/lib/rabbitmq/bin/rabbitmqctl";
@@ -137,6 +140,10 @@ export async function startRabbitmq({
       // guarded only by the cookie; this node never has peers.
       "distribution.listener.interface = 127.0.0.1",
       `load_definitions = ${dir}/definitions.json`,
+      // A command takes 2 KiB at most; a consumer holds a message about three times over
+      // while it receives and dead-letters it, so the broker refuses anything above 16 MiB
+      // at publish (its default is 128 MiB) and no consumer ever has to hold one.
+      `max_message_size = ${brokerMaxMessageBytes}`,
       "",
     ].join("\n"),
   );

@@ -5,29 +5,24 @@
  * performance targets live in benchmarks.
  */
 import { expect, test } from "bun:test";
-import { CommitBuilder, commitScript } from "../../src/conductor/commit-script";
-import { ConductorStore } from "../../src/conductor/store";
-import type { RestingOrder } from "../../src/domain/index";
 import { uniquePartition } from "../support/stack";
-import { conductorSuite, PartitionStore, removePartition, startConductor } from "./helpers";
+import {
+  conductorSuite,
+  PartitionStore,
+  removePartition,
+  startConductor,
+  writeRestingBook,
+} from "./helpers";
 
 const suite = conductorSuite();
 
 test("100,000 resting orders load at boot (time reported)", async () => {
   const partition = uniquePartition();
   const store = new PartitionStore(suite.stack.datastoreUrl, partition);
-  const writer = new ConductorStore(store.valkey, store.keys);
   const total = 100_000;
   try {
-    await store.valkey.set(store.keys.ownerEpoch, "1");
     const started = performance.now();
-    for (let start = 0; start < total; start += 2000) {
-      const batch = new CommitBuilder(store.keys.ownerEpoch, 1);
-      for (let i = start; i < start + 2000; i++)
-        writer.stageRestingOrder(batch, restingOrder(partition, i));
-      writer.stagePair(batch, partition);
-      await store.valkey.eval(commitScript, batch.keys.length, ...batch.keys, ...batch.args);
-    }
+    await writeRestingBook(store, partition, total);
     const writeSeconds = (performance.now() - started) / 1000;
     expect(await store.bookSizes(partition)).toEqual({ bids: total / 2, asks: total / 2 });
 
@@ -56,25 +51,3 @@ test("100,000 resting orders load at boot (time reported)", async () => {
     await removePartition(store, suite.publisher, partition);
   }
 }, 90_000);
-
-/** Order i: bids on 50.00..99.99 and asks on 100.01..149.99, 10 orders per level, never crossed. */
-function restingOrder(pairId: number, i: number): RestingOrder {
-  const side = i % 2 === 0 ? "bid" : "ask";
-  const level = Math.floor(i / 2) % 4999;
-  const cents = side === "bid" ? 9999 - level : 10_001 + level;
-  return {
-    id: `load-${i}`,
-    userId: `u${i % 1000}`,
-    pairId,
-    side,
-    price: (cents / 100).toFixed(2),
-    volume: "1.5",
-    volumeTotal: "2",
-    timestamp: 1_704_067_200_000 + i,
-    sequence: i + 1,
-    priceDecimals: 2,
-    amountDecimals: 8,
-    quoteDecimals: 8,
-    stp: "none",
-  };
-}

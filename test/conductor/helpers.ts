@@ -7,7 +7,9 @@ import { afterAll, afterEach, beforeAll, expect } from "bun:test";
 import amqp, { type ChannelModel, type ConfirmChannel, type Options } from "amqplib";
 import Redis from "ioredis";
 import { createWorkload } from "../../src/bench/workloads";
-import type { CommandEnvelope } from "../../src/domain/index";
+import { CommitBuilder, commitScript } from "../../src/conductor/commit-script";
+import { ConductorStore } from "../../src/conductor/store";
+import type { CommandEnvelope, RestingOrder } from "../../src/domain/index";
 import {
   commandExchange,
   commandQueue,
@@ -439,4 +441,46 @@ export function alternatingRpcCommands(
         ),
     );
   return { commands, publish };
+}
+
+/**
+ * Writes `total` resting orders of one pair straight into Valkey in the conductor's own
+ * encoding (through the commit script), for a conductor to load at boot.
+ */
+export async function writeRestingBook(
+  store: PartitionStore,
+  pairId: number,
+  total: number,
+): Promise<void> {
+  const writer = new ConductorStore(store.valkey, store.keys);
+  await store.valkey.set(store.keys.ownerEpoch, "1");
+  for (let start = 0; start < total; start += 2000) {
+    const batch = new CommitBuilder(store.keys.ownerEpoch, 1);
+    for (let i = start; i < Math.min(total, start + 2000); i++)
+      writer.stageRestingOrder(batch, restingOrder(pairId, i));
+    writer.stagePair(batch, pairId);
+    await store.valkey.eval(commitScript, batch.keys.length, ...batch.keys, ...batch.args);
+  }
+}
+
+/** Order i: bids on 50.00..99.99 and asks on 100.01..149.99, 10 orders per level, never crossed. */
+function restingOrder(pairId: number, i: number): RestingOrder {
+  const side = i % 2 === 0 ? "bid" : "ask";
+  const level = Math.floor(i / 2) % 4999;
+  const cents = side === "bid" ? 9999 - level : 10_001 + level;
+  return {
+    id: `load-${i}`,
+    userId: `u${i % 1000}`,
+    pairId,
+    side,
+    price: (cents / 100).toFixed(2),
+    volume: "1.5",
+    volumeTotal: "2",
+    timestamp: 1_704_067_200_000 + i,
+    sequence: i + 1,
+    priceDecimals: 2,
+    amountDecimals: 8,
+    quoteDecimals: 8,
+    stp: "none",
+  };
 }

@@ -5,7 +5,7 @@
  */
 import { expect, spyOn, test } from "bun:test";
 import { Hono } from "hono";
-import { queryRoutes } from "../../src/conductor/queries";
+import { digestStepOrders, queryRoutes } from "../../src/conductor/queries";
 import type { ConductorStore } from "../../src/conductor/store";
 import { MatchingEngine } from "../../src/domain/index";
 import { place } from "../domain/helpers";
@@ -46,21 +46,29 @@ test("a datastore failure is answered without its internal text", async () => {
   expect(await response.text()).not.toContain("10.1.2.3");
 });
 
-test("the digest is computed once per state of the books", async () => {
+test("the digest is hashed in bounded steps, shared by concurrent requests, then only changes", async () => {
   const engine = new MatchingEngine();
-  const computed = spyOn(engine as unknown as { computeDigest(): string }, "computeDigest");
+  // Five levels of 500 orders: 2,500 orders, hashed at most digestStepOrders (1,000) a step.
+  for (let level = 0; level < 5; level++) {
+    for (let i = 0; i < 500; i++)
+      engine.apply(place({ id: `o-${level}-${i}`, price: String(90 + level) }));
+  }
+  const steps = spyOn(engine, "digestStep");
   const routes = app(engine);
   const digestOf = async () =>
     ((await (await routes.request("/digest")).json()) as { digest: string }).digest;
-  const empty = await digestOf();
-  expect(await digestOf()).toBe(empty);
-  expect(computed).toHaveBeenCalledTimes(1);
-  engine.apply(place({ id: "b1" }));
-  const one = await digestOf();
-  expect(one).not.toBe(empty);
-  expect(await digestOf()).toBe(one);
-  expect(computed).toHaveBeenCalledTimes(2);
-  engine.clear();
-  expect(await digestOf()).toBe(empty);
-  expect(computed).toHaveBeenCalledTimes(3);
+  const [first, second] = await Promise.all([digestOf(), digestOf()]);
+  expect(second).toBe(first);
+  // Two levels, two levels, one level: three steps, for both requests together.
+  expect(steps).toHaveBeenCalledTimes(3);
+  expect(steps.mock.calls.every(([orders]) => orders === digestStepOrders)).toBe(true);
+  expect(await digestOf()).toBe(first);
+  expect(steps).toHaveBeenCalledTimes(4);
+  engine.apply(place({ id: "b1", price: "1" }));
+  const changed = await digestOf();
+  expect(changed).not.toBe(first);
+  expect(steps).toHaveBeenCalledTimes(5);
+  const fresh = new MatchingEngine();
+  for (const order of engine.restingOrders()) fresh.loadRestingOrder(order);
+  expect(fresh.digest()).toBe(changed);
 });

@@ -34,7 +34,7 @@ describe("MatchingEngine digest, level by level", () => {
     // 500 orders a step is 10 levels a step: 100 levels take 10 steps (the last returns true).
     expect(steps).toBe(9);
     const stepped = engine.digest();
-    engine.check(); // which compares the kept digest with one hashed afresh
+    engine.checkDigest(); // the kept digest against one hashed afresh
     const fresh = new MatchingEngine();
     for (const order of engine.restingOrders()) fresh.loadRestingOrder(order);
     expect(fresh.digest()).toBe(stepped);
@@ -63,6 +63,6 @@ describe("MatchingEngine digest, level by level", () => {
     // One level rests: one is left to hash, however many came and went.
     expect(engine.digestStep(0)).toBe(false);
     expect(engine.digestStep(1)).toBe(true);
-    engine.check();
+    engine.checkDigest();
   });
 });

@@ -7,10 +7,17 @@ import { ClientError } from "./client-error";
 
 const requestTimeoutMs = 5000;
 
-async function getJson(baseUrl: string, path: string): Promise<{ status: number; body: unknown }> {
+async function getJson(
+  baseUrl: string,
+  path: string,
+  token = "",
+): Promise<{ status: number; body: unknown }> {
   let response: Response;
   try {
-    response = await fetch(`${baseUrl}${path}`, { signal: AbortSignal.timeout(requestTimeoutMs) });
+    response = await fetch(`${baseUrl}${path}`, {
+      signal: AbortSignal.timeout(requestTimeoutMs),
+      headers: token === "" ? {} : { authorization: `Bearer ${token}` },
+    });
   } catch (error) {
     throw new ClientError(
       `no conductor answers at ${baseUrl} (${(error as Error).message}); start \`./matchd conductor\`, or pass --conductor-url`,
@@ -42,8 +49,19 @@ export async function fetchBook(
   return body as Depth & { pairId: number };
 }
 
-export async function fetchResult(baseUrl: string, commandId: string): Promise<CommandResult> {
-  const { status, body } = await getJson(baseUrl, `/commands/${encodeURIComponent(commandId)}`);
+/** `token`: MATCHING_HTTP_TOKEN, which a conductor that has one requires here. */
+export async function fetchResult(
+  baseUrl: string,
+  commandId: string,
+  token: string,
+): Promise<CommandResult> {
+  const path = `/commands/${encodeURIComponent(commandId)}`;
+  const { status, body } = await getJson(baseUrl, path, token);
+  if (status === 401) {
+    throw new ClientError(
+      `the conductor at ${baseUrl} requires its token: set MATCHING_HTTP_TOKEN to the conductor's`,
+    );
+  }
   if (status === 404) {
     throw new ClientError(
       `no stored result for command ${commandId} (never processed, still queued, or past the dedup window)`,

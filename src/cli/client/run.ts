@@ -114,7 +114,7 @@ async function runParsed(
   key: string,
   positionals: string[],
   options: Record<string, unknown>,
-  config: { brokerUrl: string; partitionCount: number },
+  config: { brokerUrl: string; partitionCount: number; httpToken: string },
   io: Io,
 ): Promise<number> {
   const json = options["--json"] === true;
@@ -158,7 +158,8 @@ async function runParsed(
       return 0;
     }
     case "result": {
-      const result = await fetchResult(options["--conductor-url"] as string, positionals[0]!);
+      const url = options["--conductor-url"] as string;
+      const result = await fetchResult(url, positionals[0]!, config.httpToken);
       return printResult(result, json, io);
     }
     default:

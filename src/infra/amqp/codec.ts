@@ -6,7 +6,18 @@ import superjson, { type SuperJSONResult } from "superjson";
 
 export type BodyDecode = { ok: true; value: unknown } | { ok: false; reason: string };
 
+/**
+ * Arrays and objects a body may nest: a command nests three deep (superjson's wrapper and its
+ * meta add two or three). A deeper body is refused before parsing, since walking a deep tree
+ * (superjson does, recursively) costs stack and time.
+ */
+export const maxBodyNesting = 16;
+
 export function decodeBody(body: Buffer | Uint8Array): BodyDecode {
+  const depth = nestingDepth(body, maxBodyNesting);
+  if (depth > maxBodyNesting) {
+    return { ok: false, reason: `body nests deeper than ${maxBodyNesting} levels; not decoded` };
+  }
   let parsed: unknown;
   try {
     // Decode in place: Buffer.from(buffer) would copy every body first.
@@ -54,4 +65,33 @@ function isSuperJson(value: unknown): value is SuperJSONResult {
     "json" in value &&
     Object.keys(value).every((key) => key === "json" || key === "meta")
   );
+}
+
+/**
+ * How deep a JSON text nests its arrays and objects (brackets inside strings do not count),
+ * counting no further than one past `limit`.
+ */
+export function nestingDepth(bytes: Uint8Array, limit: number): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < bytes.length; i++) {
+    const byte = bytes[i]!;
+    if (inString) {
+      if (byte === 0x5c)
+        i++; // a backslash: the next byte is escaped
+      else if (byte === 0x22) inString = false;
+    } else if (byte === 0x22) {
+      inString = true;
+    } else if (byte === 0x7b || byte === 0x5b) {
+      depth++;
+      if (depth > deepest) {
+        deepest = depth;
+        if (deepest > limit) return deepest;
+      }
+    } else if (byte === 0x7d || byte === 0x5d) {
+      depth--;
+    }
+  }
+  return deepest;
 }

@@ -29,8 +29,45 @@ export interface HttpAppOptions {
  */
 export const metricsRefreshTimeoutMs = 500;
 
+/**
+ * Limits on every request. The services answer small GETs only, so these are far above any
+ * legitimate request and far below what would cost the event loop anything.
+ */
+export const httpLimits = {
+  /** A longer request target is refused with 414. */
+  urlBytes: 2048,
+  /** Request headers (names and values) longer than this together are refused with 431. */
+  headerBytes: 8192,
+  /** Requests handled at once; more are refused with 503 rather than queued. */
+  concurrentRequests: 64,
+  /** Bytes of request body Bun reads at most (a GET has none). */
+  bodyBytes: 1024,
+  /** Seconds an idle connection is kept. */
+  idleTimeoutS: 10,
+} as const;
+
 export function createHttpApp({ metrics, readiness, beforeMetrics, routes }: HttpAppOptions): Hono {
   const app = new Hono();
+  let inFlight = 0;
+  app.use("*", async (c, next) => {
+    if (c.req.url.length > httpLimits.urlBytes) return c.json({ error: "URL too long" }, 414);
+    let headerBytes = 0;
+    c.req.raw.headers.forEach((value, name) => {
+      headerBytes += name.length + value.length;
+    });
+    if (headerBytes > httpLimits.headerBytes) {
+      return c.json({ error: "request headers too large" }, 431);
+    }
+    if (inFlight >= httpLimits.concurrentRequests) {
+      return c.json({ error: "too many concurrent requests" }, 503);
+    }
+    inFlight++;
+    try {
+      await next();
+    } finally {
+      inFlight--;
+    }
+  });
   app.get("/healthz", (c) => c.json({ status: "alive" }));
   app.get("/readyz", (c) => {
     const state = readiness();
@@ -75,7 +112,13 @@ export interface HttpServer {
   stop(): Promise<void>;
 }
 
-export function serveHttp(app: Hono, port: number): HttpServer {
-  const server = Bun.serve({ port, hostname: "0.0.0.0", fetch: app.fetch });
+export function serveHttp(app: Hono, port: number, hostname: string): HttpServer {
+  const server = Bun.serve({
+    port,
+    hostname,
+    fetch: app.fetch,
+    maxRequestBodySize: httpLimits.bodyBytes,
+    idleTimeout: httpLimits.idleTimeoutS,
+  });
   return { port: server.port ?? port, stop: () => server.stop(true) };
 }
