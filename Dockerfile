@@ -13,6 +13,8 @@ RUN apt-get update && apt-get install -y --no-install-recommends curl ca-certifi
     && useradd --system --uid 10001 --no-create-home matchd
 COPY --from=build /src/matchd /usr/local/bin/matchd
 USER matchd
+# HTTP binds loopback by default; in a container the published port needs every interface.
+ENV MATCHING_HTTP_HOST=0.0.0.0
 EXPOSE 3002 3035
 # No port is fixed here: the conductor listens on 3002 and the outbox on 3035 by default,
 # or on MATCHING_HTTP_PORT when it is set. Set the port with that variable, not with
