@@ -31,6 +31,7 @@ const benchValued = new Set([
   "--outbox-url",
   "--flow",
   "--sink",
+  "--query-load",
 ]);
 const stackValued = new Set(["--dir"]);
 

@@ -16,6 +16,7 @@ import { SeenEvents } from "./event-dedup";
 import { LatencyHistogram } from "./histogram";
 import { type TimelinePoint as ChartPoint, SeriesRecorder } from "./html-report";
 import { LeanConsumer } from "./lean-consumer";
+import { type QueryLoadResult, startQueryLoad } from "./query-load";
 import { fetchMetrics, metricNumber } from "./services";
 import { createWorkload } from "./workloads";
 
@@ -34,6 +35,8 @@ export interface PipelineOptions {
   seed: number;
   /** Offered commands per second; undefined = closed loop (as fast as it goes). */
   rate?: number;
+  /** Loops sending the conductor's HTTP queries during the timed run (see query-load.ts). */
+  queryConnections?: number;
   progress: (line: string) => void;
 }
 
@@ -52,6 +55,8 @@ export interface PipelineResult {
   invariants: { ok: boolean; [check: string]: boolean | number | string };
   facts: Record<string, number | string | boolean>;
   stages: Record<string, unknown>;
+  /** The side-door load's figures, when one ran. */
+  queries?: QueryLoadResult;
 }
 
 export async function runPipelineBench(options: PipelineOptions): Promise<PipelineResult> {
@@ -291,6 +296,22 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
   );
   timedStart = performance.now();
   recorder.start(timedStart * 1e6);
+  const queryLoad =
+    options.queryConnections === undefined
+      ? undefined
+      : startQueryLoad({
+          conductorUrl: options.conductorUrl,
+          connections: options.queryConnections,
+          token: config.httpToken,
+          pairIds: workload.pairIds,
+          sample: () => {
+            const sentSoFar = Math.max(0, completed - 1);
+            const command = sent[Math.floor(Math.random() * (sentSoFar + 1))];
+            return command === undefined
+              ? undefined
+              : { commandId: command.commandId, orderId: command.payload.id };
+          },
+        });
   const progressTimer = setInterval(() => {
     const elapsed = (performance.now() - timedStart) / 1000;
     options.progress(
@@ -336,6 +357,7 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
     clearInterval(progressTimer);
   }
   const seconds = (performance.now() - timedStart) / 1000;
+  const queries = await queryLoad?.stop();
   sampling = false;
   await sampler;
 
@@ -451,6 +473,7 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
     timeline,
     invariants,
     stages,
+    ...(queries === undefined ? {} : { queries }),
     facts: {
       workloadDescription: workload.description,
       commandMix: [...mix]

@@ -7,6 +7,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Config } from "../config/schema";
+import { httpLimits } from "../infra/http/app";
 import { createValkey } from "../infra/valkey/client";
 import { withinMs } from "../infra/within";
 import { stackDown, stackStatus } from "../stack/index";
@@ -124,6 +125,7 @@ const integerFlags: Record<string, number> = {
   "--warmup": 0,
   "--connections": 1,
   "--resting": 0,
+  "--query-load": 1,
 };
 
 /** Every integer flag that is out of range, and --duration without a rate. */
@@ -153,6 +155,7 @@ const notForDomain = [
   "--duration",
   "--events",
   "--connections",
+  "--query-load",
 ];
 
 /**
@@ -191,6 +194,14 @@ function checkInProcess(
       );
     if (boundary !== "full-pipeline" && flags.has("--outbox-url"))
       problems.push(`--outbox-url is a flag of full-pipeline, not of ${boundary}`);
+    if (!pipeline && flags.has("--query-load"))
+      problems.push(
+        `--query-load is a flag of conductor, full-pipeline and round-trip, not of ${boundary}`,
+      );
+    if (intFlag(flags, "--query-load", 0) > httpLimits.concurrentRequests)
+      problems.push(
+        `--query-load must be at most ${httpLimits.concurrentRequests}, the conductor's limit of concurrent requests`,
+      );
     return problems;
   }
   const given = notForDomain.filter((flag) => flags.has(flag));
@@ -483,6 +494,7 @@ async function runWithStack(
         warmup,
         seed,
         rate,
+        queryConnections: flags.has("--query-load") ? intFlag(flags, "--query-load", 1) : undefined,
         progress,
       });
       const latencyName =
@@ -520,6 +532,11 @@ async function runWithStack(
           maxCommandQueueDepth: result.facts.maxQueueDepth as number,
           maxEventStreamLength: result.facts.maxStreamLength as number,
           stages: JSON.stringify(result.stages),
+          ...(result.queries === undefined
+            ? {}
+            : {
+                queryLoad: `${result.queries.connections} connections sending the conductor's queries back to back from the bench process: ${result.queries.requests} requests (${result.queries.perSecond}/s), ${result.queries.errors} errors, latency ms ${JSON.stringify(result.queries.latencyMs)}`,
+              }),
           // The services' histograms are cumulative: they cannot be cut at the warm-up.
           stagesCover:
             "every command the services processed since they started (prefill and warm-up included)",

@@ -103,6 +103,9 @@ flags:
   --json              print one JSON object instead of the table
   --report FILE       also write a self-contained HTML report
   --keep-stack        leave the private stack running at the end (its directory is printed)
+  --query-load C      conductor, full-pipeline, round-trip: C loops send the conductor's HTTP
+                      queries back to back during the timed run (digest, book, order, result,
+                      metrics), to set the pipeline's latency under that load beside a run without
   --conductor-url URL use a running conductor's /metrics instead of starting one
   --outbox-url URL    use a running outbox's /metrics instead of starting one
 

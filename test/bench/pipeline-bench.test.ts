@@ -125,6 +125,29 @@ describe("matchd bench pipeline boundaries", () => {
     expect(code).toBe(0);
   }, 150_000);
 
+  test("round-trip --query-load: the conductor's queries run beside it, counted, none failing", async () => {
+    const { code, report } = await bench([
+      "round-trip",
+      "--rate",
+      "200",
+      "--commands",
+      "300",
+      "--query-load",
+      "2",
+    ]);
+    expect((report.invariants as Record<string, unknown>).ok).toBe(true);
+    const queryLoad = String((report.extra as Record<string, unknown>).queryLoad);
+    const [, requests, errors] = /: (\d+) requests \(\d+\/s\), (\d+) errors/.exec(queryLoad) ?? [];
+    expect(Number(requests)).toBeGreaterThan(100);
+    expect(errors).toBe("0");
+    expect(code).toBe(0);
+    const refused = Bun.spawnSync([...matchdCommand, "bench", "datastore", "--query-load", "2"]);
+    expect(refused.exitCode).toBe(2);
+    expect(refused.stderr.toString()).toContain(
+      "--query-load is a flag of conductor, full-pipeline and round-trip, not of datastore",
+    );
+  }, 150_000);
+
   test("conductor with --batch-max 1 still holds every invariant", async () => {
     const { code, report } = await bench([
       "conductor",
