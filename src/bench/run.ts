@@ -452,9 +452,11 @@ async function runWithStack(
             "--batch-max": config.batchMax,
             "--prefetch": config.prefetch,
             "--dedup-retention-s": config.dedupRetentionSeconds,
+            "--command-max-bytes": config.commandMaxBytes,
           },
           progress,
           register,
+          config.httpToken === "" ? {} : { MATCHING_HTTP_TOKEN: config.httpToken },
         );
         conductor = service.url;
       }

@@ -73,15 +73,20 @@ export async function startService(
   progress: (line: string) => void,
   /** Told about the service as soon as it is spawned, before it is ready. */
   register: (service: ServiceProcess) => void = () => undefined,
+  /** Settings passed in the environment rather than argv (a secret must not show in `ps`). */
+  env: Record<string, string> = {},
 ): Promise<ServiceProcess> {
   const port = (await freePorts(1))[0]!;
-  const args = Object.entries({ ...flags, "--http-port": port }).flatMap(([flag, value]) => [
-    flag,
-    String(value),
-  ]);
+  // On loopback, where the bench reads it, whatever MATCHING_HTTP_HOST the bench inherited.
+  const args = Object.entries({
+    ...flags,
+    "--http-port": port,
+    "--http-host": "127.0.0.1",
+  }).flatMap(([flag, value]) => [flag, String(value)]);
   const child = Bun.spawn([...selfCommand(), name, ...args], {
     stdout: "ignore",
     stderr: "pipe",
+    env: { ...process.env, ...env },
   });
   const logTail: string[] = [];
   void (async () => {

@@ -134,6 +134,10 @@ describe("matchd bench pipeline boundaries", () => {
       "300",
       "--query-load",
       "2",
+      // Passed to the conductor the bench starts, which then refuses the private queries
+      // without it: the load must send it (a 401 counts as an error).
+      "--http-token",
+      "bench-token-0123456789",
     ]);
     expect((report.invariants as Record<string, unknown>).ok).toBe(true);
     const queryLoad = String((report.extra as Record<string, unknown>).queryLoad);
