@@ -38,17 +38,29 @@ for (const exchange of exchanges) {
 await channel.consume(queue, async (message) => {
   if (message === null) return;
   const eventId = message.properties.messageId as string; // = the envelope's eventId
-  const { type } = JSON.parse(message.content.toString()) as { type: string };
-  const applied = await valkey.eval(
-    applyOnce,
-    2,
-    `${queue}:inbox:${eventId}`,
-    `${queue}:counts`,
-    inboxTtlSeconds,
-    type,
-  );
-  console.log(`${applied === 1 ? "applied" : "duplicate"} ${eventId} ${type}`);
-  channel.ack(message); // only after the inbox holds it: a crash before means redelivery
+  let type: string;
+  try {
+    ({ type } = JSON.parse(message.content.toString()) as { type: string });
+  } catch {
+    console.error(`unreadable event ${eventId} skipped`); // no retry would make it readable
+    return channel.ack(message);
+  }
+  try {
+    const inbox = `${queue}:inbox:${eventId}`;
+    const applied = await valkey.eval(
+      applyOnce,
+      2,
+      inbox,
+      `${queue}:counts`,
+      inboxTtlSeconds,
+      type,
+    );
+    console.log(`${applied === 1 ? "applied" : "duplicate"} ${eventId} ${type}`);
+    channel.ack(message); // only after the inbox holds it: a crash before means redelivery
+  } catch (error) {
+    console.error(`event ${eventId} not applied (${error}); redelivered`);
+    channel.nack(message, false, true);
+  }
 });
 
 for (const signal of ["SIGINT", "SIGTERM"] as const) {

@@ -296,6 +296,7 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
   );
   timedStart = performance.now();
   recorder.start(timedStart * 1e6);
+  let queryResult: Promise<QueryLoadResult> | undefined;
   const queryLoad =
     options.queryConnections === undefined
       ? undefined
@@ -355,9 +356,11 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
     }
   } finally {
     clearInterval(progressTimer);
+    // Stopped however the run ended: its loops would otherwise outlive it.
+    queryResult = queryLoad?.stop();
   }
   const seconds = (performance.now() - timedStart) / 1000;
-  const queries = await queryLoad?.stop();
+  const queries = await queryResult;
   sampling = false;
   await sampler;
 

@@ -3,20 +3,22 @@
  * environment variables are documented in one place.
  */
 import { readsFlag } from "../config/flag-scope";
-import { settings } from "../config/schema";
+import { type Subcommand, settings } from "../config/schema";
+
+/** The settings `reads` says yes to, one line each with its variable, values and default. */
+export function settingsUsage(reads: (flag: string) => boolean, subcommand: Subcommand): string {
+  const lines = settings
+    .filter((s) => reads(s.flag))
+    .map((s) => {
+      const fallback = s.defaultFor(subcommand);
+      return `  ${s.flag.padEnd(26)} ${s.env.padEnd(32)} ${s.accepted} [default ${fallback === "" ? "none" : fallback}]`;
+    });
+  return `configuration (flag, environment variable, accepted values, default):\n${lines.join("\n")}\n`;
+}
 
 /** The settings `subcommand` reads; the others' flags are refused there, their variables not. */
-export const configUsageFor = (
-  subcommand: "conductor" | "outbox" | "check" | "bench" | "client",
-): string => {
-  const lines = settings
-    .filter((s) => readsFlag(subcommand, s.flag))
-    .map(
-      (s) =>
-        `  ${s.flag.padEnd(26)} ${s.env.padEnd(32)} ${s.accepted} [default ${s.defaultFor(subcommand)}]`,
-    );
-  return `configuration (flag, environment variable, accepted values, default):\n${lines.join("\n")}\n`;
-};
+const configUsageFor = (subcommand: "conductor" | "outbox" | "check" | "bench"): string =>
+  settingsUsage((flag) => readsFlag(subcommand, flag), subcommand);
 
 export const mainUsage = `matchd: exchange order matching with a durable single writer per partition
 

@@ -6,7 +6,7 @@
 
 import type { Channel, ChannelModel, ConfirmChannel, ConsumeMessage } from "amqplib";
 import type { Config } from "../config/schema";
-import { BrokerRefusedError, brokerErrorLine } from "../infra/amqp/broker-errors";
+import { brokerErrorLine } from "../infra/amqp/broker-errors";
 import { connectBroker } from "../infra/amqp/connect";
 import { FramePublisher } from "../infra/amqp/fast-publish";
 import {
@@ -286,8 +286,8 @@ export class CommandConsumer {
   }
 
   /**
-   * The first connection: retried with backoff until it works or we are stopped. A broker
-   * that refuses the credentials or the vhost is not retried (BrokerRefusedError, exit 5).
+   * The first connection: retried with backoff until it works or we are stopped (a refusal of
+   * the credentials or the vhost ended the boot before, see runConductor).
    */
   async startWithRetry(): Promise<void> {
     for (;;) {
@@ -296,7 +296,6 @@ export class CommandConsumer {
         return;
       } catch (error) {
         await this.closeConnections();
-        if (error instanceof BrokerRefusedError) throw error;
         if (this.stopping) return;
         this.log.warn("broker not reachable; retrying", { error: brokerErrorLine(error) });
         await Bun.sleep(backoffDelayMs(this.reconnectAttempts++, reconnectBackoff));

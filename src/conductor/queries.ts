@@ -28,9 +28,9 @@ export function queryRoutes(
   token = "",
 ) {
   // One computation at a time, shared by every request that comes while it runs.
-  let digesting: Promise<string> | null = null;
-  const currentDigest = (): Promise<string> => {
-    digesting ??= digestInSteps(engine).finally(() => {
+  let digesting: Promise<string | null> | null = null;
+  const currentDigest = (): Promise<string | null> => {
+    digesting ??= digestInSteps(engine, loaded).finally(() => {
       digesting = null;
     });
     return digesting;
@@ -60,6 +60,9 @@ export function queryRoutes(
     });
     app.get("/digest", async (c) => {
       const digest = await currentDigest();
+      if (digest === null) {
+        return c.json({ error: "books are being reloaded from the datastore" }, 503);
+      }
       return c.json({ digest, restingOrders: engine.restingOrderCount() });
     });
     app.get("/orders/:orderId", (c) => {
@@ -91,11 +94,16 @@ export function queryRoutes(
 
 /**
  * The digest, hashed in steps with a yield between them. The last step and the answer run in
- * one turn of the loop, so the digest is the books' state at one moment.
+ * one turn of the loop, so the digest is the books' state at one moment. Null when the books
+ * began to reload meanwhile: they may hold a failed batch's effects.
  */
-async function digestInSteps(engine: MatchingEngine): Promise<string> {
+async function digestInSteps(
+  engine: MatchingEngine,
+  loaded: () => boolean,
+): Promise<string | null> {
   while (!engine.digestStep(digestStepOrders)) {
     await new Promise((resolve) => setImmediate(resolve));
+    if (!loaded()) return null;
   }
-  return engine.digest();
+  return loaded() ? engine.digest() : null;
 }

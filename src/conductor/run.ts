@@ -7,6 +7,7 @@
 import { describeConfig } from "../config/resolve";
 import type { Config } from "../config/schema";
 import { MatchingEngine } from "../domain/index";
+import { brokerRefusalAtBoot } from "../infra/amqp/connect";
 import { awaitDurabilityPolicy } from "../infra/boot";
 import { createHttpApp, serveHttp } from "../infra/http/app";
 import type { Logger } from "../infra/log";
@@ -104,6 +105,13 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
   // first command arrives, i.e. when this conductor becomes the active consumer.
   const booted = (async () => {
     if (!(await awaitDurabilityPolicy(config, log, signalled))) return "stopped";
+    // Wrong credentials or a missing vhost end the boot (exit 5) rather than being retried as
+    // an unreachable broker; an unreachable one is retried by the consumer.
+    const refused = await brokerRefusalAtBoot(
+      config.brokerUrl,
+      `matchd-conductor-p${config.partition}-boot`,
+    );
+    if (refused !== null) throw refused;
     policyVerified = true;
     policyWatch?.start();
     for (let delayMs = 100; ; delayMs = Math.min(delayMs * 2, 5000)) {

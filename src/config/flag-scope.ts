@@ -28,6 +28,8 @@ const unread: Record<Exclude<Subcommand, "stack">, readonly string[]> = {
     "--durability",
     "--durability-timeout-ms",
     "--partition",
+    // No client command logs; each names which of the rest it reads (cli/client/options.ts).
+    "--log-level",
   ],
 };
 

@@ -61,7 +61,7 @@ export function unknownSettingNames(env: Readonly<Record<string, string | undefi
 /** A rejected value as the problem list echoes it: a token is never shown, a URL's password hidden. */
 function shown(key: keyof Config, raw: string | undefined): string {
   if (raw === undefined) return "undefined";
-  if (key === "httpToken") return `(hidden, ${raw.length} characters)`;
+  if (key === "httpToken") return "(hidden)";
   return JSON.stringify(redactCredentials(raw));
 }
 

@@ -160,7 +160,8 @@ export class PairBook {
     this.insert(node);
     const level = node.level!;
     let before = node.prev;
-    if (before === null || before.sequence < node.sequence) return;
+    // Equal sequences (a datastore that holds two) keep their arrival order.
+    if (before === null || before.sequence <= node.sequence) return;
     // Unlink from the tail and walk back to the first order with a smaller sequence.
     level.tail = before;
     before.next = null;

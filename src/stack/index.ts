@@ -233,13 +233,14 @@ async function stackUpLocked(
       rabbitmqNode: node.nodename,
       processes,
     };
-    writeAtomically(`${root}/stack.json`, `${JSON.stringify(record, null, 2)}\n`);
     if (tap) {
       await declareTap(node.url);
       log(
         `rabbitmq: queue ${tapQueue} bound to every event exchange (${tapMaxMessages} messages at most)`,
       );
     }
+    // Recorded as up only now: a start that failed (the tap included) must not read as up.
+    writeAtomically(`${root}/stack.json`, `${JSON.stringify(record, null, 2)}\n`);
     writeAtomically(`${root}/env`, envFile(record));
     writeRabbitmqctlWrapper(root, node);
     log(`stack up in ${record.startupMs} ms; source ${root}/env`);

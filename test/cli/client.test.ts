@@ -133,6 +133,15 @@ describe("client commands", () => {
     expect(lines[3]).toContain("deal 1.5 @ 100: maker");
   }, 60_000);
 
+  test("events without --follow ends by itself once no event came for 2 s", async () => {
+    const started = Date.now();
+    const quiet = await matchd(["events", "--pair", String(pair)]);
+    const elapsedMs = Date.now() - started;
+    expect(quiet.code).toBe(0);
+    expect(quiet.stdout).toBe("");
+    expect(elapsedMs).toBeGreaterThanOrEqual(2000);
+  }, 30_000);
+
   test("a rejected command exits 6 naming its result code and reason", async () => {
     await matchd([
       "order",
@@ -245,6 +254,38 @@ describe("client commands", () => {
     await connection.close();
   }, 60_000);
 
+  test("a command no queue takes is reported, never printed as sent", async () => {
+    // A queue of another kind, unbound: the client's declaration fails (406) and it uses the
+    // queue as it is, which the command exchange does not route to.
+    const idle = uniquePartition();
+    const connection = await amqp.connect(stack.brokerUrl);
+    const channel = await connection.createChannel();
+    await channel.assertQueue(commandQueue(idle), { arguments: { "x-queue-type": "classic" } });
+    try {
+      const sent = await matchd([
+        "order",
+        "place",
+        "--pair",
+        String(idle),
+        "--side",
+        "bid",
+        "--price",
+        "1",
+        "--volume",
+        "1",
+        "--no-wait",
+      ]);
+      expect(sent.code).toBe(1);
+      expect(sent.stdout).toBe("");
+      expect(sent.stderr).toBe(
+        `matchd: no queue took the command: is ${commandQueue(idle)} bound to matching:commands?\n`,
+      );
+    } finally {
+      await channel.deleteQueue(commandQueue(idle));
+      await connection.close();
+    }
+  }, 60_000);
+
   test("servers that are not there, or refuse, get one line and their exit code", async () => {
     const [closed] = await freePorts(1);
     const book = await matchd(["book", "1", "--conductor-url", `http://127.0.0.1:${closed}`]);
@@ -295,7 +336,7 @@ describe("client commands", () => {
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("nothing sent");
     expect(bad.stderr).toContain("unknown flag --sid (did you mean --side?)");
-    expect(bad.stderr).toContain("--window does not apply to client");
+    expect(bad.stderr).toContain("--window does not apply to order place");
     expect(bad.stderr).toContain("--pair: ");
     expect(bad.stderr).toContain("--side: required");
     expect(bad.stderr).toContain('--price: not a plain decimal such as 100 or 0.5 (got "1e3")');

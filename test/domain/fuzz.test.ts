@@ -74,16 +74,24 @@ const mutatedCommand = fc
   });
 
 describe(`fuzzing the codec, decoder and engine (seed ${propertySeed})`, () => {
-  const cases: [string, fc.Arbitrary<Uint8Array>, number][] = [
-    ["random bytes", fc.uint8Array({ maxLength: 256 }), inputs(400_000)],
+  // Each kind with the outcomes it must reach: a generator that stopped reaching them (say,
+  // mutations that no longer decode) would search nothing there.
+  const cases: [string, fc.Arbitrary<Uint8Array>, number, string[]][] = [
+    ["random bytes", fc.uint8Array({ maxLength: 256 }), inputs(400_000), ["unreadable"]],
     [
       "random JSON",
       fc.jsonValue({ maxDepth: 4 }).map((v) => encoder.encode(JSON.stringify(v) ?? "null")),
       inputs(300_000),
+      ["bad-envelope"],
     ],
-    ["mutated valid commands", mutatedCommand, inputs(300_000)],
+    [
+      "mutated valid commands",
+      mutatedCommand,
+      inputs(300_000),
+      ["bad-envelope", "bad-decimal", "rested", "filled"],
+    ],
   ];
-  for (const [name, arbitrary, runs] of cases) {
+  for (const [name, arbitrary, runs, reached] of cases) {
     test(`${name}: ${runs} inputs, no throw, check() holds`, () => {
       const { engine, run } = pipeline();
       const outcomes = new Map<string, number>();
@@ -106,7 +114,7 @@ describe(`fuzzing the codec, decoder and engine (seed ${propertySeed})`, () => {
       console.log(
         `${name}: ${runs} inputs in ${((performance.now() - started) / 1000).toFixed(1)} s; outcomes ${top.map(([k, v]) => `${k} ${v}`).join(", ")}`,
       );
-      expect([...outcomes.values()].reduce((a, b) => a + b, 0)).toBe(runs);
+      for (const outcome of reached) expect(outcomes.get(outcome) ?? 0).toBeGreaterThan(0);
     }, 300_000);
   }
 });

@@ -53,6 +53,20 @@ describe("MatchingEngine digest, level by level", () => {
     expect(engine.digest()).toBe("0000000000000000");
   });
 
+  test("clear() forgets levels still waiting to be hashed", () => {
+    const engine = new MatchingEngine();
+    engine.apply(place({ id: "a", price: "100" }));
+    engine.apply(place({ id: "b", price: "101" }));
+    engine.clear();
+    expect(engine.digestStep(0)).toBe(true);
+    expect(engine.digest()).toBe("0000000000000000");
+    engine.apply(place({ id: "c", price: "100" }));
+    const fresh = new MatchingEngine();
+    for (const order of engine.restingOrders()) fresh.loadRestingOrder(order);
+    expect(engine.digest()).toBe(fresh.digest());
+    engine.checkDigest();
+  });
+
   test("levels that come and go while nobody asks do not pile up", () => {
     const engine = new MatchingEngine();
     for (let i = 0; i < 10_000; i++) {

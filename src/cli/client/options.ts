@@ -11,6 +11,15 @@ export const defaultConductorUrl = "http://127.0.0.1:3002";
 export const defaultUser = "cli";
 export const defaultTimeoutMs = 30_000;
 
+/** The settings each command reads; a flag of another setting is refused, not ignored. */
+export const settingsRead: Record<string, readonly string[]> = {
+  "order place": ["--broker-url", "--partition-count"],
+  "order cancel": ["--broker-url", "--partition-count"],
+  events: ["--broker-url"],
+  book: [],
+  result: ["--http-token"],
+};
+
 const decimal = z.string().regex(/^\d+(\.\d+)?$/, "not a plain decimal such as 100 or 0.5");
 const whole = (min: number, max: number) =>
   z
@@ -32,13 +41,13 @@ const rpc = {
   "--user": id.default(defaultUser),
   "--no-wait": z.boolean().default(false),
   "--timeout-ms": whole(100, 600_000).default(defaultTimeoutMs),
-  "--id": id.optional(),
 };
 
 export const placeSchema = z
   .object({
     ...common,
     ...rpc,
+    "--id": id.optional(),
     "--pair": pair,
     "--side": z.enum(["bid", "ask"]),
     "--type": z.enum(["limit", "market"]).default("limit"),
@@ -61,6 +70,10 @@ export const placeSchema = z
       problem("--volume", "needs --volume (or --quote-volume for a market bid)");
     if (o["--quote-volume"] !== undefined && (o["--type"] !== "market" || o["--side"] !== "bid"))
       problem("--quote-volume", "only a market bid is sized by --quote-volume");
+    if (o["--quote-volume"] !== undefined && o["--volume"] !== undefined)
+      problem("--volume", "give --volume or --quote-volume, not both");
+    if (o["--type"] === "market" && o["--price"] !== undefined)
+      problem("--price", "a market order takes no --price (it trades at the makers' prices)");
   });
 
 export const cancelSchema = z.object({ ...common, ...rpc, "--pair": pair });

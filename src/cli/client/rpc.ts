@@ -39,8 +39,19 @@ export async function sendCommand(
 ): Promise<CommandResult | null> {
   const connection = await openBroker(brokerUrl, "matchd-cli");
   try {
-    const channel = await connection.createConfirmChannel();
     const queue = commandQueue(envelope.partition);
+    const channel = await connection.createConfirmChannel();
+    // A failure closes the connection too, which fails the wait below.
+    channel.on("error", () => undefined);
+    // A mandatory command that no queue took is confirmed all the same: told apart by its return.
+    const returned = new Promise<never>((_, reject) =>
+      channel.on("return", () =>
+        reject(
+          new ClientError(`no queue took the command: is ${queue} bound to ${commandExchange}?`),
+        ),
+      ),
+    );
+    returned.catch(() => undefined);
     await declareQueue(connection, channel, queue);
     const reply = wait ? await awaitReply(channel, envelope.commandId) : undefined;
     await new Promise<void>((resolve, reject) => {
@@ -60,8 +71,10 @@ export async function sendCommand(
           error ? reject(new ClientError(`the broker refused the command: ${error}`)) : resolve(),
       );
     });
+    // The broker sends a return before the confirm: by now it has come, if it was one.
+    await Promise.race([returned, Bun.sleep(0)]);
     if (reply === undefined) return null;
-    const result = await reply.within(timeoutMs);
+    const result = await Promise.race([reply.within(timeoutMs), returned]);
     if (result !== undefined) return result;
     throw new ClientError(
       (await consumersOf(connection, queue)) === 0
@@ -118,7 +131,11 @@ async function awaitReply(
     queue,
     (message: ConsumeMessage | null) => {
       if (message === null || message.properties.correlationId !== commandId) return;
-      settle(JSON.parse(message.content.toString("utf8")) as CommandResult);
+      try {
+        settle(JSON.parse(message.content.toString("utf8")) as CommandResult);
+      } catch {
+        // Not a conductor's reply: keep waiting for the real one (or the timeout).
+      }
     },
     { noAck: true },
   );

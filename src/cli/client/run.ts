@@ -5,7 +5,6 @@
  */
 import { randomUUID } from "node:crypto";
 import type { z } from "zod";
-import { flagsOutsideScope } from "../../config/flag-scope";
 import { resolveConfig } from "../../config/resolve";
 import { configFlags } from "../../config/schema";
 import type { CommandEnvelope, CommandResult } from "../../domain/index";
@@ -22,6 +21,7 @@ import {
   parseOptions,
   placeSchema,
   resultSchema,
+  settingsRead,
 } from "./options";
 import { fetchBook, fetchResult } from "./queries";
 import { sendCommand } from "./rpc";
@@ -78,7 +78,9 @@ export async function runClient(command: string, argv: string[], io: Io): Promis
   const names = positionalsOf[key]!;
   const problems = [
     ...args.unknown,
-    ...flagsOutsideScope("client", settingFlags),
+    ...[...settingFlags.keys()]
+      .filter((flag) => !settingsRead[key]!.includes(flag))
+      .map((flag) => `${flag} does not apply to ${key}`),
     ...(resolved.ok ? [] : resolved.problems),
     ...(parsed.ok ? [] : parsed.problems),
     ...names.slice(args.positionals.length).map((name) => `${key} needs ${name}`),

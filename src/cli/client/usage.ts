@@ -1,9 +1,15 @@
 /**
  * Help texts of the client commands, with the defaults their schemas apply.
  */
-import { configUsageFor } from "../usage";
+import { settingsUsage } from "../usage";
 import { eventsIdleMs } from "./events";
-import { defaultConductorUrl, defaultPrecisions, defaultTimeoutMs, defaultUser } from "./options";
+import {
+  defaultConductorUrl,
+  defaultPrecisions,
+  defaultTimeoutMs,
+  defaultUser,
+  settingsRead,
+} from "./options";
 
 const { priceDecimals, amountDecimals, quoteDecimals } = defaultPrecisions;
 
@@ -43,7 +49,7 @@ ${rpcFlags}
 
 The precisions are the bench's; every order of a pair must use the same ones.
 
-${configUsageFor("client")}`,
+${settingsUsage((flag) => settingsRead["order place"]!.includes(flag), "client")}`,
   book: `usage: matchd book PAIR [--depth N] [--json] [--conductor-url URL]
 
 Prints the pair's aggregated depth as a ladder: asks above the spread, bids below it.
@@ -54,9 +60,11 @@ Prints the pair's aggregated depth as a ladder: asks above the spread, bids belo
   result: `usage: matchd result COMMAND_ID [--json] [--conductor-url URL]
 
 Prints a command's stored result (shown only once it is durable), e.g. after --no-wait.
+A conductor with MATCHING_HTTP_TOKEN set answers only with its token.
   --conductor-url URL  the conductor's HTTP [default ${defaultConductorUrl}]
   --json               print the result as JSON
-`,
+
+${settingsUsage((flag) => settingsRead.result!.includes(flag), "client")}`,
   events: `usage: matchd events [--follow] [--pair P] [--json]
 
 Binds an exclusive queue of its own to every event exchange and prints each event as one
@@ -66,5 +74,5 @@ runs are seen. Without --follow it ends after ${eventsIdleMs / 1000} s with no n
   --pair P             only this pair's events
   --json               print the event envelopes
 
-${configUsageFor("client")}`,
+${settingsUsage((flag) => settingsRead.events!.includes(flag), "client")}`,
 };

@@ -9,6 +9,18 @@ import { redactUrl } from "../../config/resolve";
 export class BrokerRefusedError extends Error {
   override readonly name = "BrokerRefusedError";
   readonly code = "BROKER_REFUSED";
+
+  constructor(
+    message: string,
+    /**
+     * "vhost" is amqplib's one report of every refusal at ConnectionOpen: a vhost that does not
+     * exist or is not permitted, and also one that is down or at its connection limit, which
+     * pass; a service takes it as fatal only when it persists.
+     */
+    readonly refused: "credentials" | "vhost",
+  ) {
+    super(message);
+  }
 }
 
 /**
@@ -23,11 +35,13 @@ export function brokerRefusal(error: unknown, url: string): BrokerRefusedError |
   if (/ACCESS.REFUSED|\b403\b/.test(message)) {
     return new BrokerRefusedError(
       `the broker at ${redactUrl(url)} refused the credentials of user ${user} (wrong user or password in MATCHING_BROKER_URL)`,
+      "credentials",
     );
   }
   if (/Expected ConnectionOpenOk|NOT.ALLOWED|\b530\b/.test(message)) {
     return new BrokerRefusedError(
       `the broker at ${redactUrl(url)} refused vhost "${vhost}": it does not exist, or user ${user} has no permission on it (the vhost is the URL's path)`,
+      "vhost",
     );
   }
   return null;

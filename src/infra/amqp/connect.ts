@@ -66,19 +66,29 @@ function coalesceSocketWrites(model: ChannelModel): void {
   };
 }
 
+/** Tries a vhost refusal gets before it ends a service's boot, a second apart. */
+export const vhostRefusalTries = 3;
+
 /**
- * A service's boot-time look at the broker: the refusal (credentials, vhost) that must end the
- * boot, or null when the broker let us in or could not be reached (the service retries that).
+ * A service's boot-time look at the broker: the refusal that must end the boot, or null when
+ * the broker let us in or could not be reached (the service retries that). Refused
+ * credentials end it at once; a refused vhost only when it is refused again and again, since
+ * a vhost that is down or at its connection limit is refused the same way.
  */
 export async function brokerRefusalAtBoot(
   url: string,
   name: string,
+  retryDelayMs = 1000,
 ): Promise<BrokerRefusedError | null> {
-  try {
-    const connection = await connectBroker(url, name);
-    await connection.close().catch(() => undefined);
-    return null;
-  } catch (error) {
-    return error instanceof BrokerRefusedError ? error : null;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const connection = await connectBroker(url, name);
+      await connection.close().catch(() => undefined);
+      return null;
+    } catch (error) {
+      if (!(error instanceof BrokerRefusedError)) return null;
+      if (error.refused === "credentials" || attempt >= vhostRefusalTries) return error;
+      await Bun.sleep(retryDelayMs);
+    }
   }
 }

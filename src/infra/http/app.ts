@@ -48,6 +48,13 @@ export const httpLimits = {
 
 export function createHttpApp({ metrics, readiness, beforeMetrics, routes }: HttpAppOptions): Hono {
   const app = new Hono();
+  // The probes come before the limits: a flood of queries must never make an orchestrator
+  // take a healthy process for a dead one.
+  app.get("/healthz", (c) => c.json({ status: "alive" }));
+  app.get("/readyz", (c) => {
+    const state = readiness();
+    return c.json(state, state.ready ? 200 : 503);
+  });
   let inFlight = 0;
   app.use("*", async (c, next) => {
     if (c.req.url.length > httpLimits.urlBytes) return c.json({ error: "URL too long" }, 414);
@@ -67,11 +74,6 @@ export function createHttpApp({ metrics, readiness, beforeMetrics, routes }: Htt
     } finally {
       inFlight--;
     }
-  });
-  app.get("/healthz", (c) => c.json({ status: "alive" }));
-  app.get("/readyz", (c) => {
-    const state = readiness();
-    return c.json(state, state.ready ? 200 : 503);
   });
   app.get("/metrics", async (c) => {
     if (beforeMetrics)

@@ -13,7 +13,8 @@ export function bearerGuard(token: string): MiddlewareHandler {
   const expected = digestOf(token);
   return async (c, next) => {
     const header = c.req.header("authorization") ?? "";
-    const given = header.startsWith("Bearer ") ? header.slice("Bearer ".length) : "";
+    // The scheme's name is case-insensitive (RFC 7235); the token is not.
+    const given = /^bearer /i.test(header) ? header.slice("bearer ".length) : "";
     if (!timingSafeEqual(digestOf(given), expected)) {
       return c.json(
         { error: "this query needs Authorization: Bearer <MATCHING_HTTP_TOKEN>" },
