@@ -32,6 +32,9 @@ const benchValued = new Set([
   "--flow",
   "--sink",
   "--query-load",
+  "--boundary",
+  "--p99-ms",
+  "--step-seconds",
 ]);
 const stackValued = new Set(["--dir"]);
 

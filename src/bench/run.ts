@@ -13,6 +13,7 @@ import { withinMs } from "../infra/within";
 import { stackDown, stackStatus } from "../stack/index";
 import { runBrokerEventFloor } from "./broker-event-floor";
 import { runBrokerFloor } from "./broker-floor";
+import { capacityDefaults, capacityReport } from "./capacity-report";
 import { runDatastoreBench } from "./datastore-bench";
 import { runDomainBench, runRestingMemoryBench } from "./domain-bench";
 import { collectEnvironment, environmentFacts } from "./environment";
@@ -43,6 +44,7 @@ export const benchBoundaries: readonly string[] = [
   "outbox-drain",
   "full-pipeline",
   "round-trip",
+  "capacity",
 ];
 
 export interface BenchRunOptions {
@@ -126,6 +128,8 @@ const integerFlags: Record<string, number> = {
   "--connections": 1,
   "--resting": 0,
   "--query-load": 1,
+  "--p99-ms": 1,
+  "--step-seconds": 1,
 };
 
 /** Every integer flag that is out of range, and --duration without a rate. */
@@ -156,6 +160,9 @@ const notForDomain = [
   "--events",
   "--connections",
   "--query-load",
+  "--boundary",
+  "--p99-ms",
+  "--step-seconds",
 ];
 
 /**
@@ -194,6 +201,11 @@ function checkInProcess(
       );
     if (boundary !== "full-pipeline" && flags.has("--outbox-url"))
       problems.push(`--outbox-url is a flag of full-pipeline, not of ${boundary}`);
+    if (boundary === "capacity") problems.push(...checkCapacity(flags));
+    else {
+      for (const flag of ["--boundary", "--p99-ms", "--step-seconds"].filter((f) => flags.has(f)))
+        problems.push(`${flag} is a flag of capacity, not of ${boundary}`);
+    }
     if (!pipeline && flags.has("--query-load"))
       problems.push(
         `--query-load is a flag of conductor, full-pipeline and round-trip, not of ${boundary}`,
@@ -214,6 +226,25 @@ function checkInProcess(
         problems.push(`${flag} does not apply to domain --resting (no workload runs)`);
     }
   }
+  return problems;
+}
+
+/**
+ * The capacity search runs its own rates and command counts on the alternating workload
+ * (each step must leave the book empty for the next), on one of the pipeline boundaries.
+ */
+function checkCapacity(flags: ReadonlyMap<string, string>): string[] {
+  const problems: string[] = [];
+  const inner = flags.get("--boundary");
+  if (inner !== undefined && !["full-pipeline", "conductor", "round-trip"].includes(inner))
+    problems.push(`--boundary must be full-pipeline, conductor or round-trip, got ${inner}`);
+  for (const flag of ["--commands", "--duration", "--warmup", "--query-load"].filter((f) =>
+    flags.has(f),
+  ))
+    problems.push(`${flag} does not apply to capacity (each step's count follows its rate)`);
+  const workload = flags.get("--workload");
+  if (workload !== undefined && workload !== "alternating")
+    problems.push(`capacity runs the alternating workload only, got --workload ${workload}`);
   return problems;
 }
 
@@ -370,6 +401,24 @@ async function runWithStack(
     await interrupted;
     return 130;
   }
+  /** Writes the HTML report if asked, prints the report, and says whether its dir is kept. */
+  const finishStackRun = (
+    report: BenchReport,
+    series: Parameters<typeof renderHtmlReport>[1] | undefined,
+  ): number => {
+    // An interrupt tore the run down meanwhile: its figures are not a report.
+    if (cleaning !== undefined) return 130;
+    const reportFile = flags.get("--report");
+    if (reportFile) {
+      writeFileSync(
+        reportFile,
+        renderHtmlReport(report, series ?? { timeline: [], histogram: [] }),
+      );
+      progress(`HTML report written to ${reportFile}`);
+    }
+    keepDirForLogs = !report.invariants.ok;
+    return finish(report, options);
+  };
   try {
     const base = {
       "--datastore-url": active.datastoreUrl,
@@ -414,7 +463,10 @@ async function runWithStack(
         progress,
       );
     } else {
-      const pipelineBoundary = boundary as PipelineBoundary;
+      const capacity = boundary === "capacity";
+      const pipelineBoundary = (
+        capacity ? (flags.get("--boundary") ?? "full-pipeline") : boundary
+      ) as PipelineBoundary;
       const conductorUrl = flags.get("--conductor-url");
       const outboxUrl = flags.get("--outbox-url");
       // A running service given by URL reports its own policy: the report's durability label
@@ -465,6 +517,26 @@ async function runWithStack(
         progress("starting outbox");
         const service = await startService("outbox", outboxFlags, progress, register);
         outbox = service.url;
+      }
+      if (capacity) {
+        report = await capacityReport({
+          pipelineBoundary,
+          config: effective,
+          urls: {
+            datastoreUrl: active.datastoreUrl,
+            brokerUrl: active.brokerUrl,
+            conductorUrl: conductor,
+            outboxUrl: outbox,
+          },
+          seed,
+          p99Ms: intFlag(flags, "--p99-ms", capacityDefaults.p99Ms),
+          stepSeconds: intFlag(flags, "--step-seconds", capacityDefaults.stepSeconds),
+          startRate: intFlag(flags, "--rate", capacityDefaults.startRate),
+          environment: envFacts,
+          durability: describeDurability(config, envFacts),
+          progress,
+        });
+        return finishStackRun(report, undefined);
       }
       const defaultCommands = pipelineBoundary === "round-trip" ? 10_000 : 20_000;
       let commands = intFlag(flags, "--commands", defaultCommands);
@@ -549,18 +621,7 @@ async function runWithStack(
         histogram: histogramSeries(result.latency),
       };
     }
-    // An interrupt tore the run down meanwhile: its figures are not a report.
-    if (cleaning !== undefined) return 130;
-    const reportFile = flags.get("--report");
-    if (reportFile) {
-      writeFileSync(
-        reportFile,
-        renderHtmlReport(report, series ?? { timeline: [], histogram: [] }),
-      );
-      progress(`HTML report written to ${reportFile}`);
-    }
-    keepDirForLogs = !report.invariants.ok;
-    return finish(report, options);
+    return finishStackRun(report, series);
   } finally {
     try {
       // Still listening while the cleanup runs: a Ctrl-C now must not end the process first.

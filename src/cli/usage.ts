@@ -27,7 +27,7 @@ usage: matchd <command> [flags]
 commands:
   conductor   consume partition N's commands, match, commit atomically, wait for durability, ack
   outbox      move partition N's committed events from Valkey to RabbitMQ, in order, confirmed
-  bench       measure a boundary: domain | datastore | broker | conductor | outbox-drain | full-pipeline | round-trip
+  bench       measure a boundary: domain | datastore | broker | conductor | outbox-drain | full-pipeline | round-trip | capacity
   stack       up | down | status: a private local Valkey primary + replica and RabbitMQ node
   check       run the datastore and broker checks of the durability policy, start nothing
 
@@ -86,6 +86,7 @@ boundaries:
   outbox-drain    a backlog of events drained from the stream to sink queues
   full-pipeline   conductor and outbox together until every event is received by sinks
   round-trip      RPC commands (replyTo): send to durable reply
+  capacity        the highest offered rate a pipeline boundary sustains within a p99 bound
 
 flags:
   --workload NAME     alternating (default) | mixed | sweep | multi-pair
@@ -108,6 +109,10 @@ flags:
   --query-load C      conductor, full-pipeline, round-trip: C loops send the conductor's HTTP
                       queries back to back during the timed run (digest, book, order, result,
                       metrics), to set the pipeline's latency under that load beside a run without
+  --boundary B        capacity: full-pipeline (default) | conductor | round-trip
+  --p99-ms B          capacity: the p99 bound, ms (default 25)
+  --step-seconds S    capacity: each open-loop step's length (default 10); --rate sets the
+                      first step's rate (default 1000), doubled until a step fails, then bisected
   --conductor-url URL use a running conductor's /metrics instead of starting one
   --outbox-url URL    use a running outbox's /metrics instead of starting one
 

@@ -1,0 +1,100 @@
+/**
+ * `matchd bench capacity`: the highest offered rate the pipeline sustains at a latency bound.
+ * Open-loop steps at rising rates (doubling from the start rate until one fails), then a
+ * bisection between the last that held and the first that did not. A step holds when every
+ * invariant held, its p99 is within the bound, it completed what was offered within a second
+ * of its schedule (nothing queued up), and its command queue and event stream stayed within
+ * half a second of traffic.
+ */
+import type { Percentiles } from "./histogram";
+
+export interface StepResult {
+  offered: number;
+  achieved: number;
+  seconds: number;
+  latencyMs: Percentiles;
+  invariantsOk: boolean;
+  /** The names of the invariants that failed. */
+  failedInvariants: string[];
+  maxQueueDepth: number;
+  maxStreamLength: number;
+}
+
+export interface CapacityStep extends StepResult {
+  held: boolean;
+  /** Why it did not hold; empty when it did. */
+  reasons: string[];
+}
+
+export interface CapacityOptions {
+  p99Ms: number;
+  stepSeconds: number;
+  startRate: number;
+  /** No rate above this is tried. */
+  maxRate: number;
+  /** Bisection steps after the ramp. */
+  bisections: number;
+  runStep: (rate: number, step: number) => Promise<StepResult>;
+  progress: (line: string) => void;
+}
+
+/** What a step must show to count as sustained (see the file's header). */
+export function judgeStep(result: StepResult, p99Ms: number, stepSeconds: number): CapacityStep {
+  const reasons: string[] = [];
+  if (!result.invariantsOk)
+    reasons.push(`invariants failed: ${result.failedInvariants.join(", ")}`);
+  if (result.latencyMs.p99 > p99Ms) reasons.push(`p99 ${result.latencyMs.p99} ms > ${p99Ms} ms`);
+  if (result.seconds > stepSeconds + 1)
+    reasons.push(`took ${result.seconds.toFixed(1)} s for a ${stepSeconds} s schedule`);
+  const backlog = result.offered / 2;
+  if (result.maxQueueDepth > backlog)
+    reasons.push(`command queue reached ${result.maxQueueDepth} (> ${backlog})`);
+  if (result.maxStreamLength > backlog)
+    reasons.push(`event stream reached ${result.maxStreamLength} (> ${backlog})`);
+  return { ...result, held: reasons.length === 0, reasons };
+}
+
+/** Runs the search; the sustained rate is 0 when not even the start rate held. */
+export async function searchCapacity(
+  options: CapacityOptions,
+): Promise<{ sustained: CapacityStep | undefined; steps: CapacityStep[] }> {
+  const steps: CapacityStep[] = [];
+  const run = async (rate: number): Promise<CapacityStep> => {
+    options.progress(`capacity: step ${steps.length + 1} at ${rate} commands/s`);
+    const step = judgeStep(
+      await options.runStep(rate, steps.length),
+      options.p99Ms,
+      options.stepSeconds,
+    );
+    steps.push(step);
+    options.progress(
+      `capacity: ${rate}/s ${step.held ? "held" : `did not hold (${step.reasons.join("; ")})`}, p99 ${step.latencyMs.p99} ms`,
+    );
+    return step;
+  };
+  let held: CapacityStep | undefined;
+  let failed: number | undefined;
+  for (let rate = options.startRate; rate <= options.maxRate; rate *= 2) {
+    const step = await run(rate);
+    if (!step.held) {
+      failed = rate;
+      break;
+    }
+    held = step;
+  }
+  if (failed !== undefined) {
+    let low = held?.offered ?? 0;
+    let high = failed;
+    for (let i = 0; i < options.bisections; i++) {
+      // Rates in hundreds: finer than that is below the machine's noise.
+      const rate = Math.round((low + high) / 200) * 100;
+      if (rate <= low || rate >= high) break;
+      const step = await run(rate);
+      if (step.held) {
+        held = step;
+        low = rate;
+      } else high = rate;
+    }
+  }
+  return { sustained: held, steps };
+}
