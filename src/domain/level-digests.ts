@@ -4,7 +4,7 @@
 
 import { DigestSum, Fnv1a64, hashOrder } from "./digest";
 import { invariant } from "./invariant-error";
-import { digestOrderOf, type OrderNode, type PriceLevel } from "./order-book";
+import { type OrderNode, type PriceLevel, toRestingOrder } from "./order-book";
 
 export class LevelDigests {
   private marked: PriceLevel[] = [];
@@ -51,7 +51,7 @@ export class LevelDigests {
       this.sum.subtract(level.digestHigh, level.digestLow);
       const hash = new Fnv1a64();
       for (let node: OrderNode | null = level.head; node !== null; node = node.next) {
-        hashOrder(hash, digestOrderOf(node));
+        hashOrder(hash, toRestingOrder(node));
       }
       level.digestHigh = hash.high();
       level.digestLow = hash.low();

@@ -11,17 +11,11 @@ import {
   type Scaled,
   subScaled,
 } from "./decimal-scale";
-import { type DigestOrder, digestOrders } from "./digest";
+import { digestOrders } from "./digest";
 import { type CancelReason, EventLog, type EventSource } from "./events";
 import { invariant, MatchingInvariantError } from "./invariant-error";
 import { LevelDigests } from "./level-digests";
-import {
-  digestOrderOf,
-  type OrderNode,
-  PairBook,
-  type PriceLevel,
-  toRestingOrder,
-} from "./order-book";
+import { type OrderNode, PairBook, type PriceLevel, toRestingOrder } from "./order-book";
 import { FINISHED, hashId, OrderIndex } from "./order-index";
 import { type ResultCode, ResultCodes, resultCodeName } from "./result-codes";
 import type {
@@ -826,14 +820,8 @@ export class MatchingEngine {
    */
   checkDigest(): void {
     const kept = this.digest();
-    const fresh = digestOrders(this.canonicalDigestOrders());
+    const fresh = digestOrders(this.restingOrders());
     invariant(kept === fresh, () => `kept digest ${kept}, books hash to ${fresh}`);
-  }
-
-  private *canonicalDigestOrders(): Generator<DigestOrder> {
-    for (const book of this.sortedBooks()) {
-      for (const node of book.canonicalOrders()) yield digestOrderOf(node);
-    }
   }
 
   /**

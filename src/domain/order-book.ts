@@ -2,7 +2,6 @@
 // orders. Best prices sit at the end of each sorted array so consuming the touch is a pop.
 
 import { addScaled, type Scaled, subScaled } from "./decimal-scale";
-import type { DigestOrder } from "./digest";
 import { invariant } from "./invariant-error";
 import type { LevelDigests } from "./level-digests";
 import type { RestingOrder, Side, StpMode } from "./types";
@@ -47,24 +46,6 @@ export interface PriceLevel {
   /** The level's hash as last counted in the books' digest (0 while it counts nothing). */
   digestHigh: number;
   digestLow: number;
-}
-
-/** The fields of a resting order that the books' digest hashes. */
-export function digestOrderOf(node: OrderNode): DigestOrder {
-  return {
-    id: node.id,
-    userId: node.userId,
-    pairId: node.pairId,
-    side: node.side,
-    price: node.priceText,
-    volume: node.remainingText,
-    volumeTotal: node.volumeTotalText,
-    timestamp: node.timestamp,
-    stp: node.stp,
-    priceDecimals: node.priceDecimals,
-    amountDecimals: node.amountDecimals,
-    quoteDecimals: node.quoteDecimals,
-  };
 }
 
 export function toRestingOrder(node: OrderNode): RestingOrder {
