@@ -144,6 +144,35 @@ describe("durability policy at boot", () => {
     },
   );
 
+  test("a server that may evict keys is refused under either policy; noeviction passes", async () => {
+    const admin = new Redis(lonePrimary.url);
+    const env = {
+      MATCHING_DATASTORE_URL: lonePrimary.url,
+      MATCHING_BROKER_URL: (await testStack()).brokerUrl,
+      MATCHING_DURABILITY: "memory",
+    };
+    try {
+      await admin.call("CONFIG", "SET", "maxmemory-policy", "allkeys-lru");
+      const evicting = await matchd(["check"], env);
+      expect(evicting.stdout).toContain(
+        "FAIL maxmemory-policy noeviction: maxmemory-policy is allkeys-lru: at maxmemory the server would evict books and dedup markers",
+      );
+      expect(evicting.code).toBe(3);
+      const aofReplicated = await matchd(["check"], {
+        ...env,
+        MATCHING_DURABILITY: "aof-replicated",
+      });
+      expect(aofReplicated.stdout).toContain("FAIL maxmemory-policy noeviction");
+      await admin.call("CONFIG", "SET", "maxmemory-policy", "noeviction");
+      const kept = await matchd(["check"], env);
+      expect(kept.stdout).toContain("PASS maxmemory-policy noeviction");
+      expect(kept.code).toBe(0);
+    } finally {
+      await admin.call("CONFIG", "SET", "maxmemory-policy", "noeviction");
+      admin.disconnect();
+    }
+  }, 60_000);
+
   test("memory policy boots with a loud warning against a lone primary", async () => {
     const stack = await testStack();
     const { child, log } = spawnMatchd(

@@ -113,6 +113,7 @@ export async function checkDatastore(
       ? `server ${version} runs scripts with flags`
       : `server ${version} cannot run scripts with flags (needs Redis/Valkey >= 7.0); install valkey-server >= 7.2 (Debian 12: bookworm-backports)`,
   });
+  outcomes.push(await checkNoEviction(valkey, policy));
   if (policy === "memory") return outcomes;
 
   // Each check turns its own error (a command renamed or denied by ACL, say) into a failed
@@ -316,5 +317,36 @@ export async function waitDurable(
     if (performance.now() - started >= timeoutMs) {
       throw new DurabilityTimeoutError(timeoutMs, local, replicas);
     }
+  }
+}
+
+/**
+ * Both policies: a server that evicts keys at maxmemory would drop resting orders, stored
+ * results or dedup markers without a word, so only `noeviction` (at maxmemory every write
+ * that grows memory is refused, and the conductor retries) passes. A user denied CONFIG GET
+ * fails it under aof-replicated, which needs CONFIG GET anyway, and warns under memory.
+ */
+export async function checkNoEviction(
+  valkey: Valkey,
+  policy: DurabilityPolicy,
+): Promise<CheckOutcome> {
+  const name = "maxmemory-policy noeviction";
+  try {
+    const reply = (await valkey.call("CONFIG", "GET", "maxmemory-policy")) as string[];
+    const value = reply[1];
+    if (value === undefined) throw new Error("CONFIG GET maxmemory-policy returned nothing");
+    return {
+      name,
+      ok: value === "noeviction",
+      detail:
+        value === "noeviction"
+          ? "maxmemory-policy noeviction: no key is ever evicted"
+          : `maxmemory-policy is ${value}: at maxmemory the server would evict books and dedup markers; set \`maxmemory-policy noeviction\``,
+    };
+  } catch (error) {
+    const detail = `could not be checked: ${(error as Error).message}; this user needs +config|get to show the setting`;
+    return policy === "memory"
+      ? { name, ok: true, warning: true, detail }
+      : { name, ok: false, detail };
   }
 }
