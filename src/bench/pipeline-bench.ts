@@ -10,8 +10,10 @@ import { type CommandEnvelope, MatchingEngine } from "../domain/index";
 import { connectBroker } from "../infra/amqp/connect";
 import { FramePublisher } from "../infra/amqp/fast-publish";
 import { allEventExchanges, commandExchange, commandQueue } from "../infra/amqp/topology";
+import { gcMetricName, observeCollections } from "../infra/gc-observer";
 import { connectedReplicas, createValkey, type Valkey } from "../infra/valkey/client";
 import { partitionKeys } from "../infra/valkey/keys";
+import { AofRewriteWatch, describeRewrites } from "./aof-rewrites";
 import { SeenEvents } from "./event-dedup";
 import { LatencyHistogram } from "./histogram";
 import { type TimelinePoint as ChartPoint, SeriesRecorder } from "./html-report";
@@ -128,6 +130,10 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
   const recorder = new SeriesRecorder({ intervalMs: 1000 });
   let timedStart = 0;
 
+  // Set when the timed window opens; halfway through it, rewrites are forced where none ran.
+  let rewrites: AofRewriteWatch | undefined;
+  let rewritesForced: Promise<void> | undefined;
+  const halfway = Math.max(1, Math.floor(options.commands / 2));
   // A command completes once: more events than its count says must not time it again.
   const completedOnce = new Uint8Array(bodies.length);
   const complete = (i: number) => {
@@ -137,6 +143,11 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
     completed++;
     if (i < timedFrom) return;
     completedTimed++;
+    if (completedTimed === halfway && rewrites !== undefined) {
+      rewritesForced = rewrites.forceWhereNone().catch((error: unknown) => {
+        options.progress(`BGREWRITEAOF failed: ${(error as Error).message}`);
+      });
+    }
     const ns = (end - sentAt[i]!) * 1e6;
     latency.record(ns);
     recorder.record(ns, end * 1e6);
@@ -290,6 +301,10 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
     await probe.close().catch(() => undefined);
   })();
 
+  rewrites = await AofRewriteWatch.open(valkey);
+  let benchCollections = 0;
+  const stopObserving = observeCollections(() => benchCollections++);
+
   // Phase 2: the timed run.
   options.progress(
     `${boundary}: timing ${options.commands} commands, ${options.rate === undefined ? "closed loop" : `${options.rate}/s offered`}`,
@@ -361,6 +376,9 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
   }
   const seconds = (performance.now() - timedStart) / 1000;
   const queries = await queryResult;
+  stopObserving();
+  await rewritesForced;
+  const rewriteCounts = await rewrites.close();
   sampling = false;
   await sampler;
 
@@ -372,6 +390,19 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
   const failures = delta(conductor, baseConductor, "matching_command_failures_total");
   const eventsCreated = delta(conductor, baseConductor, "matching_events_created_total");
   const durabilityTimeouts = delta(conductor, baseConductor, "matching_durability_timeouts_total");
+  const collections = {
+    conductor: delta(conductor, baseConductor, gcMetricName),
+    ...(options.outboxUrl === undefined ? {} : { outbox: delta(outbox, baseOutbox, gcMetricName) }),
+    bench: benchCollections,
+  };
+  const uncrossed = [
+    ...rewriteCounts
+      .filter((c) => !(c.rewrites >= 1))
+      .map((c) => `no AOF rewrite on the ${c.server}`),
+    ...Object.entries(collections)
+      .filter(([, count]) => !(count >= 1))
+      .map(([process]) => `no garbage collection seen in the ${process}`),
+  ];
   const eventsReceivedTimed = eventsReceived - eventsReceivedBefore;
 
   const invariants: PipelineResult["invariants"] = { ok: true };
@@ -488,6 +519,14 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
         : "not observed (no event sinks)",
       maxQueueDepth: Math.max(0, ...samples.map((s) => s.queueDepth)),
       maxStreamLength: Math.max(0, ...samples.map((s) => s.streamLength)),
+      aofRewrites: describeRewrites(rewriteCounts),
+      gcCollections: `${Object.entries(collections)
+        .map(([process, count]) => `${process} ${count}`)
+        .join(", ")} (observed: a lower bound)`,
+      crossed:
+        uncrossed.length === 0
+          ? "an AOF rewrite on every server and garbage collections in every process"
+          : `did not cross: ${uncrossed.join("; ")}`,
     },
   };
 }

@@ -9,6 +9,7 @@ import type { Config } from "../config/schema";
 import { MatchingEngine } from "../domain/index";
 import { brokerRefusalAtBoot } from "../infra/amqp/connect";
 import { awaitDurabilityPolicy } from "../infra/boot";
+import { countCollections } from "../infra/gc-observer";
 import { createHttpApp, serveHttp } from "../infra/http/app";
 import type { Logger } from "../infra/log";
 import { watchShutdown } from "../infra/shutdown";
@@ -68,6 +69,7 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
     () => engine.restingOrderCount(),
     () => consumer.pendingCount,
   );
+  countCollections(metrics.registry);
   conductor = new Conductor(config, engine, store, keys, consumer, metrics, log);
   const owner = conductor;
 

@@ -9,6 +9,7 @@ import { hostname } from "node:os";
 import type { Config } from "../config/schema";
 import { brokerRefusalAtBoot } from "../infra/amqp/connect";
 import { awaitDurabilityPolicy } from "../infra/boot";
+import { countCollections } from "../infra/gc-observer";
 import { createHttpApp, type Readiness, serveHttp } from "../infra/http/app";
 import type { Logger } from "../infra/log";
 import { MetricsRegistry } from "../infra/metrics";
@@ -70,6 +71,7 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
   const registry = new MetricsRegistry({ service: "outbox", partition: String(partition) });
   registry.setInfo("matching_durability_policy", { policy: config.durability });
   const metrics = createOutboxMetrics(registry, () => loop?.inFlight ?? 0);
+  countCollections(registry);
   // Under aof-replicated an event leaves only once its commit is fsynced on primary and
   // replica, the same promise the conductor's acknowledgement makes for its command.
   const stream = new OutboxStream(

@@ -95,6 +95,14 @@ describe("matchd bench pipeline boundaries", () => {
       replicaConnectedThroughout: true,
     });
     expect(report.durability).toContain("aof-replicated");
+    // A run this short reaches no automatic AOF rewrite: one is forced on each server, and
+    // the report says so, with the collections each process went through.
+    const extra = report.extra as Record<string, string>;
+    expect(extra.aofRewrites).toMatch(
+      /^primary 1 \(forced with BGREWRITEAOF at [\d.]+ s: .+\), replica 127\.0\.0\.1:\d+ 1 \(forced/,
+    );
+    expect(extra.gcCollections).toMatch(/^conductor \d+, outbox \d+, bench \d+ \(observed/);
+    expect(extra.crossed).toMatch(/^an AOF rewrite on every server|^did not cross: no garbage/);
     expect(Object.keys(report.latencyMs as object).sort()).toEqual([
       "max",
       "p50",
