@@ -142,6 +142,9 @@ export class Conductor {
       const batch = room ? this.consumer.take(this.config.batchMax) : [];
       if (batch.length === 0) {
         if (inFlight.length > 0) {
+          // Commands that arrive while the oldest batch waits for its durability are taken
+          // at once, into the pipeline's free place, instead of waiting behind that wait.
+          if (room && (await this.deliveredBefore(inFlight[0]!.durable))) continue;
           if (!(await this.finish(inFlight))) inFlight.length = 0;
           continue;
         }
@@ -208,6 +211,25 @@ export class Conductor {
       if (inFlight.length >= pipelineDepth && !(await this.finish(inFlight))) inFlight.length = 0;
       if (this.fenced) return;
     }
+  }
+
+  /** True when a delivery (or a stop) came before `durable` settled. */
+  private async deliveredBefore(durable: Promise<unknown>): Promise<boolean> {
+    let delivered = false;
+    await Promise.race([
+      durable.then(
+        () => undefined,
+        () => undefined,
+      ),
+      new Promise<void>((resolve) => {
+        this.wake = () => {
+          delivered = true;
+          resolve();
+        };
+      }),
+    ]);
+    this.wake = undefined;
+    return delivered;
   }
 
   /** Clears a failure the conductor has been idle past (see failureClearsWhenIdleMs). */
