@@ -5,6 +5,7 @@
  * full pipeline, every event has reached the sink queues), checking invariants.
  */
 import type { ConfirmChannel } from "amqplib";
+import type { TraceRecord } from "../conductor/trace";
 import type { Config } from "../config/schema";
 import { type CommandEnvelope, MatchingEngine } from "../domain/index";
 import { connectBroker } from "../infra/amqp/connect";
@@ -20,6 +21,7 @@ import { type TimelinePoint as ChartPoint, SeriesRecorder } from "./html-report"
 import { LeanConsumer } from "./lean-consumer";
 import { type QueryLoadResult, startQueryLoad } from "./query-load";
 import { fetchMetrics, metricNumber } from "./services";
+import { describeTrace, type TracedCommand } from "./trace-breakdown";
 import { createWorkload } from "./workloads";
 
 export type PipelineBoundary = "conductor" | "full-pipeline" | "round-trip";
@@ -465,6 +467,12 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
     }
     check("remainingBookDepth", depth, depth === 0);
   }
+  const trace = await tracedCommands(options.conductorUrl, config.httpToken, (commandId) => {
+    const i = indexOf.get(commandId);
+    if (i === undefined || i < timedFrom || !isComplete(i)) return undefined;
+    const end = useReplies ? repliedAt[i]! : lastEventAt[i]!;
+    return { sentMs: performance.timeOrigin + sentAt[i]!, endMs: performance.timeOrigin + end };
+  });
   const digest = (await fetch(`${options.conductorUrl}/digest`).then(
     (r) => r.json(),
     () => ({}),
@@ -520,6 +528,7 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
       maxQueueDepth: Math.max(0, ...samples.map((s) => s.queueDepth)),
       maxStreamLength: Math.max(0, ...samples.map((s) => s.streamLength)),
       aofRewrites: describeRewrites(rewriteCounts),
+      traceBreakdown: trace,
       gcCollections: `${Object.entries(collections)
         .map(([process, count]) => `${process} ${count}`)
         .join(", ")} (observed: a lower bound)`,
@@ -618,5 +627,34 @@ export async function purgeCommandQueue(brokerUrl: string, partition: number): P
     return (await channel.purgeQueue(commandQueue(partition))).messageCount;
   } finally {
     await connection.close().catch(() => undefined);
+  }
+}
+
+/**
+ * The conductor's trace joined with the bench's times, as one line (see trace-breakdown.ts);
+ * a conductor that cannot be asked (an older build given by URL) leaves it unknown.
+ */
+async function tracedCommands(
+  conductorUrl: string,
+  token: string,
+  bench: (commandId: string) => { sentMs: number; endMs: number } | undefined,
+): Promise<string> {
+  try {
+    const response = await fetch(`${conductorUrl}/trace`, {
+      headers: token === "" ? {} : { authorization: `Bearer ${token}` },
+    });
+    if (response.status !== 200) return `unknown: /trace answered ${response.status}`;
+    const { sampleEvery, records } = (await response.json()) as {
+      sampleEvery: number;
+      records: TraceRecord[];
+    };
+    const traced: TracedCommand[] = [];
+    for (const record of records) {
+      const times = bench(record.commandId);
+      if (times !== undefined) traced.push({ ...record, ...times });
+    }
+    return describeTrace(traced, sampleEvery);
+  } catch (error) {
+    return `unknown: ${(error as Error).message}`;
   }
 }

@@ -604,6 +604,7 @@ async function runWithStack(
           ...(pipelineBoundary === "full-pipeline" ? { outboxWindow: config.outboxWindow } : {}),
           publishCallMs: JSON.stringify(result.publishLatency.percentilesMs()),
           aofRewrites: String(result.facts.aofRewrites),
+          traceBreakdown: String(result.facts.traceBreakdown),
           gcCollections: String(result.facts.gcCollections),
           crossed: String(result.facts.crossed),
           maxCommandQueueDepth: result.facts.maxQueueDepth as number,

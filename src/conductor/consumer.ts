@@ -17,6 +17,7 @@ import {
 import { backoffDelayMs } from "../infra/backoff";
 import type { Logger } from "../infra/log";
 import { withinMs } from "../infra/within";
+import { epochMs } from "./trace";
 
 export interface Delivery {
   message: ConsumeMessage;
@@ -130,7 +131,7 @@ export class CommandConsumer {
           this.lost("consumer cancelled by the broker", generation);
           return;
         }
-        this.pending.push({ message, generation, receivedAtMs: Date.now() });
+        this.pending.push({ message, generation, receivedAtMs: epochMs() });
         this.onDelivery();
       },
       { noAck: false },

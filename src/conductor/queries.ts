@@ -9,6 +9,7 @@ import type { MatchingEngine } from "../domain/index";
 import { bearerGuard } from "../infra/http/bearer";
 import { DurabilityTimeoutError, PolicyViolatedError } from "../infra/valkey/durability";
 import type { ConductorStore } from "./store";
+import type { CommandTrace } from "./trace";
 
 /**
  * Orders hashed in one step of GET /digest between yields to the event loop: about 1.5 ms
@@ -24,8 +25,9 @@ export function queryRoutes(
   loaded: () => boolean,
   /** Under aof-replicated, how long a stored result may wait to be durable before it is shown. */
   durableWithinMs?: number,
-  /** Required by the private queries (orders, command results) when not "". */
+  /** Required by the private queries (orders, command results, the trace) when not "". */
   token = "",
+  trace?: CommandTrace,
 ) {
   // One computation at a time, shared by every request that comes while it runs.
   let digesting: Promise<string | null> | null = null;
@@ -37,7 +39,7 @@ export function queryRoutes(
   };
   return (app: Hono): void => {
     if (token !== "") {
-      for (const path of ["/orders/*", "/commands/*"]) app.use(path, bearerGuard(token));
+      for (const path of ["/orders/*", "/commands/*", "/trace"]) app.use(path, bearerGuard(token));
     }
     for (const path of ["/books/*", "/orders/*", "/digest"]) {
       app.use(path, async (c, next) => {
@@ -58,6 +60,10 @@ export function queryRoutes(
       }
       return c.json({ pairId, ...engine.depth(pairId, depth) });
     });
+    // Stage times of a sample of recent commands, for the bench's breakdown of the tail.
+    app.get("/trace", (c) =>
+      c.json({ sampleEvery: trace?.sampleEvery ?? 0, records: trace?.all() ?? [] }),
+    );
     app.get("/digest", async (c) => {
       const digest = await currentDigest();
       if (digest === null) {

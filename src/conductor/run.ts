@@ -98,6 +98,7 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
       () => owner.loaded,
       config.durability === "aof-replicated" ? config.durabilityTimeoutMs : undefined,
       config.httpToken,
+      owner.trace,
     ),
   });
   const http = serveHttp(app, config.httpPort, config.httpHost);

@@ -15,6 +15,7 @@ import { type CommittedBatch, commitBatch, countTally, rememberUnacknowledged } 
 import type { CommandConsumer, Delivery } from "./consumer";
 import type { ConductorMetrics } from "./metrics";
 import { type ConductorStore, FencedError } from "./store";
+import { CommandTrace, epochMs } from "./trace";
 
 /** Reload pacing after a failed batch: quick first retries (a lost reply, a failover), at most 5 s apart. */
 const conductorBackoff = { baseMs: 50, capMs: 5000 };
@@ -37,6 +38,10 @@ interface InFlight {
   committed: CommittedBatch;
   /** Resolves when the batch (and everything committed before it) is durable. */
   durable: Promise<number>;
+  /** Epoch milliseconds of its stages, for the command trace. */
+  takenMs: number;
+  committedMs: number;
+  durableMs: number;
 }
 
 export class Conductor {
@@ -55,6 +60,8 @@ export class Conductor {
   private failureAttempts = 0;
   /** See BatchContext.unacknowledged; bounded (rememberUnacknowledged). */
   private readonly unacknowledged = new Map<string, number>();
+  /** Stage times of a sample of commands (GET /trace). */
+  readonly trace = new CommandTrace();
   /** Set when another conductor took the partition over: this one must exit. */
   fenced = false;
   /** Set when the batch loop itself failed unexpectedly: this one must exit. */
@@ -161,6 +168,7 @@ export class Conductor {
         continue;
       }
       this.idleSinceMs = undefined;
+      const takenMs = epochMs();
       const generation = batch[0]!.generation;
       if (generation !== this.claimedGeneration && inFlight.length > 0) {
         // A new channel: settle the old one's batches before claiming ownership again.
@@ -190,19 +198,30 @@ export class Conductor {
           batch,
         );
         const committedAt = performance.now();
+        const committedMs = epochMs();
+        const entry: InFlight = {
+          batch,
+          committed,
+          durable: Promise.resolve(0),
+          takenMs,
+          committedMs,
+          durableMs: 0,
+        };
         // Timed on the wait itself: finish() runs only after the next batch was decoded,
         // matched and committed, so timing there would add those stages to this one.
         const durable =
           this.config.durability === "aof-replicated"
-            ? this.store
-                .waitDurable(this.config.durabilityTimeoutMs, connection)
-                .finally(() =>
-                  this.metrics.durabilityWait.observe((performance.now() - committedAt) / 1000),
-                )
-            : Promise.resolve(0);
+            ? this.store.waitDurable(this.config.durabilityTimeoutMs, connection).finally(() => {
+                entry.durableMs = epochMs();
+                this.metrics.durabilityWait.observe((performance.now() - committedAt) / 1000);
+              })
+            : Promise.resolve(0).finally(() => {
+                entry.durableMs = epochMs();
+              });
         // Observed by finish(); this only keeps an early rejection from being "unhandled".
         durable.catch(() => undefined);
-        inFlight.push({ batch, committed, durable });
+        entry.durable = durable;
+        inFlight.push(entry);
       } catch (error) {
         await this.fail([...inFlight.flatMap((f) => f.batch), ...batch], error, inFlight);
         inFlight.length = 0;
@@ -292,9 +311,19 @@ export class Conductor {
       rememberUnacknowledged(this.unacknowledged, committed.committed);
       return true;
     }
-    const now = Date.now();
+    const now = epochMs();
     let fresh = 0;
     for (const item of items) {
+      if (item.commandId !== undefined && this.trace.sampled()) {
+        this.trace.record({
+          commandId: item.commandId,
+          receivedMs: item.delivery.receivedAtMs,
+          takenMs: entry.takenMs,
+          committedMs: entry.committedMs,
+          durableMs: entry.durableMs,
+          ackedMs: now,
+        });
+      }
       // Counted here, once: a later redelivery of these is a duplicate.
       if (item.commandId !== undefined) this.unacknowledged.delete(item.commandId);
       if (item.resultJson !== undefined)

@@ -128,6 +128,10 @@ describe("matchd bench pipeline boundaries", () => {
     expect(report.boundary).toBe("round-trip");
     expect((report.invariants as Record<string, unknown>).ok).toBe(true);
     expect(report.commands).toBe(300);
+    // One in eight commands traced through the conductor's stages, joined with the bench's times.
+    expect(String((report.extra as Record<string, unknown>).traceBreakdown)).toMatch(
+      /^\d+ commands traced \(1 in 8\), mean per stage: all: broker in [\d.]+, conductor queue [\d.]+, commit [\d.]+, durability [\d.]+, acknowledge [\d.]+, after ack [\d.]+ \(total [\d.]+\) ms; slowest 1 % /,
+    );
     // 300 commands offered at 200/s cannot take less than the schedule's 1.5 s.
     expect(report.seconds as number).toBeGreaterThanOrEqual(1.49);
     expect(code).toBe(0);
