@@ -46,6 +46,7 @@ run full-pipeline full-pipeline --commands 20000 --report "$out/full-pipeline.ht
 run full-pipeline-rate2500 full-pipeline --rate 2500 --duration 20
 run full-pipeline-rate1500 full-pipeline --rate 1500 --duration 20
 run round-trip round-trip --rate 1000 --duration 20
+run capacity capacity
 
 node -e '
 const fs = require("fs");

@@ -53,7 +53,7 @@ async function runAll(env: Record<string, string> = {}) {
 test("failed runs make the script exit non-zero, named, and every run still happens", async () => {
   const { stdout, stderr, code, calls } = await runAll();
   expect(code).toBe(1);
-  expect(calls.length).toBe(18);
+  expect(calls.length).toBe(19);
   expect(stderr).toContain("domain-sweep reported a failed invariant (exit 1)");
   expect(stderr).toContain("conductor-batch1 failed with exit 3 and no report");
   expect(stderr).toContain("bench: failed: domain-sweep conductor-batch1");
@@ -66,5 +66,5 @@ test("an interrupted run stops the script there", async () => {
   const { code, calls } = await runAll({ STUB_INTERRUPT: "1" });
   expect(code).toBe(130);
   expect(calls[calls.length - 1]).toContain("bench datastore");
-  expect(calls.length).toBeLessThan(18);
+  expect(calls.length).toBeLessThan(19);
 });
