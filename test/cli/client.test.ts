@@ -13,7 +13,7 @@ import {
   partitionCount,
   startConductor,
 } from "../conductor/helpers";
-import { type OutboxProcess, startOutbox } from "../outbox/helpers";
+import { type OutboxProcess, startOutbox, startTcpProxy } from "../outbox/helpers";
 import { eventually } from "../support/eventually";
 import { runToEnd } from "../support/run-to-end";
 import {
@@ -282,6 +282,40 @@ describe("client commands", () => {
       );
     } finally {
       await channel.deleteQueue(commandQueue(idle));
+      await connection.close();
+    }
+  }, 60_000);
+
+  test("a broker connection lost while waiting for the result ends the wait in one line", async () => {
+    const proxy = await startTcpProxy(stack.brokerUrl);
+    const idle = uniquePartition(); // no conductor: the result would never come
+    try {
+      const waiting = matchd(
+        [
+          "order",
+          "place",
+          "--pair",
+          String(idle),
+          "--side",
+          "bid",
+          "--price",
+          "1",
+          "--volume",
+          "1",
+        ],
+        { MATCHING_BROKER_URL: proxy.url },
+      );
+      await Bun.sleep(1500);
+      proxy.outage(60_000);
+      const ended = await waiting;
+      expect(ended.code).toBe(1);
+      expect(ended.stderr).toMatch(
+        /^matchd: the broker closed the connection before the result came; `\.\/matchd result [0-9a-f-]{36}` tells whether the command was processed\n$/,
+      );
+    } finally {
+      await proxy.close();
+      const connection = await amqp.connect(stack.brokerUrl);
+      await (await connection.createChannel()).deleteQueue(commandQueue(idle));
       await connection.close();
     }
   }, 60_000);

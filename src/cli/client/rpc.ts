@@ -52,6 +52,17 @@ export async function sendCommand(
       ),
     );
     returned.catch(() => undefined);
+    // A connection lost while waiting ends the wait at once, in one line.
+    const lost = new Promise<never>((_, reject) =>
+      connection.on("close", () =>
+        reject(
+          new ClientError(
+            `the broker closed the connection before the result came; \`./matchd result ${envelope.commandId}\` tells whether the command was processed`,
+          ),
+        ),
+      ),
+    );
+    lost.catch(() => undefined);
     await declareQueue(connection, channel, queue);
     const reply = wait ? await awaitReply(channel, envelope.commandId) : undefined;
     await new Promise<void>((resolve, reject) => {
@@ -74,7 +85,7 @@ export async function sendCommand(
     // The broker sends a return before the confirm: by now it has come, if it was one.
     await Promise.race([returned, Bun.sleep(0)]);
     if (reply === undefined) return null;
-    const result = await Promise.race([reply.within(timeoutMs), returned]);
+    const result = await Promise.race([reply.within(timeoutMs), returned, lost]);
     if (result !== undefined) return result;
     throw new ClientError(
       (await consumersOf(connection, queue)) === 0
