@@ -3,10 +3,24 @@
  * (`conductor --window 5`) is refused rather than silently ignored; the environment variable
  * stays accepted everywhere, since one environment file commonly serves every process.
  */
-import type { Subcommand } from "./schema";
+import { configFlags, type Subcommand } from "./schema";
 
 const conductorOnly = ["--batch-max", "--prefetch", "--dedup-retention-s", "--command-max-bytes"];
 const outboxOnly = ["--window", "--read-count", "--claim-idle-ms", "--lease-ttl-ms"];
+
+/**
+ * The settings each client command reads (its other setting flags are refused): the broker's
+ * for those that speak AMQP, the token for the query that needs it; `book` reads none.
+ */
+export const clientSettingsRead: Record<string, readonly string[]> = {
+  "order place": ["--broker-url", "--partition-count"],
+  "order cancel": ["--broker-url", "--partition-count"],
+  events: ["--broker-url"],
+  book: [],
+  result: ["--http-token"],
+};
+
+const readByAClient = new Set(Object.values(clientSettingsRead).flat());
 
 /** Flags each subcommand does not read (every other setting flag applies to it). */
 const unread: Record<Exclude<Subcommand, "stack">, readonly string[]> = {
@@ -17,20 +31,8 @@ const unread: Record<Exclude<Subcommand, "stack">, readonly string[]> = {
   check: [...conductorOnly, ...outboxOnly, "--http-port", "--http-host", "--http-token"],
   // bench gives each service it starts a free port of its own, on loopback.
   bench: ["--http-port", "--http-host"],
-  // The client commands talk to the broker and to a conductor's HTTP (--conductor-url, a
-  // client flag); the partition is the pair's (pairId mod partition count).
-  client: [
-    ...conductorOnly,
-    ...outboxOnly,
-    "--http-port",
-    "--http-host",
-    "--datastore-url",
-    "--durability",
-    "--durability-timeout-ms",
-    "--partition",
-    // No client command logs; each names which of the rest it reads (cli/client/options.ts).
-    "--log-level",
-  ],
+  // What no client command reads; each one's own list is clientSettingsRead.
+  client: [...configFlags].filter((flag) => !readByAClient.has(flag)),
 };
 
 /** True when `subcommand` reads the setting behind `flag`. */

@@ -11,15 +11,6 @@ export const defaultConductorUrl = "http://127.0.0.1:3002";
 export const defaultUser = "cli";
 export const defaultTimeoutMs = 30_000;
 
-/** The settings each command reads; a flag of another setting is refused, not ignored. */
-export const settingsRead: Record<string, readonly string[]> = {
-  "order place": ["--broker-url", "--partition-count"],
-  "order cancel": ["--broker-url", "--partition-count"],
-  events: ["--broker-url"],
-  book: [],
-  result: ["--http-token"],
-};
-
 const decimal = z.string().regex(/^\d+(\.\d+)?$/, "not a plain decimal such as 100 or 0.5");
 const whole = (min: number, max: number) =>
   z

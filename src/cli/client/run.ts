@@ -5,6 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { z } from "zod";
+import { clientSettingsRead } from "../../config/flag-scope";
 import { resolveConfig } from "../../config/resolve";
 import { configFlags } from "../../config/schema";
 import type { CommandEnvelope, CommandResult } from "../../domain/index";
@@ -21,7 +22,6 @@ import {
   parseOptions,
   placeSchema,
   resultSchema,
-  settingsRead,
 } from "./options";
 import { fetchBook, fetchResult } from "./queries";
 import { sendCommand } from "./rpc";
@@ -79,7 +79,7 @@ export async function runClient(command: string, argv: string[], io: Io): Promis
   const problems = [
     ...args.unknown,
     ...[...settingFlags.keys()]
-      .filter((flag) => !settingsRead[key]!.includes(flag))
+      .filter((flag) => !clientSettingsRead[key]!.includes(flag))
       .map((flag) => `${flag} does not apply to ${key}`),
     ...(resolved.ok ? [] : resolved.problems),
     ...(parsed.ok ? [] : parsed.problems),

@@ -1,15 +1,10 @@
 /**
  * Help texts of the client commands, with the defaults their schemas apply.
  */
+import { clientSettingsRead } from "../../config/flag-scope";
 import { settingsUsage } from "../usage";
 import { eventsIdleMs } from "./events";
-import {
-  defaultConductorUrl,
-  defaultPrecisions,
-  defaultTimeoutMs,
-  defaultUser,
-  settingsRead,
-} from "./options";
+import { defaultConductorUrl, defaultPrecisions, defaultTimeoutMs, defaultUser } from "./options";
 
 const { priceDecimals, amountDecimals, quoteDecimals } = defaultPrecisions;
 
@@ -49,7 +44,7 @@ ${rpcFlags}
 
 The precisions are the bench's; every order of a pair must use the same ones.
 
-${settingsUsage((flag) => settingsRead["order place"]!.includes(flag), "client")}`,
+${settingsUsage((flag) => clientSettingsRead["order place"]!.includes(flag), "client")}`,
   book: `usage: matchd book PAIR [--depth N] [--json] [--conductor-url URL]
 
 Prints the pair's aggregated depth as a ladder: asks above the spread, bids below it.
@@ -64,7 +59,7 @@ A conductor with MATCHING_HTTP_TOKEN set answers only with its token.
   --conductor-url URL  the conductor's HTTP [default ${defaultConductorUrl}]
   --json               print the result as JSON
 
-${settingsUsage((flag) => settingsRead.result!.includes(flag), "client")}`,
+${settingsUsage((flag) => clientSettingsRead.result!.includes(flag), "client")}`,
   events: `usage: matchd events [--follow] [--pair P] [--json]
 
 Binds an exclusive queue of its own to every event exchange and prints each event as one
@@ -74,5 +69,5 @@ runs are seen. Without --follow it ends after ${eventsIdleMs / 1000} s with no n
   --pair P             only this pair's events
   --json               print the event envelopes
 
-${settingsUsage((flag) => settingsRead.events!.includes(flag), "client")}`,
+${settingsUsage((flag) => clientSettingsRead.events!.includes(flag), "client")}`,
 };
