@@ -17,6 +17,10 @@ export const capacityDefaults = {
   bisections: 3,
 };
 
+/** Commands a step times: alternating bid/ask pairs, so that it leaves the book empty. */
+const stepCommands = (rate: number, stepSeconds: number) =>
+  2 * Math.round((rate * stepSeconds) / 2);
+
 export interface CapacityRun {
   pipelineBoundary: PipelineBoundary;
   config: Config;
@@ -39,8 +43,7 @@ export async function capacityReport(run: CapacityRun): Promise<BenchReport> {
     startRate: run.startRate,
     progress: run.progress,
     runStep: async (rate, step) => {
-      // Alternating bid/ask pairs: an even count leaves the book empty between steps.
-      const commands = 2 * Math.round((rate * run.stepSeconds) / 2);
+      const commands = stepCommands(rate, run.stepSeconds);
       const result = await runPipelineBench({
         boundary: run.pipelineBoundary,
         config: run.config,
@@ -84,7 +87,7 @@ export async function capacityReport(run: CapacityRun): Promise<BenchReport> {
     durability: run.durability,
     workload: "alternating",
     workloadDescription: "limit bid then limit ask at 100, volume 1; every ask fills the bid",
-    commands: steps.reduce((sum, s) => sum + Math.round(s.offered * run.stepSeconds), 0),
+    commands: steps.reduce((sum, s) => sum + stepCommands(s.offered, run.stepSeconds), 0),
     warmup: 0,
     seconds: Math.round((performance.now() - started) / 10) / 100,
     commandsPerSecond: rate,

@@ -12,6 +12,7 @@ import { connectBroker } from "../infra/amqp/connect";
 import { FramePublisher } from "../infra/amqp/fast-publish";
 import { allEventExchanges, commandExchange, commandQueue } from "../infra/amqp/topology";
 import { gcMetricName, observeCollections } from "../infra/gc-observer";
+import { bearerHeaders } from "../infra/http/bearer";
 import { connectedReplicas, createValkey, type Valkey } from "../infra/valkey/client";
 import { partitionKeys } from "../infra/valkey/keys";
 import { AofRewriteWatch, describeRewrites } from "./aof-rewrites";
@@ -641,7 +642,7 @@ async function tracedCommands(
 ): Promise<string> {
   try {
     const response = await fetch(`${conductorUrl}/trace`, {
-      headers: token === "" ? {} : { authorization: `Bearer ${token}` },
+      headers: bearerHeaders(token),
     });
     if (response.status !== 200) return `unknown: /trace answered ${response.status}`;
     const { sampleEvery, records } = (await response.json()) as {

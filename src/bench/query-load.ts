@@ -4,6 +4,7 @@
  * metrics, in turn), so the report can set the pipeline's latency under that load beside
  * the same run without it.
  */
+import { bearerHeaders } from "../infra/http/bearer";
 import { LatencyHistogram, type Percentiles } from "./histogram";
 
 export interface QueryLoadOptions {
@@ -27,8 +28,7 @@ export interface QueryLoadResult {
 
 export function startQueryLoad(options: QueryLoadOptions): { stop(): Promise<QueryLoadResult> } {
   const latency = new LatencyHistogram();
-  const headers: Record<string, string> =
-    options.token === "" ? {} : { authorization: `Bearer ${options.token}` };
+  const headers = bearerHeaders(options.token);
   let running = true;
   let requests = 0;
   let errors = 0;

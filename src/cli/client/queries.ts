@@ -3,6 +3,7 @@
  * not there, or cannot answer yet, named in one line.
  */
 import type { CommandResult, Depth } from "../../domain/index";
+import { bearerHeaders } from "../../infra/http/bearer";
 import { ClientError } from "./client-error";
 
 const requestTimeoutMs = 5000;
@@ -16,7 +17,7 @@ async function getJson(
   try {
     response = await fetch(`${baseUrl}${path}`, {
       signal: AbortSignal.timeout(requestTimeoutMs),
-      headers: token === "" ? {} : { authorization: `Bearer ${token}` },
+      headers: bearerHeaders(token),
     });
   } catch (error) {
     throw new ClientError(

@@ -27,3 +27,8 @@ export function bearerGuard(token: string): MiddlewareHandler {
     await next();
   };
 }
+
+/** The request header that carries `token` (none when it is ""), for the private queries. */
+export function bearerHeaders(token: string): Record<string, string> {
+  return token === "" ? {} : { authorization: `Bearer ${token}` };
+}
