@@ -12,9 +12,9 @@ import type { ConductorStore } from "./store";
 import type { CommandTrace } from "./trace";
 
 /**
- * Orders hashed in one step of GET /digest between yields to the event loop: about 1.5 ms
- * here. Only levels changed since the last digest are hashed (the books are hashed whole at
- * load), so most digests take one step.
+ * Orders hashed in one step of GET /digest between yields to the event loop: 0.5-0.6 ms a
+ * step here, 2.4 ms at most, over levels of 1,000 orders. Only levels changed since the last
+ * digest are hashed (the books are hashed whole at load), so most digests take one step.
  */
 export const digestStepOrders = 1000;
 

@@ -156,8 +156,8 @@ export const settings = [
     flag: "--command-max-bytes",
     accepted:
       "bytes 1024..1048576: a larger command message is dead-lettered without being decoded",
-    // The largest valid command (every id at its limit, every optional field) takes about
-    // 2.5 KiB; a few KiB above it leaves room for producers' extra fields.
+    // The largest valid command (every id at its limit, every optional field, superjson's
+    // wrapper) takes 1,922 bytes; a few KiB above it leaves room for producers' extra fields.
     schema: integer(1024, 1_048_576),
     defaultFor: always("8192"),
   },
