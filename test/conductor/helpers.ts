@@ -24,7 +24,9 @@ import {
   stackStartTimeoutMs,
   type TestStack,
   testStack,
+  uniquePartition,
 } from "../support/stack";
+import { startValkeyPair, type ValkeyPair } from "../support/valkey-pair";
 
 export const partitionCount = 1024;
 
@@ -483,4 +485,58 @@ function restingOrder(pairId: number, i: number): RestingOrder {
     quoteDecimals: 8,
     stp: "none",
   };
+}
+
+/**
+ * A private Valkey primary + replica (so pausing its replica touches no other test), a
+ * command publisher and an RPC reply queue on the test broker, for one partition's test.
+ */
+export interface PrivatePairRig {
+  stack: TestStack;
+  pair: ValkeyPair;
+  partition: number;
+  publisher: Publisher;
+  replyQueue: string;
+  replies: Map<string, Record<string, unknown>>;
+  /** SIGSTOP / SIGCONT of the replica; close() resumes one left paused. */
+  pauseReplica(): void;
+  resumeReplica(): void;
+  /** Resumes the replica, closes the broker side, deletes the queue, stops both servers. */
+  close(): Promise<void>;
+}
+
+export async function openPrivatePairRig(prefix: string): Promise<PrivatePairRig> {
+  const stack = await testStack();
+  const pair = await startValkeyPair(prefix);
+  const partition = uniquePartition();
+  const publisher = await Publisher.open(stack.brokerUrl);
+  const rpc = await amqp.connect(stack.brokerUrl);
+  const { queue, replies, close } = await openReplies(rpc);
+  let paused = false;
+  const rig: PrivatePairRig = {
+    stack,
+    pair,
+    partition,
+    publisher,
+    replyQueue: queue,
+    replies,
+    pauseReplica() {
+      process.kill(pair.replica.pid, "SIGSTOP");
+      paused = true;
+    },
+    resumeReplica() {
+      process.kill(pair.replica.pid, "SIGCONT");
+      paused = false;
+    },
+    async close() {
+      if (paused) rig.resumeReplica();
+      await disposeAll();
+      await close();
+      await rpc.close().catch(() => undefined);
+      await publisher.deleteQueue(partition);
+      await publisher.close();
+      for (const server of [pair.primary, pair.replica]) await server.stop().catch(() => undefined);
+    },
+  };
+  return rig;
 }

@@ -5,47 +5,35 @@
  * command's result is in Valkey all the same; both are acknowledged, in order, once the
  * replica resumes.
  */
-import { afterAll, expect, test } from "bun:test";
-import amqp from "amqplib";
-import type { RunningValkey } from "../../src/stack/index";
-import { stackStartTimeoutMs, testStack, uniquePartition } from "../support/stack";
-import { startValkeyPair } from "../support/valkey-pair";
+import { expect, test } from "bun:test";
+import { stackStartTimeoutMs } from "../support/stack";
 import {
   alternatingRpcCommands,
-  disposeAll,
   eventually,
-  openReplies,
+  openPrivatePairRig,
   PartitionStore,
-  Publisher,
   startConductor,
 } from "./helpers";
-
-const servers: RunningValkey[] = [];
-afterAll(async () => {
-  await disposeAll();
-  for (const server of servers) await server.stop().catch(() => undefined);
-});
 
 test(
   "a command arriving during the oldest batch's durability wait is committed during it",
   async () => {
-    const stack = await testStack();
-    const pair = await startValkeyPair("matchd-pipelined-intake-");
-    servers.push(pair.primary, pair.replica);
-    const partition = uniquePartition();
-    const store = new PartitionStore(pair.primary.url, partition);
-    const publisher = await Publisher.open(stack.brokerUrl);
-    const rpc = await amqp.connect(stack.brokerUrl);
-    const { queue, replies, close } = await openReplies(rpc);
-    let paused = false;
+    const rig = await openPrivatePairRig("matchd-pipelined-intake-");
+    const store = new PartitionStore(rig.pair.primary.url, rig.partition);
+    const { replies } = rig;
     try {
-      const conductor = await startConductor(stack, partition, {
-        datastoreUrl: pair.primary.url,
+      const conductor = await startConductor(rig.stack, rig.partition, {
+        datastoreUrl: rig.pair.primary.url,
         extraArgs: ["--durability-timeout-ms", "60000"],
       });
-      const { commands, publish } = alternatingRpcCommands(publisher, partition, 61, 2, queue);
-      process.kill(pair.replica.pid, "SIGSTOP");
-      paused = true;
+      const { commands, publish } = alternatingRpcCommands(
+        rig.publisher,
+        rig.partition,
+        61,
+        2,
+        rig.replyQueue,
+      );
+      rig.pauseReplica();
       await publish(0, 1);
       await eventually(
         "the first command committed",
@@ -58,8 +46,7 @@ test(
         10_000,
       );
       expect(replies.size).toBe(0);
-      process.kill(pair.replica.pid, "SIGCONT");
-      paused = false;
+      rig.resumeReplica();
       await eventually("both replied", () => replies.size === 2, 30_000);
       expect(replies.get(commands[0]!.commandId)).toMatchObject({
         status: "accepted",
@@ -71,12 +58,8 @@ test(
       });
       expect(await conductor.stop()).toBe(0);
     } finally {
-      if (paused) process.kill(pair.replica.pid, "SIGCONT");
-      await close();
-      await rpc.close().catch(() => undefined);
-      await publisher.deleteQueue(partition);
-      await publisher.close();
       store.close();
+      await rig.close();
     }
   },
   stackStartTimeoutMs,
