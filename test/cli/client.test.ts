@@ -42,6 +42,33 @@ function matchd(args: string[], env: Record<string, string> = {}) {
   });
 }
 
+/** `matchd order place` on a pair at a price and volume, with more flags and variables. */
+function placeOrder(
+  pair: number | string,
+  side: "bid" | "ask",
+  price: string,
+  volume: string,
+  more: string[] = [],
+  env: Record<string, string> = {},
+) {
+  return matchd(
+    [
+      "order",
+      "place",
+      "--pair",
+      String(pair),
+      "--side",
+      side,
+      "--price",
+      price,
+      "--volume",
+      volume,
+      ...more,
+    ],
+    env,
+  );
+}
+
 beforeAll(async () => {
   stack = await testStack();
   pair = uniquePartition();
@@ -69,20 +96,7 @@ describe("client commands", () => {
     // Its queue is bound once it has started: give it the moment a first try would.
     await Bun.sleep(1500);
     const url = ["--conductor-url", conductor.url];
-    const bid = await matchd([
-      "order",
-      "place",
-      "--pair",
-      String(pair),
-      "--side",
-      "bid",
-      "--price",
-      "100",
-      "--volume",
-      "1.5",
-      "--user",
-      "alice",
-    ]);
+    const bid = await placeOrder(pair, "bid", "100", "1.5", ["--user", "alice"]);
     expect(bid.stderr).toBe("");
     expect(bid.code).toBe(0);
     expect(bid.stdout).toMatch(
@@ -91,21 +105,7 @@ describe("client commands", () => {
     const resting = await matchd(["book", String(pair), ...url]);
     expect(resting.code).toBe(0);
     expect(resting.stdout).toMatch(/bid\s+100\s+1\.5\s+1\n/);
-    const ask = await matchd([
-      "order",
-      "place",
-      "--pair",
-      String(pair),
-      "--side",
-      "ask",
-      "--price",
-      "100",
-      "--volume",
-      "1.5",
-      "--user",
-      "bob",
-      "--json",
-    ]);
+    const ask = await placeOrder(pair, "ask", "100", "1.5", ["--user", "bob", "--json"]);
     expect(ask.code).toBe(0);
     expect(JSON.parse(ask.stdout)).toMatchObject({
       status: "accepted",
@@ -143,67 +143,21 @@ describe("client commands", () => {
   }, 30_000);
 
   test("a rejected command exits 6 naming its result code and reason", async () => {
-    await matchd([
-      "order",
-      "place",
-      "--pair",
-      String(pair),
-      "--side",
-      "bid",
-      "--price",
-      "100",
-      "--volume",
-      "1",
-    ]);
-    const postOnly = await matchd([
-      "order",
-      "place",
-      "--pair",
-      String(pair),
-      "--side",
-      "ask",
-      "--price",
-      "99",
-      "--volume",
-      "1",
-      "--post-only",
-    ]);
+    await placeOrder(pair, "bid", "100", "1");
+    const postOnly = await placeOrder(pair, "ask", "99", "1", ["--post-only"]);
     expect(postOnly.code).toBe(6);
     expect(postOnly.stdout).toBe("");
     expect(postOnly.stderr).toMatch(/^matchd: rejected post-only-would-take \(300\): .+\n$/);
     const cancel = await matchd(["order", "cancel", "no-such-order", "--pair", String(pair)]);
     expect(cancel.code).toBe(6);
     expect(cancel.stderr).toContain("rejected unknown-order (301)");
-    const precision = await matchd([
-      "order",
-      "place",
-      "--pair",
-      String(pair),
-      "--side",
-      "bid",
-      "--price",
-      "100.123",
-      "--volume",
-      "1",
-    ]);
+    const precision = await placeOrder(pair, "bid", "100.123", "1");
     expect(precision.code).toBe(6);
     expect(precision.stderr).toContain("precision-exceeded (203)");
   }, 60_000);
 
   test("--no-wait prints the command id; result shows its durable outcome later", async () => {
-    const sent = await matchd([
-      "order",
-      "place",
-      "--pair",
-      String(pair),
-      "--side",
-      "bid",
-      "--price",
-      "98",
-      "--volume",
-      "2",
-      "--no-wait",
-    ]);
+    const sent = await placeOrder(pair, "bid", "98", "2", ["--no-wait"]);
     expect(sent.code).toBe(0);
     const commandId = sent.stdout.trim();
     expect(commandId).toMatch(/^[0-9a-f-]{36}$/);
@@ -227,20 +181,7 @@ describe("client commands", () => {
   test("a partition with no conductor: place waits its timeout and says so", async () => {
     const idle = uniquePartition();
     const started = Date.now();
-    const placed = await matchd([
-      "order",
-      "place",
-      "--pair",
-      String(idle),
-      "--side",
-      "bid",
-      "--price",
-      "1",
-      "--volume",
-      "1",
-      "--timeout-ms",
-      "1000",
-    ]);
+    const placed = await placeOrder(idle, "bid", "1", "1", ["--timeout-ms", "1000"]);
     expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
     expect(placed.code).toBe(1);
     expect(placed.stderr).toMatch(
@@ -262,19 +203,7 @@ describe("client commands", () => {
     const channel = await connection.createChannel();
     await channel.assertQueue(commandQueue(idle), { arguments: { "x-queue-type": "classic" } });
     try {
-      const sent = await matchd([
-        "order",
-        "place",
-        "--pair",
-        String(idle),
-        "--side",
-        "bid",
-        "--price",
-        "1",
-        "--volume",
-        "1",
-        "--no-wait",
-      ]);
+      const sent = await placeOrder(idle, "bid", "1", "1", ["--no-wait"]);
       expect(sent.code).toBe(1);
       expect(sent.stdout).toBe("");
       expect(sent.stderr).toBe(
