@@ -64,6 +64,8 @@ export class ConductorStore {
     private readonly queries: Valkey = reader,
     /** Why the durability policy no longer holds (FsyncPolicyWatch): every wait then fails. */
     private readonly policyViolation: () => string | undefined = () => undefined,
+    /** Replica fsyncs a wait needs (FsyncPolicyWatch.requiredReplicas, replica-rule.ts). */
+    private readonly replicasRequired: () => number = () => 1,
   ) {}
 
   /**
@@ -118,6 +120,7 @@ export class ConductorStore {
       this.keys.durabilityProbe,
       durableWithinMs,
       this.policyViolation,
+      this.replicasRequired,
     );
     return stored;
   }
@@ -136,7 +139,11 @@ export class ConductorStore {
 
   /** Waits for the writes made on the writer connection of `writtenOn` (see writerConnection). */
   waitDurable(timeoutMs: number, writtenOn: number): Promise<number> {
-    return waitDurable(this.writer, timeoutMs, { writtenOn, violation: this.policyViolation });
+    return waitDurable(this.writer, timeoutMs, {
+      writtenOn,
+      violation: this.policyViolation,
+      replicasRequired: this.replicasRequired,
+    });
   }
 
   /** Reads every resting order of the partition, in FIFO order per book side. */

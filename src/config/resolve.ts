@@ -2,6 +2,7 @@
  * Resolves the configuration once from the environment and flags (flags win),
  * collecting every problem instead of stopping at the first.
  */
+import { isSentinelUrl } from "../infra/valkey/address";
 import { type Config, type Subcommand, settings } from "./schema";
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; problems: string[] };
@@ -61,7 +62,7 @@ export function unknownSettingNames(env: Readonly<Record<string, string | undefi
 /** A rejected value as the problem list echoes it: a token is never shown, a URL's password hidden. */
 function shown(key: keyof Config, raw: string | undefined): string {
   if (raw === undefined) return "undefined";
-  if (key === "httpToken") return "(hidden)";
+  if (key === "httpToken" || key === "sentinelPassword") return "(hidden)";
   return JSON.stringify(redactCredentials(raw));
 }
 
@@ -72,10 +73,13 @@ export function describeConfig(config: Config): Record<string, unknown> {
     brokerUrl: redactUrl(config.brokerUrl),
     datastoreUrl: redactUrl(config.datastoreUrl),
     httpToken: config.httpToken === "" ? "(none)" : "***",
+    sentinelPassword: config.sentinelPassword === "" ? "(none)" : "***",
   };
 }
 
 export function redactUrl(value: string): string {
+  // Its host list is no URL the parser takes; the credentials are all that must go.
+  if (isSentinelUrl(value)) return redactCredentials(value);
   try {
     const url = new URL(value);
     if (url.password) url.password = "***";

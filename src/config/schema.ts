@@ -4,6 +4,7 @@
  * configuration reports every problem at once.
  */
 import { z } from "zod";
+import { isSentinelUrl, parseDatastoreAddress } from "../infra/valkey/address";
 
 /** "client": the client commands (order, book, result, events), which read the same settings. */
 export type Subcommand = "conductor" | "outbox" | "bench" | "check" | "stack" | "client";
@@ -12,6 +13,8 @@ export type LogLevel = "debug" | "info" | "warn" | "error";
 
 export interface Config {
   datastoreUrl: string;
+  /** "" when the Sentinels need no password (or the datastore URL names no Sentinels). */
+  sentinelPassword: string;
   brokerUrl: string;
   partition: number;
   partitionCount: number;
@@ -74,6 +77,19 @@ function url(protocols: string[], path?: RegExp, noQuery = false): z.ZodType<str
   }, "not a valid URL");
 }
 
+/** `direct` for one primary's URL, or a redis+sentinel:// URL that parses (parseDatastoreAddress). */
+function datastoreUrlSchema(direct: z.ZodType<string>): z.ZodType<string> {
+  return z.string().superRefine((value, context) => {
+    if (!isSentinelUrl(value)) {
+      const checked = direct.safeParse(value);
+      if (!checked.success) context.addIssue({ code: "custom", message: "not a valid URL" });
+      return;
+    }
+    const address = parseDatastoreAddress(value);
+    if (typeof address === "string") context.addIssue({ code: "custom", message: address });
+  });
+}
+
 const always =
   (value: string) =>
   (_subcommand: Subcommand): string =>
@@ -86,10 +102,18 @@ export const settings = [
     env: "MATCHING_DATASTORE_URL",
     flag: "--datastore-url",
     accepted:
-      "a redis:// or rediss:// URL of the Valkey primary (scheme in lower case, host required; path empty or a database number; no query)",
+      "a redis:// or rediss:// URL of the Valkey primary (scheme in lower case, host required; path empty or a database number; no query), or redis+sentinel://[user:password@]host:port[,host:port...]/<master-name>",
     // The path can only be a database number: anything else would fail only at connect.
-    schema: url(["redis:", "rediss:"], /^(\/\d*)?$/, true),
+    schema: datastoreUrlSchema(url(["redis:", "rediss:"], /^(\/\d*)?$/, true)),
     defaultFor: always("redis://127.0.0.1:6379"),
+  },
+  {
+    key: "sentinelPassword",
+    env: "MATCHING_SENTINEL_PASSWORD",
+    flag: "--sentinel-password",
+    accepted: "the Sentinels' own password (the data nodes' is in the datastore URL); unset: none",
+    schema: z.string().max(512, "longer than 512 characters"),
+    defaultFor: always(""),
   },
   {
     key: "brokerUrl",

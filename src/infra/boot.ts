@@ -8,9 +8,11 @@ import { ReplyError } from "ioredis";
 import type { Config } from "../config/schema";
 import { backoffDelayMs } from "./backoff";
 import type { Logger } from "./log";
+import { parseDatastoreAddress } from "./valkey/address";
 import { createValkey } from "./valkey/client";
 import { type CheckOutcome, checkDatastore, datastoreReachableCheck } from "./valkey/durability";
 import { partitionKeys } from "./valkey/keys";
+import { checkSentinels } from "./valkey/sentinel";
 import { withinMs } from "./within";
 
 export class PolicyRefusedError extends Error {
@@ -33,9 +35,11 @@ export async function runDatastoreChecks(config: Config): Promise<CheckOutcome[]
     name: "matchd-check",
     lazy: true,
     commandTimeoutMs: boundMs,
+    sentinelPassword: config.sentinelPassword,
   });
-  // A check must not retry forever against a dead server.
+  // A check must not retry forever against a dead server (or dead Sentinels).
   valkey.options.retryStrategy = () => null;
+  valkey.options.sentinelRetryStrategy = () => null;
   // Connection errors are reported by the checks themselves, not as unhandled events; an
   // error the server answered with while connecting (AUTH's WRONGPASS, say) arrives only
   // here: connect() itself rejects with "Connection is closed."
@@ -50,12 +54,19 @@ export async function runDatastoreChecks(config: Config): Promise<CheckOutcome[]
       boundMs,
     );
     const probeKey = partitionKeys(config.partition).durabilityProbe;
+    const address = parseDatastoreAddress(config.datastoreUrl);
+    const sentinels =
+      typeof address === "object" && address.kind === "sentinel"
+        ? await checkSentinels(address, config.sentinelPassword)
+        : undefined;
     const outcomes = await checkDatastore(
       valkey,
       config.durability,
       config.durabilityTimeoutMs,
       probeKey,
+      sentinels?.lagLimitS,
     );
+    outcomes.push(...(sentinels?.outcomes ?? []));
     // A server that answered the connection's AUTH or SELECT with an error is there: the
     // error (a wrong password, say) is the reason, and waiting does not mend it.
     const reachable = outcomes[0];

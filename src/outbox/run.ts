@@ -54,6 +54,7 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
     watchConnection(
       createValkey(config.datastoreUrl, {
         name: `matchd-outbox-p${partition}-${role}`,
+        sentinelPassword: config.sentinelPassword,
         // The lease keeper's connection must not hang on a server that stopped answering, nor
         // the writer's: a hung acknowledgement would stop publishing (it waits once 20,000
         // confirmed events await theirs) with nothing failing. The reader's reads block.
@@ -85,6 +86,7 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
           timeoutMs: config.durabilityTimeoutMs,
           observeWaitMs: (waitedMs) => metrics.durabilityWait.observe(waitedMs / 1000),
           violation: policyWatch?.violation,
+          replicasRequired: policyWatch?.requiredReplicas,
         }
       : null,
   );

@@ -51,6 +51,8 @@ export interface ReadDurability {
   observeWaitMs: (waitedMs: number) => void;
   /** Why the durability policy no longer holds (FsyncPolicyWatch): every wait then fails. */
   violation?: () => string | undefined;
+  /** Replica fsyncs a wait needs (FsyncPolicyWatch.requiredReplicas, replica-rule.ts). */
+  replicasRequired?: () => number;
 }
 
 export class OutboxStream {
@@ -221,6 +223,7 @@ export class OutboxStream {
       abandon,
       writtenOn: generation,
       violation: durability.violation,
+      ...(durability.replicasRequired ? { replicasRequired: durability.replicasRequired } : {}),
     });
     durability.observeWaitMs(waitedMs);
   }

@@ -4,7 +4,8 @@
  * (maxRetriesPerRequest 1), commands in flight at a disconnect are resent (the conductor's
  * commit and the outbox's reads are safe against that), and reconnects back off to 2 s.
  */
-import Redis from "ioredis";
+import Redis, { type RedisOptions } from "ioredis";
+import { parseDatastoreAddress } from "./address";
 
 export type Valkey = Redis;
 
@@ -31,9 +32,11 @@ export function createValkey(
      * that stops answering while its socket stays open must not hang the caller for ever.
      */
     commandTimeoutMs?: number;
+    /** The Sentinels' own password, for a redis+sentinel:// URL. */
+    sentinelPassword?: string;
   },
 ): Valkey {
-  const client = new Redis(url, {
+  const common: RedisOptions = {
     ...(options.commandTimeoutMs === undefined ? {} : { commandTimeout: options.commandTimeoutMs }),
     connectionName: options.name,
     lazyConnect: options.lazy ?? false,
@@ -41,10 +44,44 @@ export function createValkey(
     maxRetriesPerRequest: 1,
     connectTimeout: 3000,
     // Backoff capped at 2 s: reconnects forever, never hammers a restarting server.
-    retryStrategy: (attempt) => Math.min(50 * 2 ** Math.min(attempt, 6), 2000),
-  });
+    retryStrategy: backoff,
+  };
+  const address = parseDatastoreAddress(url);
+  if (typeof address === "string") throw new Error(`datastore URL: ${address}`);
+  const client =
+    address.kind === "direct"
+      ? new Redis(url, common)
+      : new Redis({ ...common, ...sentinelOptions(address, options.sentinelPassword) });
   client.on("ready", () => readyCounts.set(client, connectionGeneration(client) + 1));
   return client;
+}
+
+function backoff(attempt: number): number {
+  return Math.min(50 * 2 ** Math.min(attempt, 6), 2000);
+}
+
+/**
+ * Sentinel mode: every (re)connect asks the Sentinels for the primary and checks its role;
+ * `failoverDetector` drops the connection on +switch-master, so a demoted primary is left
+ * at once; a READONLY reply (a write that reached a demoted primary before that) drops it
+ * too and fails the command, which the caller retries on the new primary.
+ */
+function sentinelOptions(
+  address: Extract<ReturnType<typeof parseDatastoreAddress>, { kind: "sentinel" }>,
+  sentinelPassword: string | undefined,
+): RedisOptions {
+  return {
+    sentinels: address.sentinels,
+    name: address.masterName,
+    role: "master",
+    ...(address.username === undefined ? {} : { username: address.username }),
+    ...(address.password === undefined ? {} : { password: address.password }),
+    ...(sentinelPassword ? { sentinelPassword } : {}),
+    sentinelRetryStrategy: backoff,
+    sentinelCommandTimeout: 1000,
+    failoverDetector: true,
+    reconnectOnError: (error) => (error.message.startsWith("READONLY") ? 1 : false),
+  };
 }
 
 /** Replicas the server reports connected (INFO replication's connected_slaves). */

@@ -14,6 +14,7 @@ import {
   listedReplicas,
 } from "./fsync-policy";
 import { luaScript, runScript } from "./lua-script";
+import { defaultReplicaLagLimitS, requiredReplicaFsyncs } from "./replica-rule";
 
 /**
  * Sets a small marker key with a TTL (KEYS[1]; ARGV[1] = value, ARGV[2] = TTL in ms): a write
@@ -53,9 +54,10 @@ export class DurabilityTimeoutError extends Error {
     readonly waitedMs: number,
     readonly local: number,
     readonly replicas: number,
+    readonly required = 1,
   ) {
     super(
-      `durability not confirmed within ${waitedMs} ms (local fsyncs ${local}, replica fsyncs ${replicas})`,
+      `durability not confirmed within ${waitedMs} ms (local fsyncs ${local}, replica fsyncs ${replicas} of ${required} needed)`,
     );
   }
 }
@@ -87,6 +89,8 @@ export async function checkDatastore(
   policy: DurabilityPolicy,
   timeoutMs: number,
   probeKey: string,
+  /** How old a replica's last acknowledgement may be for the probe to wait for it. */
+  lagLimitS = defaultReplicaLagLimitS,
 ): Promise<CheckOutcome[]> {
   const outcomes: CheckOutcome[] = [];
   let server: Map<string, string>;
@@ -195,11 +199,19 @@ export async function checkDatastore(
   if (scriptFlags && hasWaitAof && role === "master" && aofOn && replicas >= 1) {
     try {
       // The same sliced wait as every commit: one blocking WAITAOF can stall ~1 s.
-      const waitedMs = await writeMarkerAndWaitDurable(valkey, probeKey, timeoutMs);
+      // Every healthy replica, as every commit's wait will need (replica-rule.ts).
+      const required = requiredReplicaFsyncs(listed, lagLimitS);
+      const waitedMs = await writeMarkerAndWaitDurable(
+        valkey,
+        probeKey,
+        timeoutMs,
+        undefined,
+        () => required,
+      );
       outcomes.push({
         name: "probe write fsynced on primary and replica",
         ok: true,
-        detail: `WAITAOF 1 1 confirmed primary and replica fsync in ${waitedMs.toFixed(1)} ms (limit ${timeoutMs} ms)`,
+        detail: `WAITAOF 1 ${required} confirmed the fsync of the primary and ${required} replica(s) in ${waitedMs.toFixed(1)} ms (limit ${timeoutMs} ms)`,
       });
     } catch (error) {
       if (error instanceof DurabilityTimeoutError) {
@@ -238,10 +250,15 @@ export async function writeMarkerAndWaitDurable(
   key: string,
   timeoutMs: number,
   violation?: () => string | undefined,
+  replicasRequired?: () => number,
 ): Promise<number> {
   const writtenOn = connectionGeneration(valkey);
   await runScript(valkey, markerWriteScript, [key], [String(Date.now()), 60_000]);
-  return waitDurable(valkey, timeoutMs, { writtenOn, violation });
+  return waitDurable(valkey, timeoutMs, {
+    writtenOn,
+    ...(violation ? { violation } : {}),
+    ...(replicasRequired ? { replicasRequired } : {}),
+  });
 }
 
 async function commandExists(valkey: Valkey, name: string): Promise<boolean> {
@@ -249,8 +266,15 @@ async function commandExists(valkey: Valkey, name: string): Promise<boolean> {
   return Array.isArray(info) && info[0] !== null && info[0] !== undefined;
 }
 
-async function waitAof(valkey: Valkey, timeoutMs: number): Promise<[number, number]> {
-  const reply = (await valkey.call("WAITAOF", "1", "1", String(timeoutMs))) as [number, number];
+async function waitAof(
+  valkey: Valkey,
+  replicas: number,
+  timeoutMs: number,
+): Promise<[number, number]> {
+  const reply = (await valkey.call("WAITAOF", "1", String(replicas), String(timeoutMs))) as [
+    number,
+    number,
+  ];
   return [Number(reply[0]), Number(reply[1])];
 }
 
@@ -284,16 +308,20 @@ export async function waitDurable(
     abandon,
     writtenOn,
     violation,
+    replicasRequired = () => 1,
   }: {
     abandon?: () => boolean;
     writtenOn?: number;
     /** Why the policy no longer holds (FsyncPolicyWatch): a wait then never succeeds. */
     violation?: () => string | undefined;
+    /** Replica fsyncs the wait needs, read before every slice (replica-rule.ts); 1 by default. */
+    replicasRequired?: () => number;
   } = {},
 ): Promise<number> {
   const started = performance.now();
   let local = 0;
   let replicas = 0;
+  let required = 1;
   for (;;) {
     // Before every slice too, not only once confirmed: under `appendfsync no` a server never
     // confirms, and the wait would end as a timeout that names nothing.
@@ -303,10 +331,11 @@ export async function waitDurable(
     const slice = Math.max(1, Math.min(waitSliceMs, Math.ceil(timeoutMs - elapsed)));
     // A server that stops answering (a blackholed host keeps the socket open) must not hold the
     // wait past its deadline: the reply is raced against it.
-    const reply = await withinMs(waitAof(valkey, slice), timeoutMs - elapsed + slice);
-    if (reply === undefined) throw new DurabilityTimeoutError(timeoutMs, local, replicas);
+    required = replicasRequired();
+    const reply = await withinMs(waitAof(valkey, required, slice), timeoutMs - elapsed + slice);
+    if (reply === undefined) throw new DurabilityTimeoutError(timeoutMs, local, replicas, required);
     [local, replicas] = reply;
-    if (local >= 1 && replicas >= 1) {
+    if (local >= 1 && replicas >= required) {
       if (writtenOn !== undefined && connectionGeneration(valkey) !== writtenOn)
         throw new ConnectionChangedError();
       const reason = violation?.();
@@ -315,7 +344,7 @@ export async function waitDurable(
     }
     if (abandon?.()) throw new WaitAbandonedError();
     if (performance.now() - started >= timeoutMs) {
-      throw new DurabilityTimeoutError(timeoutMs, local, replicas);
+      throw new DurabilityTimeoutError(timeoutMs, local, replicas, required);
     }
   }
 }

@@ -12,6 +12,8 @@ export interface ListedReplica {
   ip: string;
   port: number;
   state: string;
+  /** Seconds since the replica's last acknowledgement (it sends one every second). */
+  lag: number;
 }
 
 export function listedReplicas(replication: Map<string, string>): ListedReplica[] {
@@ -22,7 +24,8 @@ export function listedReplicas(replication: Map<string, string>): ListedReplica[
     const port = Number(fields.get("port"));
     const ip = fields.get("ip");
     if (ip !== undefined && Number.isInteger(port)) {
-      replicas.push({ ip, port, state: fields.get("state") ?? "unknown" });
+      const lag = Number(fields.get("lag") ?? Number.NaN);
+      replicas.push({ ip, port, state: fields.get("state") ?? "unknown", lag });
     }
   }
   return replicas;

@@ -1,5 +1,6 @@
 /**
- * Re-reads the primary's `appendfsync` while a service runs under `aof-replicated`: the boot
+ * Watches the durability policy while a service runs under `aof-replicated`: how many replica
+ * fsyncs a wait needs (replica-rule.ts), and the primary's `appendfsync`. The boot
  * check saw `always`, but a `CONFIG SET` afterwards would weaken every later durability wait
  * (under `everysec` some servers count an offset fsynced before it is, redis/redis#13793).
  * While it reads anything else, or the server is no longer a primary, or the setting stays
@@ -8,30 +9,75 @@
  */
 import type { Config } from "../../config/schema";
 import type { Logger } from "../log";
+import { parseDatastoreAddress } from "./address";
 import { createValkey, parseInfo, type Valkey } from "./client";
-import { appendfsyncOf } from "./fsync-policy";
+import { appendfsyncOf, listedReplicas } from "./fsync-policy";
+import { replicaLagLimitS, requiredReplicaFsyncs } from "./replica-rule";
+import { askSentinels, largestDownAfterMs } from "./sentinel";
 
 /** How often the setting is read: a change is acted on within this, plus one read. */
 export const policyWatchIntervalMs = 2000;
+
+/**
+ * How often the replicas are counted: a replica that died (its link closes at once) holds up
+ * the waits that still count it for at most this long.
+ */
+export const replicaWatchIntervalMs = 200;
 
 export class FsyncPolicyWatch {
   private reason: string | undefined;
   /** Reads that failed in a row. */
   private failedReads = 0;
   private timer: ReturnType<typeof setInterval> | undefined;
+  private replicaTimer: ReturnType<typeof setInterval> | undefined;
+  private required = 1;
+  /** Undefined until the Sentinels were asked (never, without Sentinels). */
+  private lagLimitS: number | undefined;
 
   constructor(
     /** A connection of its own: a read must not queue behind a blocked durability wait. */
     private readonly valkey: Valkey,
     private readonly log: Logger,
     private readonly intervalMs = policyWatchIntervalMs,
+    /** Asks the Sentinels for their down-after-milliseconds; absent without Sentinels. */
+    private readonly downAfterMs?: () => Promise<number | undefined>,
   ) {}
 
   /** Why the policy no longer holds, or undefined while it does. */
   violation = (): string | undefined => this.reason;
 
+  /** Replica fsyncs a durability wait needs now (replica-rule.ts). */
+  requiredReplicas = (): number => this.required;
+
   start(): void {
     this.timer = setInterval(() => void this.check(), this.intervalMs);
+    this.replicaTimer = setInterval(() => void this.countReplicas(), replicaWatchIntervalMs);
+  }
+
+  /** Re-counts the healthy replicas of the watched primary; a failed read keeps the count. */
+  async countReplicas(): Promise<void> {
+    try {
+      this.lagLimitS ??= this.downAfterMs ? await this.lagLimitFromSentinels() : undefined;
+      const replication = parseInfo(await this.valkey.info("replication"));
+      if (replication.get("role") !== "master") return;
+      const limit = this.lagLimitS ?? replicaLagLimitS(undefined);
+      const required = requiredReplicaFsyncs(listedReplicas(replication), limit);
+      if (required !== this.required) {
+        this.log.info("durability waits need a new number of replica fsyncs", {
+          from: this.required,
+          to: required,
+          lagLimitSeconds: limit,
+        });
+      }
+      this.required = required;
+    } catch {
+      // A reconnect or a failover: the next read counts again.
+    }
+  }
+
+  private async lagLimitFromSentinels(): Promise<number | undefined> {
+    const downAfterMs = await this.downAfterMs?.();
+    return downAfterMs === undefined ? undefined : replicaLagLimitS(downAfterMs);
   }
 
   async check(): Promise<void> {
@@ -69,7 +115,9 @@ export class FsyncPolicyWatch {
   /** Stops reading and closes the connection. */
   stop(): void {
     if (this.timer !== undefined) clearInterval(this.timer);
+    if (this.replicaTimer !== undefined) clearInterval(this.replicaTimer);
     this.timer = undefined;
+    this.replicaTimer = undefined;
     this.valkey.disconnect();
   }
 }
@@ -85,7 +133,13 @@ export function watchFsyncPolicy(
     name: connectionName,
     commandTimeoutMs: 2000,
     lazy: true,
+    sentinelPassword: config.sentinelPassword,
   });
   valkey.on("error", () => undefined); // an unreadable setting keeps the last answer
-  return new FsyncPolicyWatch(valkey, log);
+  const address = parseDatastoreAddress(config.datastoreUrl);
+  const downAfterMs =
+    typeof address === "object" && address.kind === "sentinel"
+      ? async () => largestDownAfterMs((await askSentinels(address, config.sentinelPassword)).views)
+      : undefined;
+  return new FsyncPolicyWatch(valkey, log, policyWatchIntervalMs, downAfterMs);
 }

@@ -1,0 +1,104 @@
+/**
+ * Asks the Sentinels of a redis+sentinel:// URL about the monitored primary: what the boot
+ * check reports and what the durability rule needs (down-after-milliseconds).
+ */
+import Redis from "ioredis";
+import type { DatastoreAddress, SentinelAddress } from "./address";
+import type { CheckOutcome } from "./durability";
+import { replicaLagLimitS } from "./replica-rule";
+
+export interface SentinelView {
+  sentinel: SentinelAddress;
+  /** SENTINEL MASTER's fields: ip, port, flags, num-slaves, quorum, down-after-milliseconds... */
+  master: Map<string, string>;
+}
+
+type SentinelTarget = Extract<DatastoreAddress, { kind: "sentinel" }>;
+
+/** SENTINEL MASTER from every Sentinel that answers within 1 s; the others are left out. */
+export async function askSentinels(
+  address: SentinelTarget,
+  sentinelPassword: string,
+): Promise<{ views: SentinelView[]; errors: string[] }> {
+  const errors: string[] = [];
+  const views = await Promise.all(
+    address.sentinels.map(async (sentinel): Promise<SentinelView | undefined> => {
+      const client = new Redis({
+        host: sentinel.host,
+        port: sentinel.port,
+        ...(sentinelPassword === "" ? {} : { password: sentinelPassword }),
+        lazyConnect: true,
+        connectTimeout: 1000,
+        commandTimeout: 1000,
+        maxRetriesPerRequest: 0,
+        retryStrategy: () => null,
+      });
+      client.on("error", () => undefined);
+      try {
+        await client.connect();
+        const reply = (await client.call("SENTINEL", "MASTER", address.masterName)) as string[];
+        const master = new Map<string, string>();
+        for (let i = 0; i + 1 < reply.length; i += 2) master.set(reply[i]!, reply[i + 1]!);
+        return { sentinel, master };
+      } catch (error) {
+        errors.push(`${sentinel.host}:${sentinel.port}: ${(error as Error).message}`);
+        return undefined;
+      } finally {
+        client.disconnect();
+      }
+    }),
+  );
+  return { views: views.filter((v): v is SentinelView => v !== undefined), errors };
+}
+
+/** The largest down-after-milliseconds the answering Sentinels use (undefined: none answered). */
+export function largestDownAfterMs(views: readonly SentinelView[]): number | undefined {
+  const values = views
+    .map((v) => Number(v.master.get("down-after-milliseconds")))
+    .filter((n) => Number.isFinite(n));
+  return values.length === 0 ? undefined : Math.max(...values);
+}
+
+/**
+ * The boot checks of a Sentinel URL: enough Sentinels answer to elect a failover leader, they
+ * monitor the primary with a replica, and the lag limit the durability rule takes from their
+ * down-after-milliseconds (replica-rule.ts).
+ */
+export async function checkSentinels(
+  address: SentinelTarget,
+  sentinelPassword: string,
+): Promise<{ outcomes: CheckOutcome[]; lagLimitS: number }> {
+  const { views, errors } = await askSentinels(address, sentinelPassword);
+  const total = address.sentinels.length;
+  const majority = Math.floor(total / 2) + 1;
+  const outcomes: CheckOutcome[] = [
+    {
+      name: "sentinels answer",
+      ok: views.length >= 1,
+      ...(views.length < majority && views.length >= 1 ? { warning: true } : {}),
+      detail:
+        views.length >= majority
+          ? `${views.length} of ${total} Sentinels know master ${address.masterName}`
+          : `${views.length} of ${total} Sentinels answered (a failover needs a majority)${errors.length > 0 ? `: ${errors.join("; ")}` : ""}`,
+    },
+  ];
+  const replicas = Math.max(0, ...views.map((v) => Number(v.master.get("num-slaves") ?? 0)));
+  if (views.length > 0)
+    outcomes.push({
+      name: "sentinels see a replica",
+      ok: replicas >= 1,
+      detail:
+        replicas >= 1
+          ? `${replicas} replica(s) known to the Sentinels`
+          : `the Sentinels know no replica of ${address.masterName}: nothing could be promoted`,
+    });
+  const downAfterMs = largestDownAfterMs(views);
+  const lagLimitS = replicaLagLimitS(downAfterMs);
+  if (downAfterMs !== undefined)
+    outcomes.push({
+      name: "replica lag limit",
+      ok: true,
+      detail: `a replica silent for over ${lagLimitS} s leaves the durability waits (Sentinel down-after-milliseconds ${downAfterMs})`,
+    });
+  return { outcomes, lagLimitS };
+}
