@@ -76,7 +76,7 @@ async function main(argv: string[]): Promise<number> {
   const valued = new Set(subcommand === "stack" ? stackValued : configFlags);
   if (subcommand === "bench") for (const flag of benchValued) valued.add(flag);
   const switches = new Set(["--help"]);
-  if (subcommand === "stack") switches.add("--no-tap");
+  if (subcommand === "stack") for (const flag of ["--no-tap", "--ha"]) switches.add(flag);
   if (subcommand === "bench") for (const flag of ["--json", "--keep-stack"]) switches.add(flag);
   const args = parseArgs(rest, valued, switches);
   if (args.switches.has("--help") || args.positionals.includes("-h")) {
@@ -85,7 +85,7 @@ async function main(argv: string[]): Promise<number> {
   }
   if (subcommand === "stack") {
     if (args.unknown.length > 0) fail(args.unknown.join("; "), usage);
-    return runStackCommand(args.positionals, args.flags, args.switches.has("--no-tap"), usage);
+    return runStackCommand(args.positionals, args.flags, args.switches, usage);
   }
 
   // Said whatever the log level and whether or not the rest is valid: a misspelt name leaves
@@ -192,7 +192,7 @@ function benchEnvironment(flags: ReadonlyMap<string, string>): {
 async function runStackCommand(
   positionals: string[],
   flags: Map<string, string>,
-  noTap: boolean,
+  switches: Set<string>,
   usage: string,
 ): Promise<number> {
   const [action, ...extra] = positionals;
@@ -206,7 +206,8 @@ async function runStackCommand(
     const info = await stack.stackUp({
       dir,
       log: (line) => process.stderr.write(`stack: ${line}\n`),
-      tap: !noTap,
+      tap: !switches.has("--no-tap"),
+      ha: switches.has("--ha"),
     });
     process.stdout.write(
       `MATCHING_DATASTORE_URL=${info.datastoreUrl}\nMATCHING_REPLICA_URL=${info.replicaUrl}\nMATCHING_BROKER_URL=${info.brokerUrl}\n`,

@@ -63,7 +63,7 @@ a probe write fsynced on primary and replica) plus broker reachability, prints e
 pass/fail and exits 0 when all pass, 3 otherwise.
 
 ${configUsageFor("check")}`,
-  stack: `usage: matchd stack up|down|status --dir DIR [--no-tap]
+  stack: `usage: matchd stack up|down|status --dir DIR [--no-tap] [--ha]
 
 up      start a Valkey primary + replica (appendonly yes, appendfsync always, hz 100) and a
         private RabbitMQ node on free loopback ports, wait until WAITAOF 1 1 succeeds and an
@@ -71,9 +71,15 @@ up      start a Valkey primary + replica (appendonly yes, appendfsync always, hz
         exports them when sourced, and docker run --env-file reads it too. It also declares
         the queue matchd.tap, bound to every event exchange and holding at most 10,000
         events (the oldest dropped first), so that no event is unroutable on a first try;
-        --no-tap leaves it out (the tests and benchmarks do)
-down    stop exactly the processes 'up' started in DIR (by pid)
-status  print the recorded stack and whether each process is alive
+        --no-tap leaves it out (the tests and benchmarks do). With --ha, three Valkey nodes
+        (valkey-1 the first primary, valkey-2 and valkey-3 its replicas) under three
+        Sentinels (master matchd, quorum 2, down-after 1000 ms, failover-timeout 2000 ms:
+        short, for tests); it waits for WAITAOF 1 2 and for every Sentinel to know both
+        replicas and both other Sentinels; MATCHING_DATASTORE_URL is then
+        redis+sentinel://127.0.0.1:S1,127.0.0.1:S2,127.0.0.1:S3/matchd
+down    stop exactly the processes 'up' started in DIR (by pid), restarted --ha nodes too
+status  print the recorded stack and whether each process is alive; with --ha also each
+        node's role and the primary each Sentinel names
 `,
   bench: `usage: matchd bench <boundary> [flags]
 

@@ -1,22 +1,45 @@
-// The private local stack: a Valkey primary and replica (AOF fsync always) and a RabbitMQ
-// node, all on loopback under one directory, started detached so they outlive the caller.
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+// The private local stack: a Valkey primary and replica (AOF fsync always), or with --ha
+// three Valkey nodes under three Sentinels (./ha), and a RabbitMQ node, all on loopback
+// under one directory, started detached so they outlive the caller.
+import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
+import { type HaStatus, haNodeNames, haSentinelNames, haStatus, startHaDatastore } from "./ha";
 import {
   findBinary,
   freePorts,
   isRunning,
-  processStartTicks,
   type RecordedProcess,
   SETUP_HINT,
   StackError,
   stopProcesses,
 } from "./process";
 import { RABBITMQ_CTL, RABBITMQ_SERVER, type RunningRabbitmq, startRabbitmq } from "./rabbitmq";
+import {
+  type HaInfo,
+  readRecord,
+  type StackInfo,
+  type StackRecord,
+  toInfo,
+  withDirLock,
+  writeAtomically,
+  writeRecord,
+} from "./record";
 import { declareTap, tapMaxMessages, tapQueue } from "./tap";
 import { startValkey, waitForReplicatedAof } from "./valkey";
 
+export {
+  currentPrimary,
+  type HaStatus,
+  haDownAfterMs,
+  haFailoverTimeoutMs,
+  haMasterName,
+  killSentinel,
+  killValkeyNode,
+  restartValkeyNode,
+  waitForFailover,
+} from "./ha";
 export { StackError, type StackErrorCode } from "./process";
+export type { HaInfo, StackInfo } from "./record";
 export {
   type RunningValkey,
   type StartValkeyOptions,
@@ -24,48 +47,14 @@ export {
   startValkey,
 } from "./valkey";
 
-export interface StackInfo {
-  dir: string;
-  datastoreUrl: string;
-  replicaUrl: string;
-  /** amqp://guest:guest@127.0.0.1:PORT/matchd */
-  brokerUrl: string;
-  /** Never set today: the management plugin is off because it slows the node's boot. */
-  managementUrl?: string;
-  pids: Record<string, number>;
-  /** True when stackUp found this stack already running in `dir` and started nothing. */
-  reused?: boolean;
-}
-
-/**
- * What D/stack.json holds. While starting it lists only the processes spawned so far, so
- * that stackDown can still stop them if the caller dies before the stack is ready.
- */
-type StackRecord =
-  | { version: 1; status: "starting"; dir: string; processes: RecordedProcess[] }
-  | (StackInfo & {
-      version: 1;
-      status: "up";
-      startedAt: string;
-      startupMs: number;
-      ports: Record<string, number>;
-      rabbitmqNode: string;
-      processes: RecordedProcess[];
-    });
-
 /** Subdirectories stackUp owns; it clears them before a fresh start in a used directory. */
-const OWN_SUBDIRS = ["valkey-primary", "valkey-replica", "rabbitmq"];
-
-function readRecord(dir: string): StackRecord | undefined {
-  const file = `${dir}/stack.json`;
-  if (!existsSync(file)) return undefined;
-  return JSON.parse(readFileSync(file, "utf8")) as StackRecord;
-}
-
-function toInfo(record: Extract<StackRecord, { status: "up" }>): StackInfo {
-  const { dir, datastoreUrl, replicaUrl, brokerUrl, pids } = record;
-  return { dir, datastoreUrl, replicaUrl, brokerUrl, pids };
-}
+const OWN_SUBDIRS = [
+  "valkey-primary",
+  "valkey-replica",
+  ...haNodeNames,
+  ...haSentinelNames,
+  "rabbitmq",
+];
 
 /**
  * D/env, for a shell's `source` and for `docker run --env-file` alike. Docker takes only
@@ -88,11 +77,6 @@ function envFile(record: { datastoreUrl: string; replicaUrl: string; brokerUrl: 
   ].join("\n");
 }
 
-function writeAtomically(file: string, text: string): void {
-  writeFileSync(`${file}.tmp`, text);
-  renameSync(`${file}.tmp`, file);
-}
-
 function checkBinaries(): void {
   const missing: string[] = [];
   if (findBinary("valkey-server") === undefined) {
@@ -108,7 +92,10 @@ function checkBinaries(): void {
 
 /**
  * Starts the stack under `dir` and returns once every server is ready: the replica's
- * AOF confirms a probe write (WAITAOF 1 1) and an AMQP channel opens on the vhost.
+ * AOF confirms a probe write (WAITAOF 1 1) and an AMQP channel opens on the vhost. With
+ * `ha`, both replicas' AOF confirm it (WAITAOF 1 2) and every Sentinel knows the primary,
+ * both replicas and the two other Sentinels; `datastoreUrl` is then the Sentinels'
+ * `redis+sentinel://` URL and `replicaUrl` names valkey-2.
  *
  * Idempotent: when `dir/stack.json` records a ready stack whose processes all still run,
  * it returns that stack's info without starting anything. When only part of it runs (or
@@ -120,26 +107,44 @@ export async function stackUp({
   dir,
   log = () => {},
   tap = false,
+  ha = false,
 }: {
   dir: string;
   log?: (line: string) => void;
   /** Declare the tap queue (see ./tap): for a stack a person uses, not for benchmarks. */
   tap?: boolean;
+  /** Three data nodes under three Sentinels instead of a primary and a replica (see ./ha). */
+  ha?: boolean;
 }): Promise<StackInfo> {
   const root = resolve(dir);
   mkdirSync(root, { recursive: true });
-  return withDirLock(root, "stack up", () => stackUpLocked(root, log, tap));
+  return withDirLock(root, "stack up", () => stackUpLocked(root, log, tap, ha));
+}
+
+interface Datastore {
+  datastoreUrl: string;
+  replicaUrl: string;
+  processes: RecordedProcess[];
+  ports: Record<string, number>;
+  ha?: HaInfo;
 }
 
 async function stackUpLocked(
   root: string,
   log: (line: string) => void,
   tap: boolean,
+  ha: boolean,
 ): Promise<StackInfo> {
   const existing = readRecord(root);
   if (existing !== undefined) {
     const running = existing.processes.filter((p) => isRunning(p.pid, p.startTicks));
     if (existing.status === "up" && running.length === existing.processes.length) {
+      if ((existing.ha !== undefined) !== ha) {
+        throw new StackError(
+          "stale-stack",
+          `a stack ${ha ? "without" : "with"} --ha runs in ${root}; run stackDown on ${root} first`,
+        );
+      }
       log(`stack in ${root} is already running; reusing it`);
       return { ...toInfo(existing), reused: true };
     }
@@ -163,19 +168,13 @@ async function stackUpLocked(
   const spawned: RecordedProcess[] = [];
   const recordSpawn = (spawnedProcess: RecordedProcess) => {
     spawned.push(spawnedProcess);
-    const record: StackRecord = { version: 1, status: "starting", dir: root, processes: spawned };
-    writeAtomically(`${root}/stack.json`, `${JSON.stringify(record, null, 2)}\n`);
+    writeRecord({ version: 1, status: "starting", dir: root, processes: spawned });
   };
   try {
     // Every port reserved at once: reserved separately, two servers starting side by side
     // could be handed the same port (seen: the replica took RabbitMQ's).
-    const [primaryPort, replicaPort, nodePort, distPort, epmdPort] = (await freePorts(5)) as [
-      number,
-      number,
-      number,
-      number,
-      number,
-    ];
+    const ports = await freePorts(ha ? 9 : 5);
+    const [nodePort, distPort, epmdPort] = ports.splice(0, 3) as [number, number, number];
     // RabbitMQ's ~4 s boot dominates, so the datastore starts alongside it.
     const broker = startRabbitmq({
       dir: `${root}/rabbitmq`,
@@ -183,49 +182,30 @@ async function stackUpLocked(
       onSpawn: recordSpawn,
       ports: [nodePort, distPort, epmdPort],
     });
-    const datastore = (async () => {
-      const primary = await startValkey({
-        dir: `${root}/valkey-primary`,
-        port: primaryPort,
-        appendonly: true,
-        onSpawn: (p) => recordSpawn({ name: "valkey-primary", ...p, group: true }),
-      });
-      const replica = await startValkey({
-        dir: `${root}/valkey-replica`,
-        port: replicaPort,
-        appendonly: true,
-        replicaOf: `127.0.0.1:${primary.port}`,
-        onSpawn: (p) => recordSpawn({ name: "valkey-replica", ...p, group: true }),
-      });
-      await waitForReplicatedAof(primary, replica, 30_000);
-      log(`valkey: primary ${primary.url}, replica ${replica.url} ready`);
-      return { primary, replica };
-    })();
+    const datastore: Promise<Datastore> = ha
+      ? startHaDatastore({ root, ports, onSpawn: recordSpawn, log })
+      : startPair(root, ports as [number, number], recordSpawn, log);
     const [settledBroker, settledDatastore] = await Promise.allSettled([broker, datastore]);
     if (settledBroker.status === "rejected") throw settledBroker.reason;
     if (settledDatastore.status === "rejected") throw settledDatastore.reason;
-    const { primary, replica } = settledDatastore.value;
+    const store = settledDatastore.value;
     const node = settledBroker.value;
     log(`rabbitmq: ${node.url} ready`);
 
-    const processes = [
-      { name: "valkey-primary", pid: primary.pid, startTicks: primary.startTicks, group: true },
-      { name: "valkey-replica", pid: replica.pid, startTicks: replica.startTicks, group: true },
-      ...node.processes,
-    ];
+    const processes = [...store.processes, ...node.processes];
     const record: StackRecord = {
       version: 1,
       status: "up",
       dir: root,
-      datastoreUrl: primary.url,
-      replicaUrl: replica.url,
+      datastoreUrl: store.datastoreUrl,
+      replicaUrl: store.replicaUrl,
       brokerUrl: node.url,
       pids: Object.fromEntries(processes.map((p) => [p.name, p.pid])),
+      ...(store.ha === undefined ? {} : { ha: store.ha }),
       startedAt: new Date(started).toISOString(),
       startupMs: Date.now() - started,
       ports: {
-        "valkey-primary": primary.port,
-        "valkey-replica": replica.port,
+        ...store.ports,
         amqp: node.nodePort,
         "erlang-dist": node.distPort,
         epmd: node.epmdPort,
@@ -240,7 +220,7 @@ async function stackUpLocked(
       );
     }
     // Recorded as up only now: a start that failed (the tap included) must not read as up.
-    writeAtomically(`${root}/stack.json`, `${JSON.stringify(record, null, 2)}\n`);
+    writeRecord(record);
     writeAtomically(`${root}/env`, envFile(record));
     writeRabbitmqctlWrapper(root, node);
     log(`stack up in ${record.startupMs} ms; source ${root}/env`);
@@ -250,6 +230,39 @@ async function stackUpLocked(
     await stopProcesses(spawned, 10_000, root).catch(() => {});
     throw error;
   }
+}
+
+/** The plain datastore: valkey-primary and its one replica, ready once WAITAOF 1 1 holds. */
+async function startPair(
+  root: string,
+  [primaryPort, replicaPort]: [number, number],
+  recordSpawn: (spawned: RecordedProcess) => void,
+  log: (line: string) => void,
+): Promise<Datastore> {
+  const primary = await startValkey({
+    dir: `${root}/valkey-primary`,
+    port: primaryPort,
+    appendonly: true,
+    onSpawn: (p) => recordSpawn({ name: "valkey-primary", ...p, group: true }),
+  });
+  const replica = await startValkey({
+    dir: `${root}/valkey-replica`,
+    port: replicaPort,
+    appendonly: true,
+    replicaOf: `127.0.0.1:${primary.port}`,
+    onSpawn: (p) => recordSpawn({ name: "valkey-replica", ...p, group: true }),
+  });
+  await waitForReplicatedAof(primary, replica, 30_000);
+  log(`valkey: primary ${primary.url}, replica ${replica.url} ready`);
+  return {
+    datastoreUrl: primary.url,
+    replicaUrl: replica.url,
+    processes: [
+      { name: "valkey-primary", pid: primary.pid, startTicks: primary.startTicks, group: true },
+      { name: "valkey-replica", pid: replica.pid, startTicks: replica.startTicks, group: true },
+    ],
+    ports: { "valkey-primary": primary.port, "valkey-replica": replica.port },
+  };
 }
 
 /**
@@ -278,64 +291,13 @@ export async function stackDown({ dir }: { dir: string }): Promise<{ stopped: st
   return withDirLock(root, "stack down", () => stackDownLocked(root));
 }
 
-/**
- * Runs `action` holding `root/.lock` (created exclusively, holding the holder's pid and start
- * time): without it, two commands on one directory interleave, e.g. a second `stack up`
- * clearing the data under the first one's servers, or a `stack down` stopping a start
- * half-way that then goes on spawning. A lock whose holder is gone (a crash, a kill -9) is
- * taken over; one whose holder runs is refused at once rather than waited for. Within one
- * process the lock is shared (see below).
- */
-async function withDirLock<T>(root: string, what: string, action: () => Promise<T>): Promise<T> {
-  const path = `${root}/.lock`;
-  const mine = `${process.pid} ${processStartTicks(process.pid) ?? 0}\n`;
-  for (let attempt = 0; ; attempt++) {
-    try {
-      writeFileSync(path, mine, { flag: "wx" });
-      break;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST" || attempt >= 50) throw error;
-    }
-    let holder: string;
-    try {
-      holder = readFileSync(path, "utf8");
-    } catch {
-      continue; // released meanwhile: try again
-    }
-    const match = /^(\d+) (\d+)\n$/.exec(holder);
-    if (match === null) {
-      // Being written this instant (or truncated by a crash): look again shortly.
-      await Bun.sleep(20);
-      if (attempt >= 25) rmSync(path, { force: true });
-      continue;
-    }
-    const pid = Number(match[1]);
-    const startTicks = Number(match[2]);
-    // This process's own start still holds it: the bench stops a start it cut short (a
-    // Ctrl-C) while that start runs, on purpose; the holder releases it.
-    if (`${pid} ${startTicks}\n` === mine) return action();
-    if (isRunning(pid, startTicks || undefined)) {
-      throw new StackError(
-        "busy",
-        `${what}: another matchd (pid ${pid}) is starting or stopping the stack in ${root}; let it finish, then try again`,
-      );
-    }
-    rmSync(path, { force: true });
-  }
-  try {
-    return await action();
-  } finally {
-    rmSync(path, { force: true });
-  }
-}
-
 async function stackDownLocked(root: string): Promise<{ stopped: string[] }> {
   const record = readRecord(root);
   if (record === undefined) return { stopped: [] };
-  const byName = (names: string[]) => record.processes.filter((p) => names.includes(p.name));
   let serversFailed: unknown;
+  // Every server, Sentinels and restarted --ha nodes included, at once; epmd after them.
   const servers = await stopProcesses(
-    byName(["valkey-primary", "valkey-replica", "rabbitmq", "rabbitmq-beam"]),
+    record.processes.filter((p) => p.name !== "epmd"),
     15_000,
     root,
   ).catch((error: unknown) => {
@@ -344,7 +306,11 @@ async function stackDownLocked(root: string): Promise<{ stopped: string[] }> {
   });
   // epmd last: the node deregisters from it while it shuts down. Stopped also when a server
   // would not stop, so that what can go does not outlive the failure with no record left.
-  const epmd = await stopProcesses(byName(["epmd"]), 5_000, root).catch((error: unknown) => {
+  const epmd = await stopProcesses(
+    record.processes.filter((p) => p.name === "epmd"),
+    5_000,
+    root,
+  ).catch((error: unknown) => {
     // The servers' failure, if any, is the one to report; epmd's otherwise.
     serversFailed ??= error;
     return [] as number[];
@@ -361,6 +327,8 @@ export interface StackStatus {
   running: boolean;
   info?: StackInfo;
   processes: { name: string; pid: number; running: boolean }[];
+  /** For an --ha stack: each data node's role now and the primary the Sentinels name. */
+  ha?: HaStatus;
 }
 
 /** What `dir/stack.json` records and which of its processes still run. */
@@ -373,5 +341,8 @@ export async function stackStatus(dir: string): Promise<StackStatus> {
     running: isRunning(p.pid, p.startTicks),
   }));
   if (record.status !== "up") return { running: false, processes };
-  return { running: processes.every((p) => p.running), info: toInfo(record), processes };
+  const running = processes.every((p) => p.running);
+  const info = toInfo(record);
+  if (record.ha === undefined) return { running, info, processes };
+  return { running, info, processes, ha: await haStatus({ ...record, ha: record.ha }) };
 }

@@ -19,7 +19,13 @@ export type StackErrorCode =
   | "timeout"
   | "stale-stack"
   | "stop-failed"
-  | "busy";
+  | "busy"
+  /** The stack was not started with --ha, or it has no node or sentinel of that name. */
+  | "not-ha"
+  /** A node to restart still runs. */
+  | "node-running"
+  /** No Sentinel of an --ha stack answered. */
+  | "no-sentinel";
 
 /** An operating error of the local stack; `code` says which step failed. */
 export class StackError extends Error {
@@ -443,6 +449,16 @@ export async function stopProcesses(
     );
   }
   return running.map((t) => t.pid);
+}
+
+/**
+ * Signals the process group a recorded leader leads (a server and any child it forked) and
+ * the leader itself. The caller checks first that the leader runs with its recorded start
+ * time, so that the group is not someone else's.
+ */
+export function signalGroup(pid: number, name: NodeJS.Signals): void {
+  signal(-pid, name);
+  signal(pid, name);
 }
 
 function signal(pid: number, name: NodeJS.Signals): void {

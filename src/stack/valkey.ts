@@ -99,14 +99,134 @@ export async function startValkey({
   }
   lines.push(...extraArgs);
   writeFileSync(configFile, `${lines.join("\n")}\n`);
+  return launch({
+    command,
+    what: binary,
+    dir,
+    port: serverPort,
+    args: [configFile],
+    logFile,
+    readyTimeoutMs,
+    onSpawn,
+  });
+}
 
+/**
+ * Starts a server again from the config file an earlier startValkey wrote in `dir`, as it
+ * stands now: Sentinel rewrites it (CONFIG REWRITE) when it makes the server a primary or
+ * a replica, and that is the role it must come back in. Its data and AOF are kept.
+ */
+export async function restartValkey({
+  dir,
+  port,
+  readyTimeoutMs = 30_000,
+  onSpawn = () => {},
+}: {
+  dir: string;
+  /** The port its config file names. */
+  port: number;
+  readyTimeoutMs?: number;
+  onSpawn?: (spawned: { pid: number; startTicks: number }) => void;
+}): Promise<RunningValkey> {
+  const command = findBinary("valkey-server");
+  if (command === undefined) {
+    throw new StackError("missing-binary", `valkey-server not found: ${SETUP_HINT}`);
+  }
+  return launch({
+    command,
+    what: "valkey-server",
+    dir,
+    port,
+    args: [`${dir}/server.conf`],
+    logFile: `${dir}/server.log`,
+    readyTimeoutMs,
+    onSpawn,
+  });
+}
+
+export interface StartSentinelOptions {
+  /** Directory that holds this sentinel's config (which it rewrites as it learns) and log. */
+  dir: string;
+  port: number;
+  /** The `sentinel ...` lines: monitor, down-after-milliseconds and the like. */
+  sentinelLines: string[];
+  readyTimeoutMs?: number;
+  onSpawn?: (spawned: { pid: number; startTicks: number }) => void;
+}
+
+/**
+ * Starts one Valkey Sentinel detached (`valkey-server sentinel.conf --sentinel`: Debian's
+ * valkey-sentinel package is not needed) and waits until it answers as itself. Sentinel
+ * refuses to start without a config file it can write, so the file lives in `dir`.
+ */
+export async function startSentinel({
+  dir,
+  port,
+  sentinelLines,
+  readyTimeoutMs = 30_000,
+  onSpawn = () => {},
+}: StartSentinelOptions): Promise<RunningValkey> {
+  const command = findBinary("valkey-server");
+  if (command === undefined) {
+    throw new StackError("missing-binary", `valkey-server not found: ${SETUP_HINT}`);
+  }
+  mkdirSync(dir, { recursive: true });
+  const logFile = `${dir}/sentinel.log`;
+  const configFile = `${dir}/sentinel.conf`;
+  const lines = [
+    "bind 127.0.0.1",
+    `port ${port}`,
+    "protected-mode no",
+    "daemonize no",
+    `dir ${quote(dir)}`,
+    `logfile ${quote(logFile)}`,
+    // As for the servers: the config path stays visible in /proc/<pid>/cmdline.
+    "set-proc-title no",
+    ...sentinelLines,
+  ];
+  writeFileSync(configFile, `${lines.join("\n")}\n`);
+  return launch({
+    command,
+    what: "valkey sentinel",
+    dir,
+    port,
+    args: [configFile, "--sentinel"],
+    logFile,
+    readyTimeoutMs,
+    onSpawn,
+  });
+}
+
+/**
+ * Spawns a server (or sentinel) detached and waits until it answers as itself: its process
+ * id. It does not wait for replication.
+ */
+async function launch({
+  command,
+  what,
+  dir,
+  port,
+  args,
+  logFile,
+  readyTimeoutMs,
+  onSpawn,
+}: {
+  command: string;
+  what: string;
+  dir: string;
+  port: number;
+  args: string[];
+  logFile: string;
+  readyTimeoutMs: number;
+  onSpawn: (spawned: { pid: number; startTicks: number }) => void;
+}): Promise<RunningValkey> {
   const stdoutFile = `${dir}/stdout.log`;
-  const child = spawnDetached(command, [configFile], {
+  const child = spawnDetached(command, args, {
     env: BASE_ENV,
     logFile: stdoutFile,
     cwd: dir,
   });
-  const url = `redis://127.0.0.1:${serverPort}`;
+  const url = `redis://127.0.0.1:${port}`;
   const startTicks = processStartTicks(child.pid) ?? 0;
   onSpawn({ pid: child.pid, startTicks });
   const stop = async () => {
@@ -114,7 +234,7 @@ export async function startValkey({
   };
   try {
     await waitUntil({
-      what: `${binary} on port ${serverPort}`,
+      what: `${what} on port ${port}`,
       child,
       timeoutMs: readyTimeoutMs,
       logs: [stdoutFile, logFile],
@@ -124,14 +244,14 @@ export async function startValkey({
         withClient(url, async (client) => {
           const pid = /^process_id:(\d+)/m.exec(await client.info("server"))?.[1];
           if (pid === String(child.pid)) return true;
-          throw new Error(`port ${serverPort} answered from process ${pid}, not ${child.pid}`);
+          throw new Error(`port ${port} answered from process ${pid}, not ${child.pid}`);
         }),
     });
   } catch (error) {
     await stop();
     throw error;
   }
-  return { url, port: serverPort, pid: child.pid, startTicks, logFile, stop };
+  return { url, port, pid: child.pid, startTicks, logFile, stop };
 }
 
 /** Debian 12's redis-server 7.0 has no WAITAOF; tests use it to check boot refusal. */
@@ -139,14 +259,22 @@ export function startRedis70(options: Omit<StartValkeyOptions, "binary">): Promi
   return startValkey({ ...options, binary: "/usr/bin/redis-server" });
 }
 
-/** Runs `fn` with a short-lived client that never retries, so probes fail fast. */
-async function withClient<T>(url: string, fn: (client: Redis) => Promise<T>): Promise<T> {
+/**
+ * Runs `fn` with a short-lived client that never retries, so probes fail fast. With
+ * `commandTimeoutMs`, a command that gets no answer (a stopped server) fails after it too.
+ */
+export async function withClient<T>(
+  url: string,
+  fn: (client: Redis) => Promise<T>,
+  { commandTimeoutMs }: { commandTimeoutMs?: number } = {},
+): Promise<T> {
   const client = new Redis(url, {
     lazyConnect: true,
     maxRetriesPerRequest: 0,
     retryStrategy: () => null,
     connectTimeout: 1000,
     enableOfflineQueue: false,
+    ...(commandTimeoutMs === undefined ? {} : { commandTimeout: commandTimeoutMs }),
   });
   // ioredis also emits connection errors as events; the awaited call reports them.
   client.on("error", () => {});
@@ -159,31 +287,34 @@ async function withClient<T>(url: string, fn: (client: Redis) => Promise<T>): Pr
 }
 
 /**
- * Waits until the primary has a replica attached and a probe write is fsynced to the
- * AOF of both, which is exactly the guarantee `aof-replicated` durability relies on.
+ * Waits until the primary has every replica attached and a probe write is fsynced to the
+ * AOF of all of them (WAITAOF 1 N), which is exactly the guarantee `aof-replicated`
+ * durability relies on.
  */
 export async function waitForReplicatedAof(
   primary: RunningValkey,
-  replica: RunningValkey,
+  replica: RunningValkey | RunningValkey[],
   timeoutMs: number,
 ): Promise<void> {
+  const replicas = Array.isArray(replica) ? replica : [replica];
+  const count = replicas.length;
   await waitUntil({
-    what: "valkey replica attached with WAITAOF 1 1",
+    what: `valkey replicas attached with WAITAOF 1 ${count}`,
     timeoutMs,
-    logs: [primary.logFile, replica.logFile],
+    logs: [primary.logFile, ...replicas.map((server) => server.logFile)],
     // A server stopped meanwhile (an interrupted start) ends the wait at once.
     stopped: () =>
-      [primary, replica]
+      [primary, ...replicas]
         .filter((server) => !isRunning(server.pid, server.startTicks))
         .map((server) => `valkey on port ${server.port} stopped`)[0],
     probe: () =>
       withClient(primary.url, async (client) => {
         const info = await client.info("replication");
         const slaves = Number(/connected_slaves:(\d+)/.exec(info)?.[1] ?? 0);
-        if (slaves < 1) return undefined;
+        if (slaves < count) return undefined;
         await client.set("matchd:stack:probe", String(Date.now()));
-        const acks = (await client.call("WAITAOF", "1", "1", "2000")) as [number, number];
-        if (!(acks[0] >= 1 && acks[1] >= 1)) return undefined;
+        const acks = (await client.call("WAITAOF", "1", String(count), "2000")) as [number, number];
+        if (!(acks[0] >= 1 && acks[1] >= count)) return undefined;
         await client.del("matchd:stack:probe");
         return true;
       }),
