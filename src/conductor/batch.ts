@@ -16,6 +16,7 @@ import {
   resultCodeName,
 } from "../domain/index";
 import { decodeBody } from "../infra/amqp/codec";
+import { killPoint } from "../infra/kill-point";
 import type { PartitionKeys } from "../infra/valkey/keys";
 import { CommitBuilder } from "./commit-script";
 import type { Delivery } from "./consumer";
@@ -219,6 +220,7 @@ export async function commitBatch(
   // offset of whatever an earlier owner wrote before it died (its expirations write nothing
   // when their keys are gone).
   if (batch.mayWriteNothing) batch.setWithTtl(keys.conductorHeartbeat, String(context.epoch), 3600);
+  killPoint("before-commit");
   try {
     await store.commit(batch);
   } catch (error) {
@@ -228,6 +230,7 @@ export async function commitBatch(
     rememberUnacknowledged(context.unacknowledged, committed);
     throw error;
   }
+  killPoint("after-commit");
   const t4 = performance.now();
 
   metrics.decode.observe((t1 - t0) / 1000);

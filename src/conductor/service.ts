@@ -8,6 +8,7 @@ import type { Config } from "../config/schema";
 import type { MatchingEngine } from "../domain/index";
 import { commandDeadLetterQueue } from "../infra/amqp/topology";
 import { backoffDelayMs } from "../infra/backoff";
+import { killPoint } from "../infra/kill-point";
 import type { Logger } from "../infra/log";
 import { DurabilityTimeoutError } from "../infra/valkey/durability";
 import type { PartitionKeys } from "../infra/valkey/keys";
@@ -300,6 +301,7 @@ export class Conductor {
       );
       return false;
     }
+    killPoint("after-durable");
     inFlight.shift();
     const t0 = performance.now();
     if (!this.consumer.ack(batch)) {
@@ -375,6 +377,7 @@ export class Conductor {
       error,
       attempt: this.failureAttempts,
     });
+    killPoint("before-reload");
     // The books in memory may hold this batch's uncommitted effects: always reload.
     for (;;) {
       await Bun.sleep(backoffDelayMs(this.failureAttempts++, conductorBackoff));

@@ -10,6 +10,7 @@
 
 import { brokerErrorLine } from "../infra/amqp/broker-errors";
 import { backoffDelayMs } from "../infra/backoff";
+import { killPoint } from "../infra/kill-point";
 import type { Logger } from "../infra/log";
 import {
   DurabilityTimeoutError,
@@ -578,6 +579,7 @@ export class DeliveryLoop {
     try {
       while (this.ackBuffer.length > 0) {
         const batch = this.ackBuffer.splice(0, ackBatchMax);
+        killPoint("after-publish");
         try {
           await this.stream.acknowledge(batch);
           this.metrics.ackBatchSize.observe(batch.length);

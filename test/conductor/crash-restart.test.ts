@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { createWorkload } from "../../src/bench/workloads";
-import { type CommandEnvelope, MatchingEngine } from "../../src/domain/index";
+import type { CommandEnvelope } from "../../src/domain/index";
 import { uniquePartition } from "../support/stack";
 import {
   type ConductorProcess,
@@ -14,24 +14,14 @@ import {
   expectEventsOnce,
   PartitionStore,
   partitionCount,
+  referenceRun as reference,
   removePartition,
+  resultsDiffering,
+  settledDigest,
   startConductor,
 } from "./helpers";
 
 const suite = conductorSuite();
-
-/** The uninterrupted run: the same commands applied once each, in order, by the pure engine. */
-function reference(commands: readonly CommandEnvelope[]) {
-  const engine = new MatchingEngine();
-  let events = 0;
-  const results = new Map<string, { status: string; code: number }>();
-  for (const command of commands) {
-    const outcome = engine.apply(command);
-    events += outcome.events.length;
-    results.set(command.commandId, { status: outcome.result.status, code: outcome.result.code });
-  }
-  return { digest: engine.digest(), resting: engine.restingOrderCount(), events, results };
-}
 
 /**
  * Publishes the commands, runs a conductor, SIGKILLs it once it has processed each threshold (per process) of
@@ -64,34 +54,7 @@ async function runWithCrashes(
     const last = index === killAfter.length - 1;
     conductor = await startConductor(suite.stack, partition, last ? {} : crashing);
   }
-  await eventually(
-    "every command has a stored result",
-    async () => (await store.storedResults(ids)).size === ids.length,
-    60_000,
-    async () => `(${(await store.storedResults(ids)).size} of ${ids.length})`,
-  );
-  // Redelivered copies of commands a killed conductor had committed may still be queued
-  // or pending: wait until every message the last conductor got is settled, new or not.
-  const last = conductor;
-  const settled = async () =>
-    (await last.metric("matching_commands_processed_total")) +
-    (await last.metric("matching_commands_duplicate_total"));
-  let previous = -1;
-  await eventually(
-    "queue drained",
-    async () => {
-      const now = await settled();
-      const done = now === previous && (await suite.publisher.messageCount(partition)) === 0;
-      previous = now;
-      if (!done) await Bun.sleep(250);
-      return done;
-    },
-    30_000,
-  );
-  const digest = (await (await fetch(`${conductor.url}/digest`)).json()) as {
-    digest: string;
-    restingOrders: number;
-  };
+  const digest = await settledDigest(conductor, store, suite.publisher, partition, ids);
   expect(await conductor.stop()).toBe(0);
   expect(await suite.publisher.messageCount(partition)).toBe(0);
   return digest;
@@ -130,19 +93,7 @@ describe("kill -9 and restart", () => {
       expect(after.restingOrders).toBe(expected.resting);
       expect(await store.eventCount()).toBe(expected.events);
       await expectEventsOnce(store, commands);
-      const stored = await store.storedResults(commands.map((c) => c.commandId));
-      const differing = commands
-        .map((c) => c.commandId)
-        .filter((id) => {
-          const got = stored.get(id);
-          const want = expected.results.get(id)!;
-          return got?.status !== want.status || got?.code !== want.code;
-        })
-        .map(
-          (id) =>
-            `${id}: got ${JSON.stringify(stored.get(id))} want ${JSON.stringify(expected.results.get(id))}`,
-        );
-      expect(differing.slice(0, 5)).toEqual([]);
+      expect(await resultsDiffering(store, commands, expected)).toEqual([]);
     } finally {
       await removePartition(store, suite.publisher, partition);
     }

@@ -9,7 +9,7 @@ import Redis from "ioredis";
 import { createWorkload } from "../../src/bench/workloads";
 import { CommitBuilder, commitScript } from "../../src/conductor/commit-script";
 import { ConductorStore } from "../../src/conductor/store";
-import type { CommandEnvelope, RestingOrder } from "../../src/domain/index";
+import { type CommandEnvelope, MatchingEngine, type RestingOrder } from "../../src/domain/index";
 import {
   commandExchange,
   commandQueue,
@@ -312,6 +312,82 @@ export async function streamProblems(
 
 export function commandIds(commands: readonly CommandEnvelope[]): string[] {
   return commands.map((c) => c.commandId);
+}
+
+/** The uninterrupted run: the same commands applied once each, in order, by the pure engine. */
+export function referenceRun(commands: readonly CommandEnvelope[]) {
+  const engine = new MatchingEngine();
+  let events = 0;
+  const results = new Map<string, { status: string; code: number }>();
+  for (const command of commands) {
+    const outcome = engine.apply(command);
+    events += outcome.events.length;
+    results.set(command.commandId, { status: outcome.result.status, code: outcome.result.code });
+  }
+  return { digest: engine.digest(), resting: engine.restingOrderCount(), events, results };
+}
+
+/**
+ * The stored results that differ from the reference run's (status or code), at most five,
+ * each with what was stored and what was expected.
+ */
+export async function resultsDiffering(
+  store: PartitionStore,
+  commands: readonly CommandEnvelope[],
+  expected: ReturnType<typeof referenceRun>,
+): Promise<string[]> {
+  const stored = await store.storedResults(commandIds(commands));
+  return commands
+    .map((c) => c.commandId)
+    .filter((id) => {
+      const got = stored.get(id);
+      const want = expected.results.get(id)!;
+      return got?.status !== want.status || got?.code !== want.code;
+    })
+    .slice(0, 5)
+    .map(
+      (id) =>
+        `${id}: got ${JSON.stringify(stored.get(id))} want ${JSON.stringify(expected.results.get(id))}`,
+    );
+}
+
+/**
+ * Once a (restarted) conductor has been given every command: waits until each has a stored
+ * result and every message it got is settled (redelivered copies of commands a killed
+ * conductor committed may still be queued or pending), then returns its /digest.
+ */
+export async function settledDigest(
+  conductor: ConductorProcess,
+  store: PartitionStore,
+  publisher: Publisher,
+  partition: number,
+  ids: readonly string[],
+): Promise<{ digest: string; restingOrders: number }> {
+  await eventually(
+    "every command has a stored result",
+    async () => (await store.storedResults(ids)).size === ids.length,
+    60_000,
+    async () => `(${(await store.storedResults(ids)).size} of ${ids.length})`,
+  );
+  const settled = async () =>
+    (await conductor.metric("matching_commands_processed_total")) +
+    (await conductor.metric("matching_commands_duplicate_total"));
+  let previous = -1;
+  await eventually(
+    "queue drained",
+    async () => {
+      const now = await settled();
+      const done = now === previous && (await publisher.messageCount(partition)) === 0;
+      previous = now;
+      if (!done) await Bun.sleep(250);
+      return done;
+    },
+    30_000,
+  );
+  return (await (await fetch(`${conductor.url}/digest`)).json()) as {
+    digest: string;
+    restingOrders: number;
+  };
 }
 
 /**
