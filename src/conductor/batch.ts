@@ -12,6 +12,7 @@ import {
   type CommandResult,
   decodeCommand,
   type MatchingEngine,
+  MatchingInvariantError,
   ResultCodes,
   resultCodeName,
 } from "../domain/index";
@@ -174,10 +175,19 @@ export async function commitBatch(
       items.push({ delivery, commandId, correlationId, fresh: false, resultJson: earlier });
       continue;
     }
-    const outcome =
-      item.kind === "command"
-        ? engine.apply(item.command, accepted.has(item.command.payload.id))
-        : item.outcome();
+    let outcome: CommandOutcome;
+    try {
+      outcome =
+        item.kind === "command"
+          ? engine.apply(item.command, accepted.has(item.command.payload.id))
+          : item.outcome();
+    } catch (error) {
+      // A broken invariant: the commit below is never staged nor sent, so nothing of this
+      // batch reaches Valkey; the books in memory may hold part of it, and the conductor
+      // halts the partition rather than reloading them (see Conductor.halt).
+      if (error instanceof MatchingInvariantError) error.commandId ??= commandId;
+      throw error;
+    }
     const resultJson = JSON.stringify(outcome.result);
     batchResults.set(commandId, resultJson);
     batch.setWithTtl(keys.processedCommand(commandId), resultJson, ttl);

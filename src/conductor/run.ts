@@ -6,11 +6,17 @@
 
 import { describeConfig } from "../config/resolve";
 import type { Config } from "../config/schema";
-import { MatchingEngine } from "../domain/index";
+import {
+  type CommandEnvelope,
+  type CommandOutcome,
+  MatchingEngine,
+  MatchingInvariantError,
+} from "../domain/index";
 import { brokerRefusalAtBoot } from "../infra/amqp/connect";
 import { awaitDurabilityPolicy } from "../infra/boot";
 import { countCollections } from "../infra/gc-observer";
 import { createHttpApp, serveHttp } from "../infra/http/app";
+import { breakInvariantOn } from "../infra/kill-point";
 import type { Logger } from "../infra/log";
 import { watchShutdown } from "../infra/shutdown";
 import { createValkey } from "../infra/valkey/client";
@@ -28,6 +34,16 @@ import { ConductorStore } from "./store";
  */
 const conductorCommandTimeoutMs = 10_000;
 
+/**
+ * How long a halted conductor (a broken invariant) keeps answering /readyz and /metrics with
+ * its reason before it exits: long enough for a probe or a scrape to see why, short enough
+ * that its supervisor's restart comes soon.
+ */
+const haltGraceMs = 2000;
+
+/** The exit code of a conductor halted by a broken invariant (README, "Exit codes"). */
+const haltedExitCode = 7;
+
 export async function runConductor(config: Config, log: Logger): Promise<number> {
   log.info("conductor starting", { config: describeConfig(config), durability: config.durability });
   // The policy is checked once the datastore answers, with HTTP already serving (the
@@ -43,12 +59,15 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
   const writer = createValkey(config.datastoreUrl, {
     name: `matchd-conductor-p${config.partition}`,
     commandTimeoutMs: conductorCommandTimeoutMs,
+    sentinelPassword: config.sentinelPassword,
   });
   writer.on("error", () => undefined); // reported through failed commits and /readyz
-  const engine = new MatchingEngine();
+  const engine =
+    breakInvariantOn === undefined ? new MatchingEngine() : new BrokenEngine(breakInvariantOn);
   const reader = createValkey(config.datastoreUrl, {
     name: `matchd-conductor-p${config.partition}-reader`,
     commandTimeoutMs: conductorCommandTimeoutMs,
+    sentinelPassword: config.sentinelPassword,
   });
   reader.on("error", () => undefined); // reported through failed lookups and /readyz
   // GET /commands/:commandId waits for durability on a connection of its own: a WAITAOF on
@@ -57,11 +76,19 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
   const queries = createValkey(config.datastoreUrl, {
     name: `matchd-conductor-p${config.partition}-queries`,
     commandTimeoutMs: conductorCommandTimeoutMs,
+    sentinelPassword: config.sentinelPassword,
     lazy: true,
   });
   queries.on("error", () => undefined); // reported as 503 by the query
   const policyWatch = watchFsyncPolicy(config, log, `matchd-conductor-p${config.partition}-policy`);
-  const store = new ConductorStore(writer, keys, reader, queries, policyWatch?.violation);
+  const store = new ConductorStore(
+    writer,
+    keys,
+    reader,
+    queries,
+    policyWatch?.violation,
+    policyWatch?.requiredReplicas,
+  );
   let conductor: Conductor | undefined;
   const consumer = new CommandConsumer(config, log, () => conductor?.notify());
   const metrics = createConductorMetrics(
@@ -83,6 +110,12 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
       if (!consumer.connected) reasons.push("broker not connected");
       if (!owner.loaded) reasons.push("books not loaded");
       if (owner.fenced) reasons.push("fenced: another conductor owns the partition");
+      if (owner.halted) {
+        const { commandId, message } = owner.halted;
+        reasons.push(
+          `halted: a matching invariant broke${commandId === undefined ? "" : ` on command ${commandId}`}: ${message}`,
+        );
+      }
       if (owner.lastFailure) reasons.push(`last batch failed: ${owner.lastFailure}`);
       const violated = policyWatch?.violation();
       if (violated !== undefined) reasons.push(violated);
@@ -122,6 +155,11 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
         await owner.reload();
         break;
       } catch (error) {
+        if (error instanceof MatchingInvariantError) {
+          // The stored books break an invariant: loading them again breaks it again.
+          await owner.halt(error);
+          return "halted";
+        }
         log.warn("cannot load books yet; retrying", { error, delayMs });
         await Bun.sleep(delayMs);
       }
@@ -129,7 +167,9 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
     await consumer.startWithRetry();
     return "booted";
   })();
-  if ((await Promise.race([booted, signalled])) !== "booted") {
+  const boot = await Promise.race([booted, signalled]);
+  if (boot === "halted") await Promise.race([Bun.sleep(haltGraceMs), signalled]);
+  if (boot !== "booted") {
     log.info("conductor stopping before it started consuming");
     await http.stop();
     writer.disconnect();
@@ -137,13 +177,14 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
     queries.disconnect();
     policyWatch?.stop();
     await consumer.close().catch(() => undefined);
-    return 0;
+    return boot === "halted" ? haltedExitCode : 0;
   }
   owner.start();
 
   const fenced = (async () => {
-    while (!owner.fenced && owner.crashed === undefined) await Bun.sleep(200);
-    return owner.fenced ? "fenced" : "crashed";
+    while (!owner.fenced && owner.crashed === undefined && owner.halted === undefined)
+      await Bun.sleep(200);
+    return owner.fenced ? "fenced" : owner.halted !== undefined ? "halted" : "crashed";
   })();
   const reason = await Promise.race([signalled, fenced]);
   log.info("conductor stopping", { reason });
@@ -154,12 +195,51 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
   // acknowledged ahead of the rest, and only then activates the standby.
   await owner.stop();
   await consumer.close();
+  if (reason === "halted") {
+    // The channel is closed: the broken batch and everything after it are back in the
+    // queue, unacknowledged. The probes and metrics still say why, for a moment.
+    log.error("partition halted on a broken invariant; exiting", {
+      commandId: owner.halted?.commandId,
+      invariant: owner.halted?.message,
+      exitCode: haltedExitCode,
+      graceMs: haltGraceMs,
+    });
+    await Promise.race([Bun.sleep(haltGraceMs), signalled]);
+  }
   await http.stop();
   writer.disconnect();
   reader.disconnect();
   queries.disconnect();
   policyWatch?.stop();
-  log.info("conductor stopped", { reason, digest: engine.digest() });
-  // A fenced conductor exits non-zero so a supervisor notices the takeover; a failed loop too.
+  // A halted conductor's books may hold part of the broken batch and may break the digest's
+  // own checks: not hashed.
+  log.info("conductor stopped", {
+    reason,
+    ...(reason === "halted" ? {} : { digest: engine.digest() }),
+  });
+  // A fenced conductor exits non-zero so a supervisor notices the takeover; a failed loop too,
+  // and a halted one with a code of its own (a bug to fix, not an outage to wait out).
+  if (reason === "halted") return haltedExitCode;
   return reason === "fenced" ? 4 : reason === "crashed" ? 1 : 0;
+}
+
+/**
+ * The engine of MATCHD_TEST_BREAK_INVARIANT_ON (tests only): applies every command, then
+ * reports a broken invariant on the named one, after its effects reached the books, as the
+ * worst real break would (its invariant checks run during or after the change).
+ */
+class BrokenEngine extends MatchingEngine {
+  constructor(private readonly poisonCommandId: string) {
+    super();
+  }
+
+  override apply(command: CommandEnvelope, alreadyAccepted = false): CommandOutcome {
+    const outcome = super.apply(command, alreadyAccepted);
+    if (command.commandId === this.poisonCommandId) {
+      throw new MatchingInvariantError(
+        `test hook MATCHD_TEST_BREAK_INVARIANT_ON broke the engine's invariant on ${command.commandId}`,
+      );
+    }
+    return outcome;
+  }
 }

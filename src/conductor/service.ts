@@ -2,10 +2,12 @@
  * The conductor's batch loop: takes the commands already delivered (never waiting to
  * fill a batch), group-commits them, then acknowledges and replies. Any failure
  * acknowledges nothing: the batch is requeued, the books are reloaded from Valkey
- * and the loop backs off.
+ * and the loop backs off. A broken invariant is a bug, not a failure: it halts the
+ * partition (nothing of its batch committed or acknowledged) and the process exits.
  */
 import type { Config } from "../config/schema";
-import type { MatchingEngine } from "../domain/index";
+import { type MatchingEngine, MatchingInvariantError } from "../domain/index";
+import { decodeBody } from "../infra/amqp/codec";
 import { commandDeadLetterQueue } from "../infra/amqp/topology";
 import { backoffDelayMs } from "../infra/backoff";
 import { killPoint } from "../infra/kill-point";
@@ -33,6 +35,12 @@ export const failureClearsWhenIdleMs = 10_000;
 
 /** Batches committed but not yet acknowledged at once: one waiting for durability, one matching. */
 const pipelineDepth = 2;
+
+/** What halted the partition: the broken invariant and, when it broke on one, its command. */
+export interface InvariantHalt {
+  commandId: string | undefined;
+  message: string;
+}
 
 interface InFlight {
   batch: Delivery[];
@@ -67,6 +75,8 @@ export class Conductor {
   fenced = false;
   /** Set when the batch loop itself failed unexpectedly: this one must exit. */
   crashed: Error | undefined;
+  /** Set when a broken invariant halted the partition: this one must exit (see halt()). */
+  halted: InvariantHalt | undefined;
   loaded = false;
   lastFailure: string | undefined;
   /** When the loop last found nothing delivered and nothing in flight (undefined while busy). */
@@ -224,6 +234,10 @@ export class Conductor {
         entry.durable = durable;
         inFlight.push(entry);
       } catch (error) {
+        if (error instanceof MatchingInvariantError) {
+          await this.halt(error, batch, inFlight);
+          return;
+        }
         await this.fail([...inFlight.flatMap((f) => f.batch), ...batch], error, inFlight);
         inFlight.length = 0;
         continue;
@@ -372,6 +386,9 @@ export class Conductor {
       this.running = false;
       return;
     }
+    // A batch that was in flight when another broke an invariant: its requeue is all that is
+    // due, the books are not reloaded (the process exits).
+    if (this.halted !== undefined) return;
     this.log.warn("batch failed; requeued, reloading books from valkey", {
       commands: batch.length,
       error,
@@ -388,9 +405,53 @@ export class Conductor {
         await this.reload();
         return;
       } catch (reloadError) {
+        if (reloadError instanceof MatchingInvariantError) {
+          // The books Valkey holds break an invariant: reloading them again breaks it again.
+          await this.halt(reloadError);
+          return;
+        }
         this.log.warn("reload failed; retrying", { error: reloadError });
         if (!this.running) return;
       }
     }
   }
+
+  /**
+   * Halts the partition on a broken invariant. The engine is deterministic: requeued and
+   * retried, the batch would break it again for ever, so the batch is never acknowledged nor
+   * replied to, and stays in the queue (run.ts closes the channel) for a fixed build. Nothing
+   * of it was committed: the engine throws while applying, before the commit is sent (see
+   * commitBatch). The books in memory may hold part of it and are no longer served; the
+   * process exits. Batches before it that were committed are still acknowledged.
+   */
+  async halt(
+    error: MatchingInvariantError,
+    batch: readonly Delivery[] = [],
+    inFlight: InFlight[] = [],
+  ): Promise<void> {
+    this.halted = { commandId: error.commandId, message: error.message };
+    this.running = false;
+    this.loaded = false;
+    this.metrics.partitionHalted.set(1);
+    this.log.error("matching invariant broken: partition halted, its batch left unacknowledged", {
+      commandId: error.commandId,
+      invariant: error.message,
+      batchCommands: batch.length,
+      batchFirstCommandId: commandIdOf(batch[0]),
+      batchLastCommandId: commandIdOf(batch[batch.length - 1]),
+      epoch: this.epoch,
+      error,
+    });
+    // Committed before the broken batch: acknowledged and replied once durable, as always (a
+    // failure requeues them, see fail()).
+    while (inFlight.length > 0) if (!(await this.finish(inFlight))) break;
+  }
+}
+
+/** The command id of a delivery, for a log line (undefined when it has none readable). */
+function commandIdOf(delivery: Delivery | undefined): string | undefined {
+  if (delivery === undefined) return undefined;
+  const body = decodeBody(delivery.message.content);
+  const commandId = body.ok ? (body.value as { commandId?: unknown } | null)?.commandId : undefined;
+  return typeof commandId === "string" ? commandId : undefined;
 }

@@ -4,6 +4,11 @@
 export class MatchingInvariantError extends Error {
   override readonly name = "MatchingInvariantError";
   readonly code = "MATCHING_INVARIANT";
+  /**
+   * The command being applied when the invariant broke, set by the shell that applied it
+   * (the engine's checks do not know it): the conductor names it when it halts the partition.
+   */
+  commandId: string | undefined;
 }
 
 /** Throws MatchingInvariantError when `condition` is false; the message is built lazily. */

@@ -1,7 +1,8 @@
 /**
  * Test-only fault hooks, read once from the environment when this module loads: named points
- * where the process kills itself (`MATCHD_KILL_AT`). Read here rather than through the
- * configuration in main.ts: they are no settings (no flag, no schema, never set in
+ * where the process kills itself (`MATCHD_KILL_AT`), and a command whose application breaks
+ * the engine's invariant (`MATCHD_TEST_BREAK_INVARIANT_ON`). Read here rather than through
+ * the configuration in main.ts: they are no settings (no flag, no schema, never set in
  * production), and read at load an unset hook is a constant no-op instead of an option
  * threaded through every layer down to the line it guards.
  *
@@ -69,3 +70,10 @@ const killAt = process.env.MATCHD_KILL_AT;
 /** Kills the process at the armed arrival at `name`; a constant no-op when nothing is armed. */
 export const killPoint: (name: KillPointName) => void =
   killAt === undefined || killAt === "" ? () => undefined : armedKillPoint(parseKillAt(killAt));
+
+/**
+ * The command id whose application the conductor's engine turns into a broken invariant
+ * (see run.ts), or undefined (always, in production).
+ */
+export const breakInvariantOn: string | undefined =
+  process.env.MATCHD_TEST_BREAK_INVARIANT_ON || undefined;
