@@ -35,6 +35,9 @@ const benchValued = new Set([
   "--boundary",
   "--p99-ms",
   "--step-seconds",
+  "--fault",
+  "--faults",
+  "--fault-interval",
 ]);
 const stackValued = new Set(["--dir"]);
 

@@ -17,6 +17,8 @@ import { capacityDefaults, capacityReport } from "./capacity-report";
 import { runDatastoreBench } from "./datastore-bench";
 import { runDomainBench, runRestingMemoryBench } from "./domain-bench";
 import { collectEnvironment, environmentFacts } from "./environment";
+import { failoverProblems } from "./failover";
+import { runFailoverBench } from "./failover-run";
 import { renderHtmlReport } from "./html-report";
 import { runOutboxDrainBench, type SinkMode } from "./outbox-drain";
 import {
@@ -45,6 +47,7 @@ export const benchBoundaries: readonly string[] = [
   "full-pipeline",
   "round-trip",
   "capacity",
+  "failover",
 ];
 
 export interface BenchRunOptions {
@@ -83,6 +86,13 @@ export function benchProblems(
   env: BenchRunOptions["env"],
   keepStack: boolean,
 ): string[] {
+  if (boundary === "failover") {
+    const urls =
+      env.datastoreGiven || env.brokerGiven
+        ? ["failover starts its own HA stack: give no datastore or broker URL"]
+        : [];
+    return [...urls, ...failoverProblems(flags)];
+  }
   const workload = flags.get("--workload") ?? "alternating";
   const workloadProblem = (workloadNames as readonly string[]).includes(workload)
     ? undefined
@@ -112,6 +122,7 @@ export async function runBench(boundary: string, options: BenchRunOptions): Prom
     process.stderr.write(found.map((problem) => `matchd: ${problem}\n`).join(""));
     return 2;
   }
+  if (boundary === "failover") return runFailoverBench({ ...options, progress });
   const seed = intFlag(flags, "--seed", 1);
   if (boundary === "domain") return finish(runDomainBoundary(options, workload, seed), options);
   return await runWithStack(boundary, options, workload, seed, progress);

@@ -77,7 +77,10 @@ function sentinelOptions(
     ...(address.username === undefined ? {} : { username: address.username }),
     ...(address.password === undefined ? {} : { password: address.password }),
     ...(sentinelPassword ? { sentinelPassword } : {}),
-    sentinelRetryStrategy: backoff,
+    // Asking a Sentinel is cheap, and a promotion ends an outage at a moment no backoff
+    // knows: reconnects are tried every 250 ms at most, so one follows it within that.
+    retryStrategy: (attempt: number) => Math.min(backoff(attempt), 250),
+    sentinelRetryStrategy: (attempt: number) => Math.min(backoff(attempt), 250),
     sentinelCommandTimeout: 1000,
     failoverDetector: true,
     reconnectOnError: (error) => (error.message.startsWith("READONLY") ? 1 : false),

@@ -1,0 +1,200 @@
+/**
+ * Judges a failover run: the invariants every failover must keep (nothing acknowledged lost,
+ * no phantom event or reply, every event once, the books equal the pure engine's replay) and
+ * the figures per kill (time until commands are acknowledged and events flow again, p99
+ * before, around and after).
+ */
+import type { FailoverObservation, FaultRecord } from "./failover";
+import { LatencyHistogram, type Percentiles } from "./histogram";
+import type { BenchReport } from "./report";
+
+/** The issue's bar: acknowledged again within 3 s of a kill (median), never beyond 10 s. */
+export const failoverTargets = { medianAckedAgainMs: 3000, maxAckedAgainMs: 10_000 };
+
+/** The reply latencies of commands scheduled in [fromMs, toMs). */
+function window(o: FailoverObservation, fromMs: number, toMs: number): Percentiles {
+  const histogram = new LatencyHistogram();
+  for (let i = 0; i < o.scheduledMs.length; i++) {
+    const at = o.scheduledMs[i]!;
+    if (at >= fromMs && at < toMs && o.repliedMs[i]! > 0)
+      histogram.record((o.repliedMs[i]! - at) * 1e6);
+  }
+  return histogram.percentilesMs();
+}
+
+export interface FaultRow extends FaultRecord {
+  p99BeforeMs: number;
+  p99AroundMs: number;
+  p99AfterMs: number;
+}
+
+/**
+ * Before: the 2 s up to 0.5 s before the kill (commands whose replies the kill could delay are
+ * "around"); around: from then until 1 s after acks resumed; after: the 2 s past that.
+ */
+function faultRows(o: FailoverObservation): FaultRow[] {
+  return o.faults.map((fault) => {
+    const resumed = fault.atMs + (fault.ackedAgainMs ?? 0) + 1000;
+    return {
+      ...fault,
+      p99BeforeMs: window(o, fault.atMs - 2500, fault.atMs - 500).p99,
+      p99AroundMs: window(o, fault.atMs - 500, resumed).p99,
+      p99AfterMs: window(o, resumed, resumed + 2000).p99,
+    };
+  });
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted.length === 0 ? Number.NaN : sorted[Math.floor((sorted.length - 1) / 2)]!;
+}
+
+/** The invariants of the issue's list, each a pass/fail with the count behind it. */
+export function failoverInvariants(o: FailoverObservation): BenchReport["invariants"] {
+  const n = o.sent.length;
+  let missingResults = 0;
+  let ackedLost = 0;
+  let repliesUnlikeStored = 0;
+  let expectedEvents = 0;
+  let unreplied = 0;
+  for (let i = 0; i < n; i++) {
+    const stored = o.stored[i];
+    const replied = o.replyBodies[i];
+    if (replied === undefined) unreplied++;
+    if (stored === null || stored === undefined) {
+      missingResults++;
+      if (replied !== undefined) ackedLost++;
+      continue;
+    }
+    if (replied !== undefined && !sameResult(replied, stored)) repliesUnlikeStored++;
+    expectedEvents += eventsOf(stored);
+  }
+  const distinct = o.eventHashes.size;
+  const rows = faultRows(o);
+  const acked = rows.map((r) => r.ackedAgainMs ?? Number.POSITIVE_INFINITY);
+  const checks = {
+    commandsWithoutStoredResult: [missingResults, missingResults === 0],
+    acknowledgedCommandsLost: [ackedLost, ackedLost === 0],
+    commandsNeverReplied: [unreplied, unreplied === 0],
+    repliesUnlikeTheirStoredResult: [repliesUnlikeStored, repliesUnlikeStored === 0],
+    distinctEventsReceived: [`${distinct} of ${expectedEvents}`, distinct === expectedEvents],
+    phantomEvents: [o.phantomEvents, o.phantomEvents === 0],
+    unexpectedEvents: [o.unexpectedEvents, o.unexpectedEvents === 0],
+    finalBookDigest: [
+      o.finalDigest.digest ?? "unavailable",
+      o.finalDigest.digest === o.expected.digest,
+    ],
+    restingOrdersAtEnd: [
+      `${o.finalDigest.restingOrders ?? -1} (replay ${o.expected.restingOrders})`,
+      o.finalDigest.restingOrders === o.expected.restingOrders,
+    ],
+    everyKillRecovered: [
+      `${acked.filter(Number.isFinite).length} of ${rows.length}`,
+      acked.every(Number.isFinite),
+    ],
+    everyOldPrimaryRejoined: [
+      `${rows.filter((r) => r.rejoinedAfterMs !== undefined).length} of ${rows.length}`,
+      rows.every((r) => r.rejoinedAfterMs !== undefined),
+    ],
+  } as const;
+  const invariants: BenchReport["invariants"] = { ok: true };
+  for (const [name, [value, ok]] of Object.entries(checks)) {
+    invariants[name] = value;
+    invariants[`${name}Ok`] = ok;
+    if (!ok) invariants.ok = false;
+  }
+  return invariants;
+}
+
+/** A reply is the stored result itself; compared parsed, so key order cannot differ. */
+function sameResult(reply: string, stored: string): boolean {
+  try {
+    return JSON.stringify(JSON.parse(reply)) === JSON.stringify(JSON.parse(stored));
+  } catch {
+    return reply === stored;
+  }
+}
+
+function eventsOf(stored: string): number {
+  try {
+    return Number((JSON.parse(stored) as { events?: number }).events ?? 0);
+  } catch {
+    return 0;
+  }
+}
+
+export function failoverReport(
+  o: FailoverObservation,
+  environment: Record<string, string | number>,
+): BenchReport & { faults: FaultRow[] } {
+  const rows = faultRows(o);
+  const overall = new LatencyHistogram();
+  for (let i = 0; i < o.sent.length; i++)
+    if (o.repliedMs[i]! > 0) overall.record((o.repliedMs[i]! - o.scheduledMs[i]!) * 1e6);
+  const acked = rows.map((r) => r.ackedAgainMs ?? Number.POSITIVE_INFINITY);
+  const events = rows.map((r) => r.eventsAgainMs ?? Number.POSITIVE_INFINITY);
+  const metric = (m: Record<string, unknown>, key: string) =>
+    typeof m[key] === "number" ? (m[key] as number) : -1;
+  const flags = o.flags;
+  return {
+    boundary: "failover",
+    boundaryStatement: `full pipeline (RPC replies and the outbox's events) at ${flags["--rate"]} commands/s offered, open loop, on the HA stack (a Valkey primary, two replicas, three Sentinels); the primary is SIGKILLed ${flags["--faults"]} times, ${flags["--fault-interval"]} s apart, and restarted once a replica was promoted; latency from each command's scheduled send to its durable reply`,
+    durability: "aof-replicated (every healthy replica fsyncs each acknowledged batch)",
+    workload: flags["--workload"],
+    commands: o.sent.length,
+    warmup: 0,
+    seconds: o.seconds,
+    // Offered, open loop: every command was replied (an invariant), so the achieved rate over
+    // the run equals it; the run's wall time also holds the final drain.
+    commandsPerSecond: flags["--rate"],
+    latencyMs: overall.percentilesMs(),
+    invariants: failoverInvariants(o),
+    environment,
+    extra: {
+      "acknowledged again after a kill, median ms": Math.round(median(acked)),
+      "acknowledged again after a kill, max ms": Math.round(Math.max(...acked)),
+      "events flow again after a kill, median ms": Math.round(median(events)),
+      "events flow again after a kill, max ms": Math.round(Math.max(...events)),
+      "replica promoted after a kill, median ms": Math.round(
+        median(rows.map((r) => r.promotedAfterMs)),
+      ),
+      "target: acknowledged again, median <= ms": failoverTargets.medianAckedAgainMs,
+      "target met":
+        median(acked) <= failoverTargets.medianAckedAgainMs &&
+        Math.max(...acked) < failoverTargets.maxAckedAgainMs,
+      "event copies beyond the first (same payload)": o.eventCopies - o.phantomEvents,
+      "fewest online replicas after a rejoin": o.minReplicas,
+      "conductor datastore failovers seen": metric(
+        o.conductorMetrics,
+        "matching_datastore_failovers_total",
+      ),
+      "conductor durability timeouts": metric(
+        o.conductorMetrics,
+        "matching_durability_timeouts_total",
+      ),
+      "conductor failed batches' commands": metric(
+        o.conductorMetrics,
+        "matching_command_failures_total",
+      ),
+      "outbox durability timeouts": metric(
+        o.outboxMetrics,
+        "matching_outbox_durability_timeouts_total",
+      ),
+      "outbox datastore failovers seen": metric(
+        o.outboxMetrics,
+        "matching_datastore_failovers_total",
+      ),
+      ...Object.fromEntries(
+        rows.map((r, k) => [
+          `kill ${k + 1}`,
+          `${r.killed} -> ${r.promoted}: promoted ${r.promotedAfterMs.toFixed(0)} ms, acked again ${fmtMs(r.ackedAgainMs)}, events again ${fmtMs(r.eventsAgainMs)}, p99 before/around/after ${r.p99BeforeMs.toFixed(1)}/${r.p99AroundMs.toFixed(1)}/${r.p99AfterMs.toFixed(1)} ms`,
+        ]),
+      ),
+    },
+    faults: rows,
+  };
+}
+
+function fmtMs(ms: number | undefined): string {
+  return ms === undefined ? "never" : `${ms.toFixed(0)} ms`;
+}

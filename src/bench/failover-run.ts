@@ -1,0 +1,71 @@
+/**
+ * Runs `matchd bench failover` end to end: its own HA stack in a private directory, a
+ * conductor and an outbox on the Sentinel URL, the fault run, the report, and the teardown
+ * (also at Ctrl-C).
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Config } from "../config/schema";
+import { stackDown, stackUp } from "../stack/index";
+import { environmentFacts, machineEnvironment } from "./environment";
+import { observeFailovers, parseFailoverFlags } from "./failover";
+import { failoverReport } from "./failover-report";
+import { renderReport } from "./report";
+import { type ServiceProcess, startService } from "./services";
+
+export async function runFailoverBench(options: {
+  config: Config;
+  flags: ReadonlyMap<string, string>;
+  json: boolean;
+  keepStack: boolean;
+  progress: (line: string) => void;
+}): Promise<number> {
+  const { config, progress } = options;
+  const flags = parseFailoverFlags(options.flags);
+  const given = options.flags.get("--dir");
+  const dir = given ?? mkdtempSync(join(tmpdir(), "matchd-failover-"));
+  const services: ServiceProcess[] = [];
+  let ok = false;
+  const teardown = async () => {
+    await Promise.all(services.map((s) => s.stop().catch(() => 1)));
+    if (!options.keepStack) await stackDown({ dir }).catch(() => undefined);
+    if (given === undefined && ok && !options.keepStack)
+      rmSync(dir, { recursive: true, force: true });
+  };
+  const interrupted = () => void teardown().then(() => process.exit(130));
+  process.once("SIGINT", interrupted);
+  try {
+    progress(`starting the HA stack in ${dir}`);
+    const info = await stackUp({ dir, ha: true, log: (line) => progress(`stack: ${line}`) });
+    const base = {
+      "--datastore-url": info.datastoreUrl,
+      "--broker-url": info.brokerUrl,
+      "--partition": config.partition,
+      "--partition-count": config.partitionCount,
+      "--durability": "aof-replicated",
+      "--durability-timeout-ms": config.durabilityTimeoutMs,
+      "--log-level": config.logLevel,
+    };
+    const register = (service: ServiceProcess) => services.push(service);
+    const conductor = await startService("conductor", base, progress, register);
+    const outbox = await startService("outbox", base, progress, register);
+    const observation = await observeFailovers({
+      info,
+      config,
+      conductorUrl: conductor.url,
+      outboxUrl: outbox.url,
+      flags,
+      progress,
+    });
+    const environment = Object.fromEntries(environmentFacts(machineEnvironment()));
+    const report = failoverReport(observation, environment);
+    process.stdout.write(`${options.json ? JSON.stringify(report) : renderReport(report)}\n`);
+    ok = report.invariants.ok;
+    if (!ok || options.keepStack) progress(`the stack's directory is kept: ${dir}`);
+    return ok ? 0 : 1;
+  } finally {
+    process.off("SIGINT", interrupted);
+    await teardown();
+  }
+}
