@@ -20,8 +20,9 @@ import { breakInvariantOn } from "../infra/kill-point";
 import type { Logger } from "../infra/log";
 import { watchShutdown } from "../infra/shutdown";
 import { createValkey } from "../infra/valkey/client";
+import { FailoverTracker } from "../infra/valkey/failover-tracker";
 import { partitionKeys } from "../infra/valkey/keys";
-import { watchFsyncPolicy } from "../infra/valkey/policy-watch";
+import { exposeReplicaRule, watchFsyncPolicy } from "../infra/valkey/policy-watch";
 import { CommandConsumer } from "./consumer";
 import { createConductorMetrics } from "./metrics";
 import { queryRoutes } from "./queries";
@@ -97,6 +98,9 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
     () => consumer.pendingCount,
   );
   countCollections(metrics.registry);
+  const failovers = new FailoverTracker(writer, metrics.registry, log);
+  if (policyWatch) exposeReplicaRule(metrics.registry, policyWatch);
+  store.onDurable = () => failovers.durableWrite();
   conductor = new Conductor(config, engine, store, keys, consumer, metrics, log);
   const owner = conductor;
 

@@ -397,7 +397,11 @@ export class Conductor {
     killPoint("before-reload");
     // The books in memory may hold this batch's uncommitted effects: always reload.
     for (;;) {
-      await Bun.sleep(backoffDelayMs(this.failureAttempts++, conductorBackoff));
+      // A reconnect (a promoted replica answering) ends the backoff: the outage is over.
+      await Promise.race([
+        Bun.sleep(backoffDelayMs(this.failureAttempts++, conductorBackoff)),
+        this.store.writerReconnected(),
+      ]);
       try {
         // The requeue reconnected the consumer, so the partition is claimed again (a new
         // channel) only when deliveries reach this conductor as the active consumer: after a

@@ -138,13 +138,18 @@ export class ConductorStore {
   }
 
   /** Waits for the writes made on the writer connection of `writtenOn` (see writerConnection). */
-  waitDurable(timeoutMs: number, writtenOn: number): Promise<number> {
-    return waitDurable(this.writer, timeoutMs, {
+  async waitDurable(timeoutMs: number, writtenOn: number): Promise<number> {
+    const waitedMs = await waitDurable(this.writer, timeoutMs, {
       writtenOn,
       violation: this.policyViolation,
       replicasRequired: this.replicasRequired,
     });
+    this.onDurable();
+    return waitedMs;
   }
+
+  /** Called after every commit's durability wait that succeeded (FailoverTracker.durableWrite). */
+  onDurable: () => void = () => undefined;
 
   /** Reads every resting order of the partition, in FIFO order per book side. */
   async loadRestingOrders(): Promise<RestingOrder[]> {
@@ -193,6 +198,24 @@ export class ConductorStore {
   writerConnection(): number {
     return connectionGeneration(this.writer);
   }
+
+  /**
+   * Resolves when a writer that is down now connects again (after a failover: on the newly
+   * promoted primary); never while it is connected. A retry can start at once then.
+   */
+  writerReconnected(): Promise<void> {
+    if (this.writer.status === "ready") return new Promise(() => undefined);
+    // One listener per outage, however many retries wait on it.
+    this.reconnected ??= new Promise((resolve) =>
+      this.writer.once("ready", () => {
+        this.reconnected = undefined;
+        resolve();
+      }),
+    );
+    return this.reconnected;
+  }
+
+  private reconnected: Promise<void> | undefined;
 
   stageRemovedOrder(batch: CommitBuilder, order: RestingOrder): void {
     batch.zrem(this.keys.bookRates(order.pairId, order.side), bookMember(order));

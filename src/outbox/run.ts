@@ -15,8 +15,9 @@ import type { Logger } from "../infra/log";
 import { MetricsRegistry } from "../infra/metrics";
 import { watchShutdown } from "../infra/shutdown";
 import { createValkey, type Valkey } from "../infra/valkey/client";
+import { FailoverTracker } from "../infra/valkey/failover-tracker";
 import { outboxConsumerGroup, partitionKeys } from "../infra/valkey/keys";
-import { watchFsyncPolicy } from "../infra/valkey/policy-watch";
+import { exposeReplicaRule, watchFsyncPolicy } from "../infra/valkey/policy-watch";
 import { withinMs } from "../infra/within";
 import { DeliveryLoop } from "./delivery";
 import { PartitionLease } from "./lease";
@@ -73,6 +74,9 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
   registry.setInfo("matching_durability_policy", { policy: config.durability });
   const metrics = createOutboxMetrics(registry, () => loop?.inFlight ?? 0);
   countCollections(registry);
+  // The reader's: its reads and their durability waits are what a failover interrupts.
+  const failovers = new FailoverTracker(reader, registry, log);
+  if (policyWatch) exposeReplicaRule(registry, policyWatch);
   // Under aof-replicated an event leaves only once its commit is fsynced on primary and
   // replica, the same promise the conductor's acknowledgement makes for its command.
   const stream = new OutboxStream(
@@ -84,7 +88,10 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
     config.durability === "aof-replicated"
       ? {
           timeoutMs: config.durabilityTimeoutMs,
-          observeWaitMs: (waitedMs) => metrics.durabilityWait.observe(waitedMs / 1000),
+          observeWaitMs: (waitedMs) => {
+            metrics.durabilityWait.observe(waitedMs / 1000);
+            failovers.durableWrite();
+          },
           violation: policyWatch?.violation,
           replicasRequired: policyWatch?.requiredReplicas,
         }

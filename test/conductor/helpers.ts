@@ -5,7 +5,6 @@
  */
 import { afterAll, afterEach, beforeAll, expect } from "bun:test";
 import amqp, { type ChannelModel, type ConfirmChannel, type Options } from "amqplib";
-import Redis from "ioredis";
 import { createWorkload } from "../../src/bench/workloads";
 import { CommitBuilder, commitScript } from "../../src/conductor/commit-script";
 import { ConductorStore } from "../../src/conductor/store";
@@ -15,6 +14,7 @@ import {
   commandQueue,
   commandQueueArguments,
 } from "../../src/infra/amqp/topology";
+import { createValkey, type Valkey } from "../../src/infra/valkey/client";
 import { type PartitionKeys, partitionKeys } from "../../src/infra/valkey/keys";
 import { freePorts } from "../../src/stack/process";
 import { eventually } from "../support/eventually";
@@ -203,11 +203,12 @@ export class Publisher {
 /** A raw client for checking (and breaking) one partition's keys. */
 export class PartitionStore {
   readonly keys: PartitionKeys;
-  readonly valkey: Redis;
+  readonly valkey: Valkey;
 
   constructor(url: string, partition: number) {
     this.keys = partitionKeys(partition);
-    this.valkey = new Redis(url, { maxRetriesPerRequest: 1 });
+    // Through matchd's client: a redis+sentinel:// URL reaches the current primary.
+    this.valkey = createValkey(url, { name: "matchd-test-partition-store" });
     this.valkey.on("error", () => undefined);
   }
 

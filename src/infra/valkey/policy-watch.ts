@@ -9,6 +9,7 @@
  */
 import type { Config } from "../../config/schema";
 import type { Logger } from "../log";
+import type { MetricsRegistry } from "../metrics";
 import { parseDatastoreAddress } from "./address";
 import { createValkey, parseInfo, type Valkey } from "./client";
 import { appendfsyncOf, listedReplicas } from "./fsync-policy";
@@ -142,4 +143,13 @@ export function watchFsyncPolicy(
       ? async () => largestDownAfterMs((await askSentinels(address, config.sentinelPassword)).views)
       : undefined;
   return new FsyncPolicyWatch(valkey, log, policyWatchIntervalMs, downAfterMs);
+}
+
+/** The replica rule's live figure on /metrics: how many replica fsyncs each wait needs now. */
+export function exposeReplicaRule(registry: MetricsRegistry, watch: FsyncPolicyWatch): void {
+  registry.gauge(
+    "matching_durability_replicas_required",
+    "Replica fsyncs each durability wait needs now: every healthy replica, at least 1",
+    () => watch.requiredReplicas(),
+  );
 }

@@ -1,0 +1,278 @@
+/**
+ * The datastore's failover, for real: a conductor and an outbox on the Sentinel URL of the HA
+ * stack (a primary, two replicas, three Sentinels) follow a SIGKILL of the primary and a
+ * Sentinel-ordered switch by themselves, lose nothing acknowledged and publish no phantom; a
+ * durability wait needs every healthy replica, and leaves out one that stopped answering.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import amqp from "amqplib";
+import type { CommandEnvelope } from "../../src/domain/index";
+import { allEventExchanges } from "../../src/infra/amqp/topology";
+import { createValkey } from "../../src/infra/valkey/client";
+import {
+  currentPrimary,
+  killValkeyNode,
+  restartValkeyNode,
+  type StackInfo,
+  stackDown,
+  stackStatus,
+  stackUp,
+  waitForFailover,
+} from "../../src/stack/index";
+import {
+  alternatingRpcCommands,
+  type ConductorProcess,
+  disposeAll,
+  eventually,
+  openReplies,
+  PartitionStore,
+  Publisher,
+  referenceRun,
+  settledDigest,
+  startConductor,
+} from "../conductor/helpers";
+import { metricNumber, startOutbox } from "../outbox/helpers";
+import { stackStartTimeoutMs } from "../support/stack";
+import { tempDir } from "../support/temp-dir";
+
+let info: StackInfo;
+let dir: string;
+let publisher: Publisher;
+
+beforeAll(async () => {
+  dir = tempDir("matchd-ha-test-");
+  info = await stackUp({ dir, ha: true });
+  publisher = await Publisher.open(info.brokerUrl);
+}, stackStartTimeoutMs);
+
+afterAll(async () => {
+  await disposeAll();
+  await publisher?.close();
+  await stackDown({ dir });
+});
+
+/** The pid of a data node now (a restart records a new one). */
+async function nodePid(name: string): Promise<number> {
+  const found = (await stackStatus(dir)).processes.find((p) => p.name === name && p.running);
+  if (found === undefined) throw new Error(`${name} is not running`);
+  return found.pid;
+}
+
+/**
+ * Waits until Sentinel has no failover under way and the primary it names lists both
+ * replicas online: a restarted node rejoins only when Sentinel reconfigures it (~10 s).
+ */
+async function settledTopology(): Promise<{ name: string; port: number }> {
+  const sentinel = createValkey(`redis://127.0.0.1:${info.ha!.sentinels[0]!.port}`, {
+    name: "matchd-test-sentinel",
+  });
+  try {
+    let primary = await currentPrimary(info);
+    await eventually(
+      "no failover under way and both replicas online",
+      async () => {
+        const master = (await sentinel.call("SENTINEL", "MASTER", "matchd")) as string[];
+        primary = await currentPrimary(info);
+        const node = createValkey(`redis://127.0.0.1:${primary.port}`, { name: "matchd-test" });
+        node.on("error", () => undefined);
+        const replication = await node.info("replication").finally(() => node.disconnect());
+        return (
+          master[master.indexOf("flags") + 1] === "master" &&
+          (replication.match(/state=online,offset=\d+,lag=[01]\b/g) ?? []).length === 2
+        );
+      },
+      45_000,
+    );
+    return primary;
+  } finally {
+    sentinel.disconnect();
+  }
+}
+
+/** Every event of one partition by id, and copies of an id whose bytes differ (phantoms). */
+async function openEventSink(partition: number) {
+  const connection = await amqp.connect(info.brokerUrl);
+  const channel = await connection.createChannel();
+  const { queue } = await channel.assertQueue("", { exclusive: true, autoDelete: true });
+  for (const exchange of allEventExchanges) {
+    await channel.assertExchange(exchange, "direct", { durable: true });
+    await channel.bindQueue(queue, exchange, exchange);
+  }
+  const byId = new Map<string, string>();
+  let phantoms = 0;
+  await channel.consume(
+    queue,
+    (message) => {
+      if (message === null) return;
+      const body = message.content.toString();
+      if ((JSON.parse(body) as { partition: number }).partition !== partition) return;
+      const id = String(message.properties.messageId);
+      const before = byId.get(id);
+      if (before === undefined) byId.set(id, body);
+      else if (before !== body) phantoms++;
+    },
+    { noAck: true },
+  );
+  return {
+    byId,
+    phantoms: () => phantoms,
+    close: () => connection.close().catch(() => undefined),
+  };
+}
+
+function stackOf(stack: StackInfo) {
+  return {
+    datastoreUrl: stack.datastoreUrl,
+    replicaUrl: stack.replicaUrl,
+    brokerUrl: stack.brokerUrl,
+  };
+}
+
+async function startOn(partition: number): Promise<ConductorProcess> {
+  return startConductor(stackOf(info), partition);
+}
+
+/** Every command exactly one stored result on the current primary, equal to its reply. */
+async function expectStoredAsReplied(
+  partition: number,
+  commands: readonly CommandEnvelope[],
+  replies: Map<string, Record<string, unknown>>,
+): Promise<void> {
+  const store = new PartitionStore(info.datastoreUrl, partition);
+  try {
+    const stored = await store.storedResults(commands.map((c) => c.commandId));
+    for (const command of commands) {
+      const result = stored.get(command.commandId);
+      expect(result).toBeDefined();
+      expect(replies.get(command.commandId)).toEqual(result as Record<string, unknown>);
+    }
+  } finally {
+    store.close();
+  }
+}
+
+/** The conductor's books, once every command settled, equal the pure engine's replay. */
+async function expectBooksAsReplayed(
+  conductor: ConductorProcess,
+  partition: number,
+  commands: readonly CommandEnvelope[],
+): Promise<void> {
+  const store = new PartitionStore(info.datastoreUrl, partition);
+  try {
+    const ids = commands.map((c) => c.commandId);
+    const settled = await settledDigest(conductor, store, publisher, partition, ids);
+    const reference = referenceRun(commands);
+    expect(settled).toEqual({ digest: reference.digest, restingOrders: reference.resting });
+  } finally {
+    store.close();
+  }
+}
+
+describe("datastore failover", () => {
+  test("a SIGKILLed primary: the conductor follows the promotion, nothing acknowledged is lost", async () => {
+    const partition = 11;
+    const replies = await openReplies(publisher.channelModel());
+    await publisher.declare(partition);
+    const { commands, publish } = alternatingRpcCommands(
+      publisher,
+      partition,
+      7,
+      400,
+      replies.queue,
+    );
+    const events = await openEventSink(partition);
+    const conductor = await startOn(partition);
+    const outbox = await startOutbox(stackOf(info), partition);
+    await publish(0, 200);
+    await eventually("the first half replied", () => replies.replies.size === 200, 30_000);
+    const victim = await currentPrimary(info);
+    const sending = publish(200, 400);
+    await killValkeyNode(info, victim.name);
+    const promoted = await waitForFailover(info, { from: victim.name, timeoutMs: 30_000 });
+    expect(promoted.name).not.toBe(victim.name);
+    await sending;
+    await eventually("every command replied", () => replies.replies.size === 400, 60_000);
+    await expectStoredAsReplied(partition, commands, replies.replies);
+    await expectBooksAsReplayed(conductor, partition, commands);
+    expect(await conductor.metric("matching_datastore_failovers_total")).toBeGreaterThanOrEqual(1);
+    expect(await conductor.metric("matching_datastore_last_recovery_seconds")).toBeGreaterThan(0);
+    expect(conductor.log()).toContain("datastore primary changed");
+    // Two events per alternating command, each id once with one payload.
+    await eventually("every event published", () => events.byId.size === 800, 60_000);
+    expect(events.phantoms()).toBe(0);
+    expect(
+      metricNumber(await outbox.metrics(), "matching_datastore_failovers_total"),
+    ).toBeGreaterThanOrEqual(1);
+    await restartValkeyNode(info, victim.name);
+    await Promise.all([replies.close(), events.close()]);
+    expect(await conductor.stop()).toBe(0);
+    expect(await outbox.stop()).toBe(0);
+  }, 120_000);
+
+  test("a Sentinel-ordered switch demotes the primary under the conductor; it moves on", async () => {
+    const partition = 12;
+    const replies = await openReplies(publisher.channelModel());
+    await publisher.declare(partition);
+    const { commands, publish } = alternatingRpcCommands(
+      publisher,
+      partition,
+      8,
+      200,
+      replies.queue,
+    );
+    const conductor = await startOn(partition);
+    await publish(0, 100);
+    await eventually("the first half replied", () => replies.replies.size === 100, 30_000);
+    // The last test restarted a node: Sentinel refuses a switch while it still reconfigures.
+    const before = await settledTopology();
+    const sentinel = createValkey(`redis://127.0.0.1:${info.ha!.sentinels[0]!.port}`, {
+      name: "matchd-test-sentinel",
+    });
+    await sentinel.call("SENTINEL", "FAILOVER", "matchd");
+    sentinel.disconnect();
+    await waitForFailover(info, { from: before.name, timeoutMs: 30_000 });
+    await publish(100, 200);
+    await eventually("every command replied", () => replies.replies.size === 200, 60_000);
+    await expectStoredAsReplied(partition, commands, replies.replies);
+    await expectBooksAsReplayed(conductor, partition, commands);
+    await replies.close();
+    expect(await conductor.stop()).toBe(0);
+  }, 120_000);
+
+  test("an acknowledgement waits for every healthy replica; a stalled one is left out after the lag limit", async () => {
+    const partition = 13;
+    const replies = await openReplies(publisher.channelModel());
+    await publisher.declare(partition);
+    const { publish } = alternatingRpcCommands(publisher, partition, 9, 2, replies.queue);
+    const primary = await settledTopology();
+    const conductor = await startOn(partition);
+    const replica = info.ha!.nodes.find((n) => n.name !== primary.name)!;
+    await eventually(
+      "the conductor's waits need both replicas",
+      async () => (await conductor.metric("matching_durability_replicas_required")) === 2,
+      10_000,
+    );
+    // A replica that stops: with WAITAOF 1 1 the other replica would confirm at once.
+    const pid = await nodePid(replica.name);
+    process.kill(pid, "SIGSTOP");
+    const stoppedAt = performance.now();
+    try {
+      await publish(0, 1);
+      await Bun.sleep(1000);
+      expect(replies.replies.size).toBe(0);
+      // Past the lag limit (2 s with down-after 1000 ms) the stalled replica is left out.
+      await eventually(
+        "replied without the stalled replica",
+        () => replies.replies.size === 1,
+        15_000,
+      );
+      expect(performance.now() - stoppedAt).toBeGreaterThan(2000);
+    } finally {
+      process.kill(pid, "SIGCONT");
+    }
+    await publish(1, 2);
+    await eventually("replied once the replica is back", () => replies.replies.size === 2, 30_000);
+    await replies.close();
+    expect(await conductor.stop()).toBe(0);
+  }, 90_000);
+});
