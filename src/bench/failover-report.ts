@@ -92,7 +92,7 @@ export function failoverInvariants(o: FailoverObservation): BenchReport["invaria
       `${acked.filter(Number.isFinite).length} of ${rows.length}`,
       acked.every(Number.isFinite),
     ],
-    everyOldPrimaryRejoined: [
+    everyKillSettledWithTheVictimRejoined: [
       `${rows.filter((r) => r.rejoinedAfterMs !== undefined).length} of ${rows.length}`,
       rows.every((r) => r.rejoinedAfterMs !== undefined),
     ],
@@ -164,6 +164,8 @@ export function failoverReport(
         Math.max(...acked) < failoverTargets.maxAckedAgainMs,
       "event copies beyond the first (same payload)": o.eventCopies - o.phantomEvents,
       "fewest online replicas after a rejoin": o.minReplicas,
+      "kills after which Sentinel switched twice": rows.filter((r) => r.settledOn !== r.promoted)
+        .length,
       "conductor datastore failovers seen": metric(
         o.conductorMetrics,
         "matching_datastore_failovers_total",
@@ -187,7 +189,7 @@ export function failoverReport(
       ...Object.fromEntries(
         rows.map((r, k) => [
           `kill ${k + 1}`,
-          `${r.killed} -> ${r.promoted}: promoted ${r.promotedAfterMs.toFixed(0)} ms, acked again ${fmtMs(r.ackedAgainMs)}, events again ${fmtMs(r.eventsAgainMs)}, p99 before/around/after ${r.p99BeforeMs.toFixed(1)}/${r.p99AroundMs.toFixed(1)}/${r.p99AfterMs.toFixed(1)} ms`,
+          `${r.killed} -> ${r.promoted}${r.settledOn === r.promoted ? "" : ` -> ${r.settledOn} (Sentinel switched again)`}: promoted ${r.promotedAfterMs.toFixed(0)} ms, acked again ${fmtMs(r.ackedAgainMs)}, events again ${fmtMs(r.eventsAgainMs)}, p99 before/around/after ${r.p99BeforeMs.toFixed(1)}/${r.p99AroundMs.toFixed(1)}/${r.p99AfterMs.toFixed(1)} ms`,
         ]),
       ),
     },

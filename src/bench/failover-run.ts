@@ -22,6 +22,10 @@ export async function runFailoverBench(options: {
   progress: (line: string) => void;
 }): Promise<number> {
   const { config, progress } = options;
+  if (config.durability !== "aof-replicated") {
+    process.stderr.write("matchd: failover measures the aof-replicated policy only\n");
+    return 2;
+  }
   const flags = parseFailoverFlags(options.flags);
   const given = options.flags.get("--dir");
   const dir = given ?? mkdtempSync(join(tmpdir(), "matchd-failover-"));
@@ -58,8 +62,18 @@ export async function runFailoverBench(options: {
       flags,
       progress,
     });
+    // A fenced conductor exits 4, a halted one 7: a clean stop shows it never was either.
+    const [conductorExit, outboxExit] = await Promise.all([conductor.stop(), outbox.stop()]);
     const environment = Object.fromEntries(environmentFacts(machineEnvironment()));
     const report = failoverReport(observation, environment);
+    for (const [name, code] of [
+      ["conductorStoppedCleanly", conductorExit],
+      ["outboxStoppedCleanly", outboxExit],
+    ] as const) {
+      report.invariants[name] = `exit ${code}`;
+      report.invariants[`${name}Ok`] = code === 0;
+      if (code !== 0) report.invariants.ok = false;
+    }
     process.stdout.write(`${options.json ? JSON.stringify(report) : renderReport(report)}\n`);
     ok = report.invariants.ok;
     if (!ok || options.keepStack) progress(`the stack's directory is kept: ${dir}`);

@@ -35,13 +35,35 @@ export const failoverFlags = z.object({
 });
 export type FailoverFlags = z.infer<typeof failoverFlags>;
 
-/** Flags of other boundaries that failover would ignore. */
-const foreignFlags = ["--commands", "--duration", "--warmup", "--events", "--connections"];
+/** Other boundaries' flags, which failover would ignore (it reads --dir besides its own). */
+const foreignFlags = [
+  "--commands",
+  "--events",
+  "--warmup",
+  "--duration",
+  "--connections",
+  "--resting",
+  "--report",
+  "--conductor-url",
+  "--outbox-url",
+  "--flow",
+  "--sink",
+  "--query-load",
+  "--boundary",
+  "--p99-ms",
+  "--step-seconds",
+];
+
+/** The failover flags, which every other boundary refuses. */
+export const failoverOnlyFlags = ["--fault", "--faults", "--fault-interval"];
 
 export function failoverProblems(flags: ReadonlyMap<string, string>): string[] {
   const problems = foreignFlags
     .filter((flag) => flags.has(flag))
-    .map((flag) => `${flag} does not apply to failover (its length follows --faults)`);
+    .map(
+      (flag) =>
+        `${flag} does not apply to failover (it runs its own stack; its length follows --faults)`,
+    );
   if (flags.get("--fault")?.startsWith("broker") === true)
     problems.push("--fault broker-node is not built yet: the broker runs on one node");
   const parsed = failoverFlags.safeParse(Object.fromEntries(failoverKeys(flags)));
@@ -64,6 +86,8 @@ export function parseFailoverFlags(flags: ReadonlyMap<string, string>): Failover
 export interface FaultRecord {
   killed: string;
   promoted: string;
+  /** The primary once the topology settled (Sentinel may switch twice). */
+  settledOn: string;
   /** From the kill, milliseconds (performance.now() based, relative to the run's start). */
   atMs: number;
   promotedAfterMs: number;
@@ -80,12 +104,12 @@ export interface FailoverObservation {
   flags: FailoverFlags;
   sent: CommandEnvelope[];
   /** Scheduled send time of each command, ms from the run's start. */
-  scheduledMs: Float64Array;
+  scheduledMs: number[];
   /** Reply time of each command, ms from the run's start (0: none). */
-  repliedMs: Float64Array;
+  repliedMs: number[];
   replyBodies: (string | undefined)[];
   /** Time of each command's first event, ms from the run's start (0: none). */
-  firstEventMs: Float64Array;
+  firstEventMs: number[];
   /** Payload hash of every distinct event id seen. */
   eventHashes: Map<string, bigint>;
   eventCopies: number;
@@ -110,7 +134,7 @@ export interface FailoverRun {
   progress: (line: string) => void;
 }
 
-/** Warm-up before the first kill and quiet time after the last. */
+/** Load before the first kill, and after the last one settled. */
 const leadMs = 5000;
 const tailMs = 4000;
 
@@ -118,18 +142,13 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
   const { flags, info, progress } = run;
   const partition = run.config.partition;
   const workload = createWorkload(flags["--workload"], { seed: flags["--seed"], partition });
-  const durationMs = leadMs + flags["--faults"] * flags["--fault-interval"] * 1000 + tailMs;
-  const total = Math.ceil((flags["--rate"] * durationMs) / 1000);
-  const sent = [
-    ...workload.prefill(),
-    ...Array.from({ length: total }, (_, i) => workload.next(i)),
-  ];
-  const bodies = sent.map((command) => Buffer.from(JSON.stringify(command)));
-  const indexOf = new Map(sent.map((command, i) => [command.commandId, i]));
-  const scheduledMs = new Float64Array(sent.length);
-  const repliedMs = new Float64Array(sent.length);
-  const firstEventMs = new Float64Array(sent.length);
-  const replyBodies: (string | undefined)[] = new Array(sent.length);
+  // Commands are made as they are sent: the run lasts as long as its faults take.
+  const sent: CommandEnvelope[] = [];
+  const indexOf = new Map<string, number>();
+  const scheduledMs: number[] = [];
+  const repliedMs: number[] = [];
+  const firstEventMs: number[] = [];
+  const replyBodies: (string | undefined)[] = [];
   const eventHashes = new Map<string, bigint>();
   let eventCopies = 0;
   let phantomEvents = 0;
@@ -173,38 +192,42 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
   const channel = await connection.createConfirmChannel();
   const frames = new FramePublisher(channel);
   const queue = commandQueue(partition);
-  const publish = (i: number) => {
-    frames.publish(commandExchange, queue, bodies[i]!, false, {
+  /** Sends the next command, counted as sent at `atMs` (its scheduled time). */
+  const send = (command: CommandEnvelope, atMs: number) => {
+    const i = sent.length;
+    sent.push(command);
+    indexOf.set(command.commandId, i);
+    scheduledMs.push(atMs);
+    repliedMs.push(0);
+    firstEventMs.push(0);
+    replyBodies.push(undefined);
+    frames.publish(commandExchange, queue, Buffer.from(JSON.stringify(command)), false, {
       persistent: true,
       contentType: "application/json",
       replyTo: replies.queue,
-      correlationId: sent[i]!.commandId,
-      messageId: sent[i]!.commandId,
+      correlationId: command.commandId,
+      messageId: command.commandId,
       timestamp: Date.now(),
     });
   };
 
-  const prefilled = sent.length - total;
-  for (let i = 0; i < prefilled; i++) {
-    scheduledMs[i] = now();
-    publish(i);
-  }
+  for (const command of workload.prefill()) send(command, now());
+  let loadEnds = false;
   const openLoop = (async () => {
     const t0 = now();
-    for (let k = 0; k < total; k++) {
-      const i = prefilled + k;
-      scheduledMs[i] = t0 + (k * 1000) / flags["--rate"];
-      const wait = scheduledMs[i]! - now();
+    for (let k = 0; !loadEnds; k++) {
+      const at = t0 + (k * 1000) / flags["--rate"];
+      const wait = at - now();
       if (wait > 1) await Bun.sleep(wait);
-      publish(i);
+      send(workload.next(k), at);
     }
   })();
 
   const faults: FaultRecord[] = [];
   let minReplicas = Number.POSITIVE_INFINITY;
+  let nextAt = leadMs;
   for (let f = 0; f < flags["--faults"]; f++) {
-    const at = leadMs + f * flags["--fault-interval"] * 1000;
-    if (at > now()) await Bun.sleep(at - now());
+    if (nextAt > now()) await Bun.sleep(nextAt - now());
     const victim = await currentPrimary(info);
     const atMs = now();
     await killValkeyNode(info, victim.name);
@@ -212,21 +235,27 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
     const promoted = await waitForFailover(info, { from: victim.name, timeoutMs: 30_000 });
     const promotedAfterMs = now() - atMs;
     await restartValkeyNode(info, victim.name);
-    const rejoined = await waitForOnlineReplicas(promoted.port, 2, 30_000);
-    minReplicas = Math.min(minReplicas, rejoined.seen);
+    // Sentinel may switch again (a new primary slow to answer its pings): settled is the
+    // primary the Sentinels name now, with both replicas online.
+    const settled = await waitForSettledPrimary(info, 2, 60_000);
+    minReplicas = Math.min(minReplicas, settled.replicas);
     faults.push({
       killed: victim.name,
       promoted: promoted.name,
+      settledOn: settled.name,
       atMs,
       promotedAfterMs,
       ackedAgainMs: undefined,
       eventsAgainMs: undefined,
-      rejoinedAfterMs: rejoined.ok ? now() - atMs : undefined,
+      rejoinedAfterMs: settled.ok ? now() - atMs : undefined,
     });
     progress(
-      `fault ${f + 1}: ${promoted.name} promoted after ${promotedAfterMs.toFixed(0)} ms; ${victim.name} ${rejoined.ok ? "rejoined as a replica" : "did not rejoin"}`,
+      `fault ${f + 1}: ${promoted.name} promoted after ${promotedAfterMs.toFixed(0)} ms; ${settled.ok ? `settled on ${settled.name} with ${victim.name} rejoined` : `not settled (${victim.name} did not rejoin)`}`,
     );
+    nextAt = Math.max(atMs + flags["--fault-interval"] * 1000, now() + 2000);
   }
+  await Bun.sleep(tailMs);
+  loadEnds = true;
   await openLoop;
   progress("waiting for every reply and event");
   const deadline = performance.now() + 60_000;
@@ -284,7 +313,7 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
 }
 
 /** Milliseconds from `atMs` to the earliest `done` of a command scheduled after it. */
-function firstAfter(scheduled: Float64Array, done: Float64Array, atMs: number): number | undefined {
+function firstAfter(scheduled: number[], done: number[], atMs: number): number | undefined {
   let first = Number.POSITIVE_INFINITY;
   for (let i = 0; i < scheduled.length; i++) {
     if (scheduled[i]! >= atMs && done[i]! > 0 && done[i]! < first) first = done[i]!;
@@ -292,27 +321,35 @@ function firstAfter(scheduled: Float64Array, done: Float64Array, atMs: number): 
   return Number.isFinite(first) ? first - atMs : undefined;
 }
 
-/** Waits until the primary at `port` lists `count` online replicas. */
-async function waitForOnlineReplicas(
-  port: number,
+/** Waits until the primary the Sentinels name lists `count` online replicas. */
+async function waitForSettledPrimary(
+  info: StackInfo,
   count: number,
   timeoutMs: number,
-): Promise<{ ok: boolean; seen: number }> {
-  const primary = createValkey(`redis://127.0.0.1:${port}`, {
-    name: "matchd-bench-failover-watch",
-  });
-  primary.on("error", () => undefined);
+): Promise<{ ok: boolean; name: string; replicas: number }> {
   const deadline = performance.now() + timeoutMs;
-  let seen = 0;
-  try {
-    while (performance.now() < deadline) {
-      const listed = listedReplicas(parseInfo(await primary.info("replication")));
-      seen = listed.filter((r) => r.state === "online").length;
-      if (seen >= count) return { ok: true, seen };
-      await Bun.sleep(100);
+  let last = { ok: false, name: "?", replicas: 0 };
+  while (performance.now() < deadline) {
+    try {
+      const primary = await currentPrimary(info);
+      const node = createValkey(`redis://127.0.0.1:${primary.port}`, {
+        name: "matchd-bench-failover-watch",
+      });
+      node.on("error", () => undefined);
+      const replication = parseInfo(
+        await node.info("replication").finally(() => node.disconnect()),
+      );
+      const online = listedReplicas(replication).filter((r) => r.state === "online").length;
+      last = {
+        ok: replication.get("role") === "master" && online >= count,
+        name: primary.name,
+        replicas: online,
+      };
+      if (last.ok) return last;
+    } catch {
+      // A node or Sentinel in the middle of a switch: asked again.
     }
-    return { ok: false, seen };
-  } finally {
-    primary.disconnect();
+    await Bun.sleep(200);
   }
+  return last;
 }

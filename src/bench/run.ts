@@ -17,7 +17,7 @@ import { capacityDefaults, capacityReport } from "./capacity-report";
 import { runDatastoreBench } from "./datastore-bench";
 import { runDomainBench, runRestingMemoryBench } from "./domain-bench";
 import { collectEnvironment, environmentFacts } from "./environment";
-import { failoverProblems } from "./failover";
+import { failoverOnlyFlags, failoverProblems } from "./failover";
 import { runFailoverBench } from "./failover-run";
 import { renderHtmlReport } from "./html-report";
 import { runOutboxDrainBench, type SinkMode } from "./outbox-drain";
@@ -93,6 +93,9 @@ export function benchProblems(
         : [];
     return [...urls, ...failoverProblems(flags)];
   }
+  const failoverOnly = failoverOnlyFlags
+    .filter((flag) => flags.has(flag))
+    .map((flag) => `${flag} is a flag of failover, not of ${boundary}`);
   const workload = flags.get("--workload") ?? "alternating";
   const workloadProblem = (workloadNames as readonly string[]).includes(workload)
     ? undefined
@@ -102,6 +105,7 @@ export function benchProblems(
       ? "give both the datastore and the broker URL (MATCHING_DATASTORE_URL / --datastore-url and MATCHING_BROKER_URL / --broker-url), or neither (a private stack is started)"
       : undefined;
   const problems = [
+    ...failoverOnly,
     urlsProblem,
     workloadProblem,
     checkFlow(boundary, flags),

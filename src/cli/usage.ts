@@ -59,7 +59,8 @@ ${configUsageFor("outbox")}`,
 
 Runs the checks the durability policy needs (WAITAOF support, primary role, appendonly,
 appendfsync always, a connected replica, appendonly and appendfsync always on each replica,
-a probe write fsynced on primary and replica) plus broker reachability, prints each as
+a probe write fsynced on the primary and every healthy replica; with a redis+sentinel:// URL
+also that the Sentinels answer and see a replica) plus broker reachability, prints each as
 pass/fail and exits 0 when all pass, 3 otherwise.
 
 ${configUsageFor("check")}`,

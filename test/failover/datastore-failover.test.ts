@@ -169,6 +169,41 @@ async function expectBooksAsReplayed(
 }
 
 describe("datastore failover", () => {
+  test("a client whose reconnect is cut short (as Sentinel's failover detector does) connects again", async () => {
+    const sentinel = info.ha!.sentinels[0]!;
+    const client = createValkey(`redis+sentinel://127.0.0.1:${sentinel.port}/matchd`, {
+      name: "matchd-test-revive",
+    });
+    client.on("error", () => undefined);
+    let ended = false;
+    client.on("end", () => {
+      ended = true;
+    });
+    const admin = createValkey(info.datastoreUrl, { name: "matchd-test-admin" });
+    try {
+      await client.ping();
+      const id = String(await client.client("ID"));
+      const pid = await nodePid(sentinel.name);
+      process.kill(pid, "SIGSTOP");
+      try {
+        await admin.client("KILL", "ID", id);
+        // The reconnect now waits on the stopped Sentinel: the detector's disconnect lands there.
+        await eventually("reconnecting", () => client.status === "connecting", 5000);
+        (client as unknown as { connector: { disconnect(): void } }).connector.disconnect();
+      } finally {
+        process.kill(pid, "SIGCONT");
+      }
+      await eventually("ended by ioredis", () => client.status === "end", 5000).catch(
+        () => undefined,
+      );
+      await eventually("connected again", () => client.status === "ready", 10_000);
+      expect(await client.ping()).toBe("PONG");
+    } finally {
+      client.disconnect();
+      admin.disconnect();
+    }
+  }, 30_000);
+
   test("a SIGKILLed primary: the conductor follows the promotion, nothing acknowledged is lost", async () => {
     const partition = 11;
     const replies = await openReplies(publisher.channelModel());
@@ -188,10 +223,21 @@ describe("datastore failover", () => {
     const victim = await currentPrimary(info);
     const sending = publish(200, 400);
     await killValkeyNode(info, victim.name);
+    // The probe tells an orchestrator while the partition waits for a promotion.
+    await eventually(
+      "not ready while no primary answers",
+      async () => (await fetch(`${conductor.url}/readyz`)).status === 503,
+      5000,
+    );
     const promoted = await waitForFailover(info, { from: victim.name, timeoutMs: 30_000 });
     expect(promoted.name).not.toBe(victim.name);
     await sending;
     await eventually("every command replied", () => replies.replies.size === 400, 60_000);
+    await eventually(
+      "ready again on the new primary",
+      async () => (await fetch(`${conductor.url}/readyz`)).status === 200,
+      30_000,
+    );
     await expectStoredAsReplied(partition, commands, replies.replies);
     await expectBooksAsReplayed(conductor, partition, commands);
     expect(await conductor.metric("matching_datastore_failovers_total")).toBeGreaterThanOrEqual(1);

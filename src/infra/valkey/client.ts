@@ -53,7 +53,30 @@ export function createValkey(
       ? new Redis(url, common)
       : new Redis({ ...common, ...sentinelOptions(address, options.sentinelPassword) });
   client.on("ready", () => readyCounts.set(client, connectionGeneration(client) + 1));
+  reviveWhenEnded(client);
   return client;
+}
+
+/**
+ * ioredis ends a client for good when a disconnect cuts one of its reconnects short, which its
+ * Sentinel failover detector does when +switch-master arrives mid-reconnect (seen once in ten
+ * bench failovers: every command then failed with "Connection is closed."). A client that
+ * ended without its owner's disconnect() connects again.
+ */
+function reviveWhenEnded(client: Valkey): void {
+  let closedByOwner = false;
+  const disconnect = client.disconnect.bind(client);
+  client.disconnect = (reconnect = false) => {
+    if (!reconnect) closedByOwner = true;
+    disconnect(reconnect);
+  };
+  client.on("end", () => {
+    // A client whose owner turned retries off (the boot check's) stays ended.
+    if (closedByOwner || typeof client.options.retryStrategy?.(1) !== "number") return;
+    setTimeout(() => {
+      if (!closedByOwner && client.status === "end") client.connect().catch(() => undefined);
+    }, 250);
+  });
 }
 
 function backoff(attempt: number): number {

@@ -292,8 +292,8 @@ export class ConnectionChangedError extends Error {
 }
 
 /**
- * Waits until the primary and at least one replica have fsynced everything this
- * connection wrote, re-issuing short WAITAOF calls until the deadline. Throws
+ * Waits until the primary and `replicasRequired()` replicas (1 unless told; the replica rule
+ * of replica-rule.ts) have fsynced everything this connection wrote, re-issuing short WAITAOF calls until the deadline. Throws
  * DurabilityTimeoutError when the deadline passes first, and WaitAbandonedError as soon
  * as `abandon` says the caller no longer wants the answer (checked between slices).
  * WAITAOF covers only the writes of its own physical connection, and ioredis resends a

@@ -1,0 +1,67 @@
+/**
+ * The failover bench: its flags are checked in one place, and one real kill of the HA stack's
+ * primary ends in a report whose invariants hold and whose kill row has every figure.
+ */
+import { describe, expect, test } from "bun:test";
+import { failoverProblems, parseFailoverFlags } from "../../src/bench/failover";
+import { benchProblems } from "../../src/bench/run";
+import { matchdCommand } from "../support/stack";
+
+const env = { datastoreGiven: false, brokerGiven: false };
+
+function withoutStackUrls(): Record<string, string | undefined> {
+  const { MATCHING_DATASTORE_URL, MATCHING_BROKER_URL, MATCHING_REPLICA_URL, ...rest } =
+    process.env;
+  return rest;
+}
+
+describe("failover flags", () => {
+  test("defaults, bounds and the flags of other boundaries", () => {
+    expect(parseFailoverFlags(new Map())).toMatchObject({
+      "--fault": "datastore-primary",
+      "--faults": 5,
+      "--rate": 1000,
+      "--fault-interval": 10,
+    });
+    expect(failoverProblems(new Map([["--faults", "0"]]))).toEqual([
+      "--faults: Too small: expected number to be >=1",
+    ]);
+    expect(failoverProblems(new Map([["--fault", "broker-node"]]))[0]).toContain("not built yet");
+    expect(failoverProblems(new Map([["--report", "r.html"]]))[0]).toContain(
+      "--report does not apply to failover",
+    );
+    expect(benchProblems("conductor", new Map([["--faults", "3"]]), env, false)).toContain(
+      "--faults is a flag of failover, not of conductor",
+    );
+    expect(
+      benchProblems("failover", new Map(), { datastoreGiven: true, brokerGiven: true }, false),
+    ).toContain("failover starts its own HA stack: give no datastore or broker URL");
+  });
+});
+
+describe("bench failover", () => {
+  test("one kill under 500 commands/s: nothing lost, no phantom, every figure", async () => {
+    const child = Bun.spawn(
+      [...matchdCommand, "bench", "failover", "--faults", "1", "--rate", "500", "--json"],
+      // Without the suite's stack URLs: failover starts an HA stack of its own.
+      { stdout: "pipe", stderr: "pipe", env: withoutStackUrls() },
+    );
+    const [out, code] = await Promise.all([new Response(child.stdout).text(), child.exited]);
+    expect(code).toBe(0);
+    const report = JSON.parse(out) as {
+      invariants: Record<string, unknown>;
+      faults: { ackedAgainMs?: number; eventsAgainMs?: number; promotedAfterMs: number }[];
+    };
+    expect(report.invariants).toMatchObject({
+      ok: true,
+      acknowledgedCommandsLost: 0,
+      phantomEvents: 0,
+      repliesUnlikeTheirStoredResult: 0,
+    });
+    expect(report.faults).toHaveLength(1);
+    const [kill] = report.faults;
+    expect(kill!.ackedAgainMs).toBeGreaterThan(0);
+    expect(kill!.eventsAgainMs).toBeGreaterThan(0);
+    expect(kill!.promotedAfterMs).toBeGreaterThan(0);
+  }, 120_000);
+});
