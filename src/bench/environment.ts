@@ -6,6 +6,7 @@ import { readFileSync, realpathSync } from "node:fs";
 import { cpus, release, totalmem } from "node:os";
 import amqp from "amqplib";
 import { redactUrl } from "../config/resolve";
+import { brokerUrls } from "../infra/amqp/broker-urls";
 import { createValkey, parseInfo } from "../infra/valkey/client";
 
 /** One observed fact: its value, or "unknown" plus why it could not be read. */
@@ -247,7 +248,8 @@ async function configGet(valkey: ReturnType<typeof createValkey>, name: string):
 
 async function probeBroker(url: string): Promise<BrokerEnvironment> {
   const base = { url: redactUrl(url) };
-  const connecting = amqp.connect(url, {
+  // A cluster's node list: the first node stands for the cluster's version and settings.
+  const connecting = amqp.connect(brokerUrls(url)[0] ?? url, {
     timeout: probeTimeoutMs,
     clientProperties: { connection_name: "matchd-bench-environment" },
   });

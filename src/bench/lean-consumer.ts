@@ -8,7 +8,9 @@
  * outbox drain's whole CPU. This reads frames straight off the socket and decodes only the
  * two properties the sinks use. It is bench tooling: services use amqplib.
  */
+
 import type { Socket } from "bun";
+import { connectToFirstAnswering } from "../infra/amqp/broker-urls";
 import {
   CLASS_BASIC as BASIC,
   BASIC_DELIVER,
@@ -135,7 +137,16 @@ export class LeanConsumer {
     return this.failure;
   }
 
-  static async open(options: LeanConsumerOptions): Promise<LeanConsumer> {
+  /** Opens on the first node of `options.url` (one URL or a cluster's list) that answers. */
+  static open(options: LeanConsumerOptions): Promise<LeanConsumer> {
+    return connectToFirstAnswering(
+      options.url,
+      (url) => LeanConsumer.openOn({ ...options, url }),
+      () => false,
+    );
+  }
+
+  private static async openOn(options: LeanConsumerOptions): Promise<LeanConsumer> {
     const url = new URL(options.url);
     if (url.protocol !== "amqp:") {
       throw new Error(`the bench's consumer speaks plain amqp:// only, not ${url.protocol}`);

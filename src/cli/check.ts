@@ -2,8 +2,11 @@
  * `matchd check`: the durability policy's datastore checks plus broker reachability,
  * each printed as pass/fail; starts nothing.
  */
+
+import { redactUrl } from "../config/resolve";
 import type { Config } from "../config/schema";
 import { BrokerRefusedError } from "../infra/amqp/broker-errors";
+import { brokerUrls } from "../infra/amqp/broker-urls";
 import { connectBroker } from "../infra/amqp/connect";
 import { runDatastoreChecks } from "../infra/boot";
 import type { CheckOutcome } from "../infra/valkey/durability";
@@ -11,7 +14,7 @@ import { withinMs } from "../infra/within";
 
 export async function runCheck(config: Config, print: (line: string) => void): Promise<number> {
   const outcomes = await runDatastoreChecks(config);
-  outcomes.push(await checkBroker(config.brokerUrl));
+  outcomes.push(...(await checkBrokerNodes(config.brokerUrl)));
   print(`policy: MATCHING_DURABILITY=${config.durability}`);
   for (const outcome of outcomes) {
     const verdict = !outcome.ok ? "FAIL" : outcome.warning === true ? "WARN" : "PASS";
@@ -22,6 +25,22 @@ export async function runCheck(config: Config, print: (line: string) => void): P
 
 /** How long opening the channel may take: a broker that accepts TCP and then stalls must not hang the check. */
 const channelTimeoutMs = 5000;
+
+/**
+ * Each node of the broker setting on its own: with a cluster, one node down is a warning (the
+ * services move to another), all of them down a failure.
+ */
+async function checkBrokerNodes(setting: string): Promise<CheckOutcome[]> {
+  const urls = brokerUrls(setting);
+  const outcomes = await Promise.all(urls.map((url) => checkBroker(url)));
+  if (urls.length === 1) return outcomes;
+  const anyUp = outcomes.some((o) => o.ok);
+  return outcomes.map((o, i) => ({
+    ...o,
+    name: `${o.name} (node ${i + 1} of ${urls.length}, ${redactUrl(urls[i]!)})`,
+    ...(anyUp && !o.ok && o.name === "broker reachable" ? { ok: true, warning: true } : {}),
+  }));
+}
 
 async function checkBroker(url: string): Promise<CheckOutcome> {
   try {

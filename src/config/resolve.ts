@@ -80,6 +80,8 @@ export function describeConfig(config: Config): Record<string, unknown> {
 export function redactUrl(value: string): string {
   // Its host list is no URL the parser takes; the credentials are all that must go.
   if (isSentinelUrl(value)) return redactCredentials(value);
+  // A broker cluster's node list: each URL on its own.
+  if (value.includes(",")) return value.split(",").map(redactUrl).join(",");
   try {
     const url = new URL(value);
     if (url.password) url.password = "***";

@@ -90,6 +90,14 @@ function datastoreUrlSchema(direct: z.ZodType<string>): z.ZodType<string> {
   });
 }
 
+/** One URL of `item`, or up to `max` of them, comma-separated. */
+function urlList(item: z.ZodType<string>, max: number): z.ZodType<string> {
+  return z.string().refine((value) => {
+    const urls = value.split(",").map((u) => u.trim());
+    return urls.length <= max && urls.every((u) => item.safeParse(u).success);
+  }, "not a valid URL list");
+}
+
 const always =
   (value: string) =>
   (_subcommand: Subcommand): string =>
@@ -120,8 +128,8 @@ export const settings = [
     env: "MATCHING_BROKER_URL",
     flag: "--broker-url",
     accepted:
-      "an amqp:// or amqps:// URL (scheme in lower case, host required; the vhost is its path)",
-    schema: url(["amqp:", "amqps:"]),
+      "an amqp:// or amqps:// URL (scheme in lower case, host required; the vhost is its path), or up to 9 of one cluster's nodes, comma-separated",
+    schema: urlList(url(["amqp:", "amqps:"]), 9),
     defaultFor: always("amqp://guest:guest@127.0.0.1:5672"),
   },
   {

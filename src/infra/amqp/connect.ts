@@ -5,18 +5,27 @@
  */
 import amqp, { type ChannelModel } from "amqplib";
 import { BrokerRefusedError, brokerRefusal } from "./broker-errors";
+import { connectToFirstAnswering } from "./broker-urls";
 
-/** Throws BrokerRefusedError when the broker refuses the user or the vhost. */
-export async function connectBroker(url: string, name: string): Promise<ChannelModel> {
-  let connection: ChannelModel;
-  try {
-    connection = await amqp.connect(url, {
-      timeout: 5000,
-      clientProperties: { connection_name: name },
-    });
-  } catch (error) {
-    throw brokerRefusal(error, url) ?? error;
-  }
+/**
+ * Connects to the first node of `urls` (one AMQP URL, or a cluster's, comma-separated) that
+ * answers. Throws BrokerRefusedError when the broker refuses the user or the vhost.
+ */
+export async function connectBroker(urls: string, name: string): Promise<ChannelModel> {
+  const connection = await connectToFirstAnswering(
+    urls,
+    async (url) => {
+      try {
+        return await amqp.connect(url, {
+          timeout: 5000,
+          clientProperties: { connection_name: name },
+        });
+      } catch (error) {
+        throw brokerRefusal(error, url) ?? error;
+      }
+    },
+    (error) => error instanceof BrokerRefusedError && error.refused === "credentials",
+  );
   coalesceSocketWrites(connection);
   return connection;
 }
