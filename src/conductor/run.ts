@@ -127,17 +127,34 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
         ready: reasons.length === 0,
         status: reasons.length === 0 ? "ready" : "not-ready",
         reasons,
+        role: owner.role(),
       };
     },
-    routes: queryRoutes(
-      engine,
-      store,
-      () => owner.loaded,
-      config.durability === "aof-replicated" ? config.durabilityTimeoutMs : undefined,
-      config.httpToken,
-      owner.trace,
-    ),
+    routes: (app) => {
+      // A standby's books may lag the owner's: every answer says whose they are.
+      for (const path of ["/books/*", "/orders/*", "/digest"]) {
+        app.use(path, async (c, next) => {
+          await next();
+          c.header("x-matchd-role", owner.role());
+        });
+      }
+      queryRoutes(
+        engine,
+        store,
+        () => owner.loaded,
+        config.durability === "aof-replicated" ? config.durabilityTimeoutMs : undefined,
+        config.httpToken,
+        owner.trace,
+      )(app);
+    },
   });
+  // The role follows a takeover within a second (see Conductor.role).
+  const roleTimer = setInterval(() => void owner.refreshRole().catch(() => undefined), 1000);
+  metrics.registry.gauge(
+    "matching_conductor_active",
+    "1 while this conductor holds the partition's current owner epoch (active), 0 as a standby",
+    () => (owner.role() === "active" ? 1 : 0),
+  );
   const http = serveHttp(app, config.httpPort, config.httpHost);
   log.info("http listening", { port: http.port });
 
@@ -180,6 +197,7 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
     reader.disconnect();
     queries.disconnect();
     policyWatch?.stop();
+    clearInterval(roleTimer);
     await consumer.close().catch(() => undefined);
     return boot === "halted" ? haltedExitCode : 0;
   }
@@ -215,6 +233,7 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
   reader.disconnect();
   queries.disconnect();
   policyWatch?.stop();
+  clearInterval(roleTimer);
   // A halted conductor's books may hold part of the broken batch and may break the digest's
   // own checks: not hashed.
   log.info("conductor stopped", {

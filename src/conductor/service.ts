@@ -78,6 +78,8 @@ export class Conductor {
   /** Set when a broken invariant halted the partition: this one must exit (see halt()). */
   halted: InvariantHalt | undefined;
   loaded = false;
+  /** The partition's owner epoch as last read from Valkey (refreshRole), or claimed here. */
+  private ownerEpochSeen = 0;
   lastFailure: string | undefined;
   /** When the loop last found nothing delivered and nothing in flight (undefined while busy). */
   private idleSinceMs: number | undefined;
@@ -106,9 +108,25 @@ export class Conductor {
     // batch, which reconnects and so claims again, costs one reload, in fail(), not two.
     const unchanged = this.loaded && this.epoch > 0 && previous === this.epoch;
     this.epoch = epoch;
+    this.ownerEpochSeen = epoch;
     this.metrics.ownerEpoch.set(epoch);
     if (!unchanged) await this.reload();
     this.log.info("partition owned", { epoch, reloaded: !unchanged });
+  }
+
+  /**
+   * "active" while this conductor holds the partition's current owner epoch: it claimed it
+   * on the first delivery it got as the queue's single active consumer, and no conductor has
+   * claimed since. Otherwise "standby": connected and loaded, but another one owns the
+   * partition (or none has claimed it yet), and its books may lag that owner's.
+   */
+  role(): "active" | "standby" {
+    return this.epoch > 0 && this.ownerEpochSeen === this.epoch ? "active" : "standby";
+  }
+
+  /** Re-reads the owner epoch: a takeover by another conductor shows within one call. */
+  async refreshRole(): Promise<void> {
+    this.ownerEpochSeen = await this.store.ownerEpoch();
   }
 
   async reload(): Promise<void> {

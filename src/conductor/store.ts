@@ -83,6 +83,11 @@ export class ConductorStore {
     return { epoch: Number(epoch), previous: Number(previous) };
   }
 
+  /** The partition's current owner epoch (0 before any claim). */
+  async ownerEpoch(): Promise<number> {
+    return Number((await this.reader.get(this.keys.ownerEpoch)) ?? 0);
+  }
+
   async lookup(commandIds: readonly string[], orderIds: readonly string[]): Promise<DedupLookup> {
     const stored = new Map<string, string>();
     const accepted = new Set<string>();

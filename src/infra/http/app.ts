@@ -13,6 +13,8 @@ export interface Readiness {
   /** "degraded" is ready but with something an operator must look at. */
   status: "ready" | "degraded" | "not-ready";
   reasons: string[];
+  /** The conductor's role (active / standby); absent for the outbox. */
+  role?: string;
 }
 
 export interface HttpAppOptions {
