@@ -138,7 +138,7 @@ export function failoverReport(
   const flags = o.flags;
   return {
     boundary: "failover",
-    boundaryStatement: `full pipeline (RPC replies and the outbox's events) at ${flags["--rate"]} commands/s offered, open loop, on the HA stack (a Valkey primary, two replicas, three Sentinels); the primary is SIGKILLed ${flags["--faults"]} times, ${flags["--fault-interval"]} s apart, and restarted once a replica was promoted; latency from each command's scheduled send to its durable reply`,
+    boundaryStatement: `full pipeline (RPC replies and the outbox's events) at ${flags["--rate"]} commands/s offered, open loop, on the HA stack (a Valkey primary, two replicas, three Sentinels); ${faultStatement(flags)}, ${flags["--faults"]} times, ${flags["--fault-interval"]} s apart; latency from each command's scheduled send to its durable reply`,
     durability: "aof-replicated (every healthy replica fsyncs each acknowledged batch)",
     workload: flags["--workload"],
     commands: o.sent.length,
@@ -155,7 +155,7 @@ export function failoverReport(
       "acknowledged again after a kill, max ms": Math.round(Math.max(...acked)),
       "events flow again after a kill, median ms": Math.round(median(events)),
       "events flow again after a kill, max ms": Math.round(Math.max(...events)),
-      "replica promoted after a kill, median ms": Math.round(
+      "took over after a kill (promotion or standby), median ms": Math.round(
         median(rows.map((r) => r.promotedAfterMs)),
       ),
       "target: acknowledged again, median <= ms": failoverTargets.medianAckedAgainMs,
@@ -195,6 +195,17 @@ export function failoverReport(
     },
     faults: rows,
   };
+}
+
+function faultStatement(flags: FailoverObservation["flags"]): string {
+  switch (flags["--fault"]) {
+    case "conductor":
+      return "the active conductor is SIGKILLed while a standby consumes the same queue, and restarted as the next standby";
+    case "outbox":
+      return "the outbox holding the lease is SIGKILLed while a standby waits for it (lease TTL 3 s), and restarted as the next standby";
+    default:
+      return "the datastore primary is SIGKILLed, and restarted once a replica was promoted";
+  }
 }
 
 function fmtMs(ms: number | undefined): string {

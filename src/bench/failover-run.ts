@@ -11,8 +11,17 @@ import { stackDown, stackUp } from "../stack/index";
 import { environmentFacts, machineEnvironment } from "./environment";
 import { observeFailovers, parseFailoverFlags } from "./failover";
 import { failoverReport } from "./failover-report";
+import {
+  activeUrl,
+  datastorePrimaryFaults,
+  type ServicePool,
+  serviceFaults,
+} from "./fault-drivers";
 import { renderReport } from "./report";
 import { type ServiceProcess, startService } from "./services";
+
+/** The outboxes' lease TTL in this bench (the default is 10 s): said in the report. */
+export const outboxLeaseTtlMs = 3000;
 
 export async function runFailoverBench(options: {
   config: Config;
@@ -52,18 +61,44 @@ export async function runFailoverBench(options: {
       "--log-level": config.logLevel,
     };
     const register = (service: ServiceProcess) => services.push(service);
-    const conductor = await startService("conductor", base, progress, register);
-    const outbox = await startService("outbox", base, progress, register);
+    // A standby's lease waits out the holder's TTL: short, so a takeover is timed, not the TTL.
+    const outboxFlags = { ...base, "--lease-ttl-ms": outboxLeaseTtlMs };
+    const start = (kind: "conductor" | "outbox") =>
+      startService(kind, kind === "outbox" ? outboxFlags : base, progress, register);
+    const fault = flags["--fault"];
+    const pool = (kind: "conductor" | "outbox"): ServicePool => ({
+      kind,
+      instances: [],
+      start: async () => {
+        const service = await start(kind);
+        poolOf[kind].instances.push(service);
+        return service;
+      },
+    });
+    const poolOf = { conductor: pool("conductor"), outbox: pool("outbox") };
+    // The faulted service runs twice (active and standby); the other once.
+    for (const kind of ["conductor", "outbox"] as const) {
+      await poolOf[kind].start();
+      if (fault === kind) await poolOf[kind].start();
+    }
+    const faults =
+      fault === "datastore-primary" ? datastorePrimaryFaults(info) : serviceFaults(poolOf[fault]);
     const observation = await observeFailovers({
       info,
+      faults,
       config,
-      conductorUrl: conductor.url,
-      outboxUrl: outbox.url,
+      // Any instance answers the final queries: each is read after the standby settled.
+      conductorUrl: () => activeUrl(poolOf.conductor),
+      outboxUrl: () => activeUrl(poolOf.outbox),
       flags,
       progress,
     });
     // A fenced conductor exits 4, a halted one 7: a clean stop shows it never was either.
-    const [conductorExit, outboxExit] = await Promise.all([conductor.stop(), outbox.stop()]);
+    const stops = await Promise.all(
+      [...poolOf.conductor.instances, ...poolOf.outbox.instances].map((s) => s.stop()),
+    );
+    const conductorExit = Math.max(...stops.slice(0, poolOf.conductor.instances.length));
+    const outboxExit = Math.max(...stops.slice(poolOf.conductor.instances.length));
     const environment = Object.fromEntries(environmentFacts(machineEnvironment()));
     const report = failoverReport(observation, environment);
     for (const [name, code] of [

@@ -9,16 +9,10 @@ import { type CommandEnvelope, MatchingEngine } from "../domain/index";
 import { connectBroker } from "../infra/amqp/connect";
 import { FramePublisher } from "../infra/amqp/fast-publish";
 import { allEventExchanges, commandExchange, commandQueue } from "../infra/amqp/topology";
-import { createValkey, parseInfo } from "../infra/valkey/client";
-import { listedReplicas } from "../infra/valkey/fsync-policy";
+import { createValkey } from "../infra/valkey/client";
 import { partitionKeys } from "../infra/valkey/keys";
-import {
-  currentPrimary,
-  killValkeyNode,
-  restartValkeyNode,
-  type StackInfo,
-  waitForFailover,
-} from "../stack/index";
+import type { StackInfo } from "../stack/index";
+import type { FaultDriver } from "./fault-drivers";
 import { LeanConsumer } from "./lean-consumer";
 import { createWorkload, type WorkloadName, workloadNames } from "./workloads";
 
@@ -26,7 +20,7 @@ const int = (min: number) => z.coerce.number().int().min(min);
 
 /** The failover bench's own flags, checked in one place (benchProblems lists their problems). */
 export const failoverFlags = z.object({
-  "--fault": z.enum(["datastore-primary"]).default("datastore-primary"),
+  "--fault": z.enum(["datastore-primary", "conductor", "outbox"]).default("datastore-primary"),
   "--faults": int(1).max(100).default(5),
   "--rate": int(1).max(20_000).default(1000),
   "--fault-interval": int(4).max(600).default(10),
@@ -127,9 +121,11 @@ export interface FailoverObservation {
 
 export interface FailoverRun {
   info: StackInfo;
+  faults: FaultDriver;
   config: Config;
-  conductorUrl: string;
-  outboxUrl: string;
+  /** Where the final queries go: the faulted service's current instances change. */
+  conductorUrl: () => Promise<string>;
+  outboxUrl: () => Promise<string>;
   flags: FailoverFlags;
   progress: (line: string) => void;
 }
@@ -228,29 +224,21 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
   let nextAt = leadMs;
   for (let f = 0; f < flags["--faults"]; f++) {
     if (nextAt > now()) await Bun.sleep(nextAt - now());
-    const victim = await currentPrimary(info);
     const atMs = now();
-    await killValkeyNode(info, victim.name);
-    progress(`fault ${f + 1}: killed primary ${victim.name} at ${(atMs / 1000).toFixed(1)} s`);
-    const promoted = await waitForFailover(info, { from: victim.name, timeoutMs: 30_000 });
-    const promotedAfterMs = now() - atMs;
-    await restartValkeyNode(info, victim.name);
-    // Sentinel may switch again (a new primary slow to answer its pings): settled is the
-    // primary the Sentinels name now, with both replicas online.
-    const settled = await waitForSettledPrimary(info, 2, 60_000);
-    minReplicas = Math.min(minReplicas, settled.replicas);
+    const outcome = await run.faults.inject();
+    if (outcome.replicas >= 0) minReplicas = Math.min(minReplicas, outcome.replicas);
     faults.push({
-      killed: victim.name,
-      promoted: promoted.name,
-      settledOn: settled.name,
+      killed: outcome.killed,
+      promoted: outcome.promoted,
+      settledOn: outcome.settledOn,
       atMs,
-      promotedAfterMs,
+      promotedAfterMs: outcome.promotedAfterMs,
       ackedAgainMs: undefined,
       eventsAgainMs: undefined,
-      rejoinedAfterMs: settled.ok ? now() - atMs : undefined,
+      rejoinedAfterMs: outcome.settled ? now() - atMs : undefined,
     });
     progress(
-      `fault ${f + 1}: ${promoted.name} promoted after ${promotedAfterMs.toFixed(0)} ms; ${settled.ok ? `settled on ${settled.name} with ${victim.name} rejoined` : `not settled (${victim.name} did not rejoin)`}`,
+      `fault ${f + 1} at ${(atMs / 1000).toFixed(1)} s: killed ${outcome.killed}; ${outcome.promoted} took over after ${outcome.promotedAfterMs.toFixed(0)} ms; ${outcome.settled ? `settled on ${outcome.settledOn}, the victim back` : "not settled"}`,
     );
     nextAt = Math.max(atMs + flags["--fault-interval"] * 1000, now() + 2000);
   }
@@ -280,12 +268,12 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
   valkey.disconnect();
   const reference = new MatchingEngine();
   for (const command of sent) reference.apply(command);
-  const finalDigest = (await fetch(`${run.conductorUrl}/digest`).then((r) => r.json())) as {
+  const finalDigest = (await fetch(`${await run.conductorUrl()}/digest`).then((r) => r.json())) as {
     digest?: string;
     restingOrders?: number;
   };
   const [conductorMetrics = {}, outboxMetrics = {}] = await Promise.all(
-    [run.conductorUrl, run.outboxUrl].map(
+    [await run.conductorUrl(), await run.outboxUrl()].map(
       async (url) => (await (await fetch(`${url}/metrics`)).json()) as Record<string, unknown>,
     ),
   );
@@ -319,37 +307,4 @@ function firstAfter(scheduled: number[], done: number[], atMs: number): number |
     if (scheduled[i]! >= atMs && done[i]! > 0 && done[i]! < first) first = done[i]!;
   }
   return Number.isFinite(first) ? first - atMs : undefined;
-}
-
-/** Waits until the primary the Sentinels name lists `count` online replicas. */
-async function waitForSettledPrimary(
-  info: StackInfo,
-  count: number,
-  timeoutMs: number,
-): Promise<{ ok: boolean; name: string; replicas: number }> {
-  const deadline = performance.now() + timeoutMs;
-  let last = { ok: false, name: "?", replicas: 0 };
-  while (performance.now() < deadline) {
-    try {
-      const primary = await currentPrimary(info);
-      const node = createValkey(`redis://127.0.0.1:${primary.port}`, {
-        name: "matchd-bench-failover-watch",
-      });
-      node.on("error", () => undefined);
-      const replication = parseInfo(
-        await node.info("replication").finally(() => node.disconnect()),
-      );
-      const online = listedReplicas(replication).filter((r) => r.state === "online").length;
-      last = {
-        ok: replication.get("role") === "master" && online >= count,
-        name: primary.name,
-        replicas: online,
-      };
-      if (last.ok) return last;
-    } catch {
-      // A node or Sentinel in the middle of a switch: asked again.
-    }
-    await Bun.sleep(200);
-  }
-  return last;
 }

@@ -136,12 +136,13 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
         ready: true,
         status: "ready",
         reasons: [`standby: lease held by ${lease.otherHolder ?? "nobody yet"}`],
+        role: "standby",
       };
     }
     if (!deliveryLoop.brokerConnected) reasons.push("broker disconnected");
     const blocked = deliveryLoop.brokerBlocked;
     if (blocked !== null) reasons.push(`broker blocks publishing: ${blocked}`);
-    if (reasons.length > 0) return { ready: false, status: "not-ready", reasons };
+    if (reasons.length > 0) return { ready: false, status: "not-ready", reasons, role: "active" };
     if (deliveryLoop.unroutableExchange !== null) {
       return {
         ready: true,
@@ -149,9 +150,10 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
         reasons: [
           `events to ${deliveryLoop.unroutableExchange} are unroutable: bind a queue to it`,
         ],
+        role: "active",
       };
     }
-    return { ready: true, status: "ready", reasons: [] };
+    return { ready: true, status: "ready", reasons: [], role: "active" };
   };
 
   const beforeMetrics = async (): Promise<void> => {

@@ -1,0 +1,150 @@
+/**
+ * What `bench failover --fault` kills, and how the bench knows the system recovered: the
+ * datastore primary (Sentinel promotes a replica; the victim restarts as one), or the active
+ * conductor or outbox (the standby takes over; the victim restarts as the new standby).
+ */
+import { createValkey, parseInfo } from "../infra/valkey/client";
+import { listedReplicas } from "../infra/valkey/fsync-policy";
+import {
+  currentPrimary,
+  killValkeyNode,
+  restartValkeyNode,
+  type StackInfo,
+  waitForFailover,
+} from "../stack/index";
+import type { ServiceProcess } from "./services";
+
+export interface FaultOutcome {
+  killed: string;
+  /** What took over: the promoted node, or the standby service. */
+  promoted: string;
+  /** Milliseconds from the kill until it took over. */
+  promotedAfterMs: number;
+  /** What holds the role once everything settled (Sentinel may switch twice). */
+  settledOn: string;
+  /** True when the victim is back (a replica again, or the new standby). */
+  settled: boolean;
+  /** Online replicas of the settled primary (datastore faults), else -1. */
+  replicas: number;
+}
+
+export interface FaultDriver {
+  /** Kills the current holder and waits until the system settled again. */
+  inject(): Promise<FaultOutcome>;
+}
+
+/** SIGKILLs the datastore primary; Sentinel promotes a replica; the victim restarts. */
+export function datastorePrimaryFaults(info: StackInfo): FaultDriver {
+  return {
+    async inject() {
+      const victim = await currentPrimary(info);
+      const start = performance.now();
+      await killValkeyNode(info, victim.name);
+      const promoted = await waitForFailover(info, { from: victim.name, timeoutMs: 30_000 });
+      const promotedAfterMs = performance.now() - start;
+      await restartValkeyNode(info, victim.name);
+      const settled = await waitForSettledPrimary(info, 2, 60_000);
+      return {
+        killed: victim.name,
+        promoted: promoted.name,
+        promotedAfterMs,
+        settledOn: settled.name,
+        settled: settled.ok,
+        replicas: settled.replicas,
+      };
+    },
+  };
+}
+
+/** Two instances of one service, of which one is active; `start` adds one more. */
+export interface ServicePool {
+  kind: "conductor" | "outbox";
+  instances: ServiceProcess[];
+  start(): Promise<ServiceProcess>;
+}
+
+/** The pool's instances whose /readyz says active. */
+async function activeOf(pool: ServicePool): Promise<ServiceProcess[]> {
+  const roles = await Promise.all(
+    pool.instances.map(async (service) => {
+      try {
+        const body = (await (
+          await fetch(`${service.url}/readyz`, { signal: AbortSignal.timeout(1000) })
+        ).json()) as { role?: string };
+        return body.role;
+      } catch {
+        return undefined;
+      }
+    }),
+  );
+  return pool.instances.filter((_, i) => roles[i] === "active");
+}
+
+/** The active instance's URL (the only one whose books are current), else the first one's. */
+export async function activeUrl(pool: ServicePool): Promise<string> {
+  const [active] = await activeOf(pool);
+  return (active ?? pool.instances[0]!).url;
+}
+
+/** SIGKILLs the active instance; the standby takes over; the victim's replacement stands by. */
+export function serviceFaults(pool: ServicePool): FaultDriver {
+  const name = (service: ServiceProcess) => `${pool.kind}@${new URL(service.url).port}`;
+  return {
+    async inject() {
+      const [victim] = await activeOf(pool);
+      if (victim === undefined) throw new Error(`no active ${pool.kind} to kill`);
+      const start = performance.now();
+      victim.kill();
+      await victim.exited;
+      pool.instances.splice(pool.instances.indexOf(victim), 1);
+      let promoted: ServiceProcess | undefined;
+      while (promoted === undefined && performance.now() - start < 60_000) {
+        [promoted] = await activeOf(pool);
+        if (promoted === undefined) await Bun.sleep(50);
+      }
+      const promotedAfterMs = performance.now() - start;
+      const replacement = await pool.start();
+      return {
+        killed: name(victim),
+        promoted: promoted === undefined ? "none" : name(promoted),
+        promotedAfterMs,
+        settledOn: promoted === undefined ? "none" : name(promoted),
+        settled: promoted !== undefined && replacement !== undefined,
+        replicas: -1,
+      };
+    },
+  };
+}
+
+/** Waits until the primary the Sentinels name lists `count` online replicas. */
+async function waitForSettledPrimary(
+  info: StackInfo,
+  count: number,
+  timeoutMs: number,
+): Promise<{ ok: boolean; name: string; replicas: number }> {
+  const deadline = performance.now() + timeoutMs;
+  let last = { ok: false, name: "?", replicas: 0 };
+  while (performance.now() < deadline) {
+    try {
+      const primary = await currentPrimary(info);
+      const node = createValkey(`redis://127.0.0.1:${primary.port}`, {
+        name: "matchd-bench-failover-watch",
+      });
+      node.on("error", () => undefined);
+      const replication = parseInfo(
+        await node.info("replication").finally(() => node.disconnect()),
+      );
+      const online = listedReplicas(replication).filter((r) => r.state === "online").length;
+      last = {
+        ok: replication.get("role") === "master" && online >= count,
+        name: primary.name,
+        replicas: online,
+      };
+      if (last.ok) return last;
+    } catch {
+      // A node or Sentinel in the middle of a switch: asked again.
+    }
+    await Bun.sleep(200);
+  }
+  return last;
+}
