@@ -258,7 +258,10 @@ export const settings = [
     flag: "--claim-idle-ms",
     accepted: "milliseconds 100..3600000 before another consumer's pending entries are claimed",
     schema: integer(100, 3_600_000),
-    defaultFor: always("30000"),
+    // The lease, not this wait, keeps a former holder from publishing: by the time a standby
+    // holds the lease (a TTL after the holder's last renewal), what the holder read is older
+    // than this. The wait only gives a former holder's late read time to land first.
+    defaultFor: always("1000"),
   },
   {
     key: "outboxLeaseTtlMs",
