@@ -6,14 +6,12 @@
 import { z } from "zod";
 import type { Config } from "../config/schema";
 import { type CommandEnvelope, MatchingEngine } from "../domain/index";
-import { connectBroker } from "../infra/amqp/connect";
-import { FramePublisher } from "../infra/amqp/fast-publish";
 import { allEventExchanges, commandExchange, commandQueue } from "../infra/amqp/topology";
 import { createValkey } from "../infra/valkey/client";
 import { partitionKeys } from "../infra/valkey/keys";
 import type { StackInfo } from "../stack/index";
+import { ClusterClient, type ClusterMessage } from "./cluster-client";
 import type { FaultDriver } from "./fault-drivers";
-import { LeanConsumer } from "./lean-consumer";
 import { createWorkload, type WorkloadName, workloadNames } from "./workloads";
 
 const int = (min: number) => z.coerce.number().int().min(min);
@@ -152,41 +150,35 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
   const start = performance.now();
   const now = () => performance.now() - start;
 
-  const replies = await LeanConsumer.open({
-    url: info.brokerUrl,
-    name: "matchd-bench-failover-replies",
-    exchanges: [],
-    onDelivery: (message) => {
+  const onEvent = (message: ClusterMessage) => {
+    const eventId = message.messageId ?? "";
+    const i = indexOf.get(eventId.slice(0, eventId.indexOf(":")));
+    if (i === undefined) {
+      unexpectedEvents++;
+      return;
+    }
+    const hash = BigInt(Bun.hash(message.body));
+    const before = eventHashes.get(eventId);
+    if (before === undefined) eventHashes.set(eventId, hash);
+    else {
+      eventCopies++;
+      if (before !== hash) phantomEvents++;
+    }
+    if (firstEventMs[i] === 0) firstEventMs[i] = now();
+  };
+  const broker = await ClusterClient.open({
+    urls: info.brokerUrl,
+    runId: `failover-${process.pid}-${Date.now()}`,
+    eventExchanges: allEventExchanges,
+    onReply: (message) => {
       const i = indexOf.get(message.correlationId ?? "");
       if (i === undefined || repliedMs[i]! > 0) return;
       repliedMs[i] = now();
       replyBodies[i] = message.body.toString();
     },
+    onEvent,
+    progress,
   });
-  const sink = await LeanConsumer.open({
-    url: info.brokerUrl,
-    name: "matchd-bench-failover-sink",
-    exchanges: allEventExchanges,
-    onDelivery: (message) => {
-      const eventId = message.messageId ?? "";
-      const i = indexOf.get(eventId.slice(0, eventId.indexOf(":")));
-      if (i === undefined) {
-        unexpectedEvents++;
-        return;
-      }
-      const hash = BigInt(Bun.hash(message.body));
-      const before = eventHashes.get(eventId);
-      if (before === undefined) eventHashes.set(eventId, hash);
-      else {
-        eventCopies++;
-        if (before !== hash) phantomEvents++;
-      }
-      if (firstEventMs[i] === 0) firstEventMs[i] = now();
-    },
-  });
-  const connection = await connectBroker(info.brokerUrl, "matchd-bench-failover");
-  const channel = await connection.createConfirmChannel();
-  const frames = new FramePublisher(channel);
   const queue = commandQueue(partition);
   /** Sends the next command, counted as sent at `atMs` (its scheduled time). */
   const send = (command: CommandEnvelope, atMs: number) => {
@@ -197,10 +189,10 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
     repliedMs.push(0);
     firstEventMs.push(0);
     replyBodies.push(undefined);
-    frames.publish(commandExchange, queue, Buffer.from(JSON.stringify(command)), false, {
+    broker.publish(commandExchange, queue, Buffer.from(JSON.stringify(command)), {
       persistent: true,
       contentType: "application/json",
-      replyTo: replies.queue,
+      replyTo: broker.replyQueue,
       correlationId: command.commandId,
       messageId: command.commandId,
       timestamp: Date.now(),
@@ -224,8 +216,8 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
   let nextAt = leadMs;
   for (let f = 0; f < flags["--faults"]; f++) {
     if (nextAt > now()) await Bun.sleep(nextAt - now());
-    const atMs = now();
     const outcome = await run.faults.inject();
+    const atMs = outcome.killedAt - start;
     if (outcome.replicas >= 0) minReplicas = Math.min(minReplicas, outcome.replicas);
     faults.push({
       killed: outcome.killed,
@@ -277,7 +269,7 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
       async (url) => (await (await fetch(`${url}/metrics`)).json()) as Record<string, unknown>,
     ),
   );
-  await Promise.all([replies.close(), sink.close(), connection.close().catch(() => undefined)]);
+  await broker.close();
   return {
     flags,
     sent,

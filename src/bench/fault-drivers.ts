@@ -16,6 +16,8 @@ import type { ServiceProcess } from "./services";
 
 export interface FaultOutcome {
   killed: string;
+  /** performance.now() just before the kill signal: the figures count from here. */
+  killedAt: number;
   /** What took over: the promoted node, or the standby service. */
   promoted: string;
   /** Milliseconds from the kill until it took over. */
@@ -46,6 +48,7 @@ export function datastorePrimaryFaults(info: StackInfo): FaultDriver {
       const settled = await waitForSettledPrimary(info, 2, 60_000);
       return {
         killed: victim.name,
+        killedAt: start,
         promoted: promoted.name,
         promotedAfterMs,
         settledOn: settled.name,
@@ -106,6 +109,7 @@ export function serviceFaults(pool: ServicePool): FaultDriver {
       const replacement = await pool.start();
       return {
         killed: name(victim),
+        killedAt: start,
         promoted: promoted === undefined ? "none" : name(promoted),
         promotedAfterMs,
         settledOn: promoted === undefined ? "none" : name(promoted),
