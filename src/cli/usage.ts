@@ -77,10 +77,16 @@ up      start a Valkey primary + replica (appendonly yes, appendfsync always, hz
         Sentinels (master matchd, quorum 2, down-after 1000 ms, failover-timeout 2000 ms:
         short, for tests); it waits for WAITAOF 1 2 and for every Sentinel to know both
         replicas and both other Sentinels; MATCHING_DATASTORE_URL is then
-        redis+sentinel://127.0.0.1:S1,127.0.0.1:S2,127.0.0.1:S3/matchd
+        redis+sentinel://127.0.0.1:S1,127.0.0.1:S2,127.0.0.1:S3/matchd. The broker is then
+        a three-node RabbitMQ cluster (rabbitmq-1..3, one cookie, in DIR/rabbitmq-1..3)
+        that the nodes form as they boot side by side; it waits for the cluster to report
+        three running nodes and for an AMQP channel on the vhost on each node;
+        MATCHING_BROKER_URL is then the three nodes' URLs, comma-separated, and
+        DIR/rabbitmqctl, DIR/rabbitmqctl-2 and DIR/rabbitmqctl-3 reach each node
 down    stop exactly the processes 'up' started in DIR (by pid), restarted --ha nodes too
 status  print the recorded stack and whether each process is alive; with --ha also each
-        node's role and the primary each Sentinel names
+        node's role and the primary each Sentinel names, each broker node up or down, and
+        the node holding the leader of the command queue matching:commands.p0 if it exists
 `,
   bench: `usage: matchd bench <boundary> [flags]
 

@@ -2,7 +2,15 @@
 // nodes, one primary and two replicas, watched by three Sentinels that fail over between
 // them; and what tests and the failover benchmark do to it: ask which node is the primary,
 // kill a node, restart it, and wait for a failover.
-import { isRunning, type RecordedProcess, StackError, signalGroup, waitUntil } from "./process";
+import {
+  isRunning,
+  type RecordedProcess,
+  StackError,
+  settleAll,
+  signalGroup,
+  waitUntil,
+} from "./process";
+import type { BrokerClusterStatus } from "./rabbitmq-cluster";
 import {
   type HaInfo,
   readRecord,
@@ -40,7 +48,8 @@ const host = "127.0.0.1";
 const commandTimeoutMs = 1000;
 
 export interface HaDatastore {
-  ha: HaInfo;
+  /** The datastore's part of the stack's HaInfo; the broker cluster adds its nodes. */
+  ha: Omit<HaInfo, "brokerNodes">;
   datastoreUrl: string;
   replicaUrl: string;
   processes: RecordedProcess[];
@@ -118,7 +127,7 @@ export async function startHaDatastore({
       `(down after ${haDownAfterMs} ms, failover timeout ${haFailoverTimeoutMs} ms)`,
   );
 
-  const ha: HaInfo = {
+  const ha: HaDatastore["ha"] = {
     masterName: haMasterName,
     sentinels,
     nodes,
@@ -132,17 +141,6 @@ export async function startHaDatastore({
     processes,
     ports: Object.fromEntries([...nodes, ...sentinels].map((n) => [n.name, n.port])),
   };
-}
-
-/**
- * Every start settled before any failure is reported: a start still under way when the
- * caller stops what was spawned would spawn its server after that stop.
- */
-async function settleAll<T>(starts: Promise<T>[]): Promise<T[]> {
-  const settled = await Promise.allSettled(starts);
-  const failed = settled.find((s) => s.status === "rejected");
-  if (failed !== undefined) throw failed.reason;
-  return settled.map((s) => (s as PromiseFulfilledResult<T>).value);
 }
 
 /** SENTINEL MASTER's flat field/value reply, as a map. */
@@ -369,6 +367,8 @@ export interface HaStatus {
     link?: string;
   }[];
   sentinels: { name: string; port: number; up: boolean; primary?: string }[];
+  /** Each broker node up or down and the command queue's leader (see ./rabbitmq-cluster). */
+  broker?: BrokerClusterStatus;
 }
 
 /** What each data node says its role is and which primary each Sentinel names. */

@@ -1,8 +1,10 @@
-// The private local stack: a Valkey primary and replica (AOF fsync always), or with --ha
-// three Valkey nodes under three Sentinels (./ha), and a RabbitMQ node, all on loopback
-// under one directory, started detached so they outlive the caller.
+// The private local stack: a Valkey primary and replica (AOF fsync always) and a RabbitMQ
+// node, or with --ha three Valkey nodes under three Sentinels (./ha) and a three-node
+// RabbitMQ cluster (./rabbitmq-cluster), all on loopback under one directory, started
+// detached so they outlive the caller.
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
+import { commandQueue } from "../infra/amqp/topology";
 import { type HaStatus, haNodeNames, haSentinelNames, haStatus, startHaDatastore } from "./ha";
 import {
   findBinary,
@@ -13,8 +15,15 @@ import {
   StackError,
   stopProcesses,
 } from "./process";
-import { RABBITMQ_CTL, RABBITMQ_SERVER, type RunningRabbitmq, startRabbitmq } from "./rabbitmq";
+import { RABBITMQ_CTL, RABBITMQ_SERVER, startRabbitmq } from "./rabbitmq";
 import {
+  brokerClusterStatus,
+  brokerNodeNames,
+  brokerSharedDir,
+  startBrokerCluster,
+} from "./rabbitmq-cluster";
+import {
+  type BrokerNodeInfo,
   type HaInfo,
   readRecord,
   type StackInfo,
@@ -39,7 +48,14 @@ export {
   waitForFailover,
 } from "./ha";
 export { StackError, type StackErrorCode } from "./process";
-export type { HaInfo, StackInfo } from "./record";
+export {
+  type BrokerClusterStatus,
+  brokerNodesRunning,
+  killBrokerNode,
+  queueLeader,
+  restartBrokerNode,
+} from "./rabbitmq-cluster";
+export type { BrokerNodeInfo, HaInfo, StackInfo } from "./record";
 export {
   type RunningValkey,
   type StartValkeyOptions,
@@ -54,7 +70,12 @@ const OWN_SUBDIRS = [
   ...haNodeNames,
   ...haSentinelNames,
   "rabbitmq",
+  ...brokerNodeNames,
+  brokerSharedDir,
 ];
+
+/** Files stackUp writes next to the subdirectories; a new start removes the old ones first. */
+const OWN_FILES = ["env", "rabbitmqctl", "rabbitmqctl-2", "rabbitmqctl-3"];
 
 /**
  * D/env, for a shell's `source` and for `docker run --env-file` alike. Docker takes only
@@ -121,12 +142,27 @@ export async function stackUp({
   return withDirLock(root, "stack up", () => stackUpLocked(root, log, tap, ha));
 }
 
+/** The broker, one node or (with --ha) a cluster, as stackUpLocked records it. */
+interface Broker {
+  /** One AMQP URL, or the cluster's, comma-separated. */
+  brokerUrl: string;
+  /** rabbitmq-1's URL in a cluster: the tap is declared there (it is a quorum queue). */
+  firstUrl: string;
+  /** The (first) node's Erlang name. */
+  nodename: string;
+  processes: RecordedProcess[];
+  ports: Record<string, number>;
+  /** D/rabbitmqctl, and with --ha D/rabbitmqctl-2 and -3, with the env that reaches each node. */
+  wrappers: { file: string; env: Record<string, string> }[];
+  brokerNodes?: BrokerNodeInfo[];
+}
+
 interface Datastore {
   datastoreUrl: string;
   replicaUrl: string;
   processes: RecordedProcess[];
   ports: Record<string, number>;
-  ha?: HaInfo;
+  ha?: Omit<HaInfo, "brokerNodes">;
 }
 
 async function stackUpLocked(
@@ -159,7 +195,7 @@ async function stackUpLocked(
   }
   // A previous stack's env and wrapper name ports that may be someone else's by now: a
   // failed start (missing binaries included) must not leave them for a script to source.
-  for (const file of ["env", "rabbitmqctl"]) rmSync(`${root}/${file}`, { force: true });
+  for (const file of OWN_FILES) rmSync(`${root}/${file}`, { force: true });
   checkBinaries();
   for (const sub of OWN_SUBDIRS) rmSync(`${root}/${sub}`, { recursive: true, force: true });
   mkdirSync(root, { recursive: true });
@@ -173,15 +209,12 @@ async function stackUpLocked(
   try {
     // Every port reserved at once: reserved separately, two servers starting side by side
     // could be handed the same port (seen: the replica took RabbitMQ's).
-    const ports = await freePorts(ha ? 9 : 5);
-    const [nodePort, distPort, epmdPort] = ports.splice(0, 3) as [number, number, number];
+    const ports = await freePorts(ha ? 13 : 5);
+    const brokerPorts = ports.splice(0, ha ? 7 : 3);
     // RabbitMQ's ~4 s boot dominates, so the datastore starts alongside it.
-    const broker = startRabbitmq({
-      dir: `${root}/rabbitmq`,
-      log,
-      onSpawn: recordSpawn,
-      ports: [nodePort, distPort, epmdPort],
-    });
+    const broker = ha
+      ? startClusterBroker(root, brokerPorts, recordSpawn, log)
+      : startSingleBroker(root, brokerPorts as [number, number, number], recordSpawn, log);
     const datastore: Promise<Datastore> = ha
       ? startHaDatastore({ root, ports, onSpawn: recordSpawn, log })
       : startPair(root, ports as [number, number], recordSpawn, log);
@@ -190,7 +223,7 @@ async function stackUpLocked(
     if (settledDatastore.status === "rejected") throw settledDatastore.reason;
     const store = settledDatastore.value;
     const node = settledBroker.value;
-    log(`rabbitmq: ${node.url} ready`);
+    log(`rabbitmq: ${node.brokerUrl} ready`);
 
     const processes = [...store.processes, ...node.processes];
     const record: StackRecord = {
@@ -199,22 +232,19 @@ async function stackUpLocked(
       dir: root,
       datastoreUrl: store.datastoreUrl,
       replicaUrl: store.replicaUrl,
-      brokerUrl: node.url,
+      brokerUrl: node.brokerUrl,
       pids: Object.fromEntries(processes.map((p) => [p.name, p.pid])),
-      ...(store.ha === undefined ? {} : { ha: store.ha }),
+      ...(store.ha === undefined || node.brokerNodes === undefined
+        ? {}
+        : { ha: { ...store.ha, brokerNodes: node.brokerNodes } }),
       startedAt: new Date(started).toISOString(),
       startupMs: Date.now() - started,
-      ports: {
-        ...store.ports,
-        amqp: node.nodePort,
-        "erlang-dist": node.distPort,
-        epmd: node.epmdPort,
-      },
+      ports: { ...store.ports, ...node.ports },
       rabbitmqNode: node.nodename,
       processes,
     };
     if (tap) {
-      await declareTap(node.url);
+      await declareTap(node.firstUrl);
       log(
         `rabbitmq: queue ${tapQueue} bound to every event exchange (${tapMaxMessages} messages at most)`,
       );
@@ -222,7 +252,8 @@ async function stackUpLocked(
     // Recorded as up only now: a start that failed (the tap included) must not read as up.
     writeRecord(record);
     writeAtomically(`${root}/env`, envFile(record));
-    writeRabbitmqctlWrapper(root, node);
+    for (const wrapper of node.wrappers)
+      writeRabbitmqctlWrapper(`${root}/${wrapper.file}`, wrapper.env);
     log(`stack up in ${record.startupMs} ms; source ${root}/env`);
     return toInfo(record);
   } catch (error) {
@@ -230,6 +261,46 @@ async function stackUpLocked(
     await stopProcesses(spawned, 10_000, root).catch(() => {});
     throw error;
   }
+}
+
+/** The plain broker: one node, its AMQP, distribution and epmd ports recorded as before. */
+async function startSingleBroker(
+  root: string,
+  ports: [number, number, number],
+  recordSpawn: (spawned: RecordedProcess) => void,
+  log: (line: string) => void,
+): Promise<Broker> {
+  const node = await startRabbitmq({ dir: `${root}/rabbitmq`, log, onSpawn: recordSpawn, ports });
+  return {
+    brokerUrl: node.url,
+    firstUrl: node.url,
+    nodename: node.nodename,
+    processes: node.processes,
+    ports: { amqp: node.nodePort, "erlang-dist": node.distPort, epmd: node.epmdPort },
+    wrappers: [{ file: "rabbitmqctl", env: node.ctlEnv }],
+  };
+}
+
+/** The --ha broker: three nodes in one cluster (see ./rabbitmq-cluster). */
+async function startClusterBroker(
+  root: string,
+  ports: number[],
+  recordSpawn: (spawned: RecordedProcess) => void,
+  log: (line: string) => void,
+): Promise<Broker> {
+  const cluster = await startBrokerCluster({ root, ports, onSpawn: recordSpawn, log });
+  return {
+    brokerUrl: cluster.brokerUrl,
+    firstUrl: cluster.nodes[0]!.url,
+    nodename: cluster.nodes[0]!.nodename,
+    processes: cluster.processes,
+    ports: cluster.ports,
+    wrappers: cluster.ctlEnvs.map((env, i) => ({
+      file: i === 0 ? "rabbitmqctl" : `rabbitmqctl-${i + 1}`,
+      env,
+    })),
+    brokerNodes: cluster.nodes,
+  };
 }
 
 /** The plain datastore: valkey-primary and its one replica, ready once WAITAOF 1 1 holds. */
@@ -266,15 +337,15 @@ async function startPair(
 }
 
 /**
- * A script that runs rabbitmqctl against this node (for a human at a shell), since the
+ * A script that runs rabbitmqctl against one node (for a human at a shell), since the
  * node is only reachable with its private HOME, cookie and epmd port.
  */
-function writeRabbitmqctlWrapper(root: string, node: RunningRabbitmq): void {
-  const exports = Object.entries(node.ctlEnv)
+function writeRabbitmqctlWrapper(file: string, env: Record<string, string>): void {
+  const exports = Object.entries(env)
     .map(([key, value]) => `export ${key}=${JSON.stringify(value)}`)
     .join("\n");
   writeFileSync(
-    `${root}/rabbitmqctl`,
+    file,
     `#!/bin/sh\n# Runs rabbitmqctl against this stack's private node.\n${exports}\nexec ${RABBITMQ_CTL} "$@"\n`,
     { mode: 0o755 },
   );
@@ -327,7 +398,10 @@ export interface StackStatus {
   running: boolean;
   info?: StackInfo;
   processes: { name: string; pid: number; running: boolean }[];
-  /** For an --ha stack: each data node's role now and the primary the Sentinels name. */
+  /**
+   * For an --ha stack: each data node's role now and the primary the Sentinels name; each
+   * broker node up or down and which holds the leader of partition 0's command queue.
+   */
   ha?: HaStatus;
 }
 
@@ -344,5 +418,18 @@ export async function stackStatus(dir: string): Promise<StackStatus> {
   const running = processes.every((p) => p.running);
   const info = toInfo(record);
   if (record.ha === undefined) return { running, info, processes };
-  return { running, info, processes, ha: await haStatus({ ...record, ha: record.ha }) };
+  const haRecord = { ...record, ha: record.ha };
+  const [datastore, broker] = await Promise.all([
+    haStatus(haRecord),
+    // A record written before the broker became a cluster has no broker nodes.
+    record.ha.brokerNodes === undefined
+      ? undefined
+      : brokerClusterStatus(haRecord, commandQueue(0)),
+  ]);
+  return {
+    running,
+    info,
+    processes,
+    ha: broker === undefined ? datastore : { ...datastore, broker },
+  };
 }

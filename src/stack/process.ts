@@ -25,7 +25,9 @@ export type StackErrorCode =
   /** A node to restart still runs. */
   | "node-running"
   /** No Sentinel of an --ha stack answered. */
-  | "no-sentinel";
+  | "no-sentinel"
+  /** rabbitmqctl or rabbitmq-queues failed against every live broker node of an --ha stack. */
+  | "broker-cli";
 
 /** An operating error of the local stack; `code` says which step failed. */
 export class StackError extends Error {
@@ -272,6 +274,17 @@ export async function waitUntil<T>({
     }
     await Bun.sleep(intervalMs);
   }
+}
+
+/**
+ * Every start settled before any failure is reported: a start still under way when the
+ * caller stops what was spawned would spawn its server after that stop.
+ */
+export async function settleAll<T>(starts: Promise<T>[]): Promise<T[]> {
+  const settled = await Promise.allSettled(starts);
+  const failed = settled.find((s) => s.status === "rejected");
+  if (failed !== undefined) throw failed.reason;
+  return settled.map((s) => (s as PromiseFulfilledResult<T>).value);
 }
 
 /** Live (not zombie) processes in process group `pgid`, with their parents. */

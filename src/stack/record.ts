@@ -7,14 +7,20 @@ export interface StackInfo {
   dir: string;
   datastoreUrl: string;
   replicaUrl: string;
-  /** amqp://guest:guest@127.0.0.1:PORT/matchd */
+  /**
+   * amqp://guest:guest@127.0.0.1:PORT/matchd; with --ha the three broker nodes' URLs,
+   * comma-separated, rabbitmq-1's first.
+   */
   brokerUrl: string;
   /** Never set today: the management plugin is off because it slows the node's boot. */
   managementUrl?: string;
   pids: Record<string, number>;
   /** True when stackUp found this stack already running in `dir` and started nothing. */
   reused?: boolean;
-  /** Set for `stack up --ha`: three data nodes under three Sentinels (see ./ha). */
+  /**
+   * Set for `stack up --ha`: three data nodes under three Sentinels (see ./ha) and a
+   * three-node broker cluster (see ./rabbitmq-cluster).
+   */
   ha?: HaInfo;
 }
 
@@ -26,6 +32,22 @@ export interface HaInfo {
   nodes: { name: string; host: string; port: number; dir: string }[];
   downAfterMs: number;
   failoverTimeoutMs: number;
+  /** rabbitmq-1, rabbitmq-2, rabbitmq-3: the broker cluster's nodes, all alike once formed. */
+  brokerNodes: BrokerNodeInfo[];
+}
+
+export interface BrokerNodeInfo {
+  /** rabbitmq-1 .. rabbitmq-3, also the name of its data directory under the stack's. */
+  name: string;
+  /** The Erlang node name, matchd-<id>-<n>@localhost. */
+  nodename: string;
+  /** amqp://guest:guest@127.0.0.1:PORT/matchd */
+  url: string;
+  /** The AMQP port. */
+  port: number;
+  /** The inter-node (Erlang distribution) port. */
+  distPort: number;
+  dir: string;
 }
 
 /**

@@ -1,6 +1,7 @@
-// `matchd stack up --ha` for real: three Valkey nodes under three Sentinels (and the broker)
-// started by the CLI, a SIGKILLed primary failed over by the Sentinels, the old primary
-// restarted and made a replica of the new one by them, then everything stopped.
+// `matchd stack up --ha` for real: three Valkey nodes under three Sentinels (and the broker
+// cluster, which ha-broker.test.ts tests) started by the CLI, a SIGKILLed primary failed
+// over by the Sentinels, the old primary restarted and made a replica of the new one by
+// them, then everything stopped.
 import { afterAll, describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
