@@ -10,6 +10,8 @@ import { connectBroker } from "../infra/amqp/connect";
 export interface ClusterMessage {
   messageId: string | undefined;
   correlationId: string | undefined;
+  /** An event's stream offset (`x-partition-offset`): the order the conductor committed it in. */
+  offset: string | undefined;
   body: Buffer;
 }
 
@@ -73,10 +75,18 @@ export class ClusterClient {
     try {
       channel.publish(item.exchange, item.routingKey, item.body, item.options, (error) => {
         if (error === null || error === undefined) this.unconfirmed.delete(id);
+        // A quorum queue electing a new leader nacks what it cannot take: sent again shortly
+        // (a dead channel's failures are sent again by the reconnect instead).
+        else if (this.publisher === channel) setTimeout(() => this.resend(id, channel), 100);
       });
     } catch {
       // The channel is closing: the reconnect sends it again.
     }
+  }
+
+  private resend(id: number, channel: ConfirmChannel): void {
+    const item = this.unconfirmed.get(id);
+    if (item !== undefined && this.publisher === channel) this.send(id, item);
   }
 
   private connect(): Promise<void> {
@@ -99,9 +109,22 @@ export class ClusterClient {
     }
   }
 
+  /**
+   * Bounded: right after a node's death a declaration can wait on a queue whose leader is
+   * being elected again; the attempt is abandoned and made afresh.
+   */
   private async openChannels(): Promise<void> {
     const connection = await connectBroker(this.options.urls, "matchd-bench-failover");
     connection.on("error", () => undefined);
+    const timer = setTimeout(() => void connection.close().catch(() => undefined), 5000);
+    try {
+      await this.openOn(connection);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async openOn(connection: ChannelModel): Promise<void> {
     connection.on("close", () => this.lost(connection));
     const setup = await connection.createChannel();
     await setup.assertQueue(this.replyQueue, quorum);
@@ -118,6 +141,7 @@ export class ClusterClient {
       handler({
         messageId: message.properties.messageId as string | undefined,
         correlationId: message.properties.correlationId as string | undefined,
+        offset: message.properties.headers?.["x-partition-offset"] as string | undefined,
         body: message.content,
       });
       consumer.ack(message);

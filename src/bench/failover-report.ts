@@ -201,6 +201,8 @@ function faultStatement(flags: FailoverObservation["flags"]): string {
   switch (flags["--fault"]) {
     case "conductor":
       return "the active conductor is SIGKILLed while a standby consumes the same queue, and restarted as the next standby";
+    case "broker-node":
+      return "a RabbitMQ node is SIGKILLed (the command queue's leader on every other kill), and restarted once the queue has a leader elsewhere";
     case "outbox":
       return "the outbox holding the lease is SIGKILLed while a standby waits for it (lease TTL 3 s), and restarted as the next standby";
     default:

@@ -7,12 +7,14 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Config } from "../config/schema";
+import { commandQueue } from "../infra/amqp/topology";
 import { stackDown, stackUp } from "../stack/index";
 import { environmentFacts, machineEnvironment } from "./environment";
 import { observeFailovers, parseFailoverFlags } from "./failover";
 import { failoverReport } from "./failover-report";
 import {
   activeUrl,
+  brokerNodeFaults,
   datastorePrimaryFaults,
   type ServicePool,
   serviceFaults,
@@ -82,7 +84,11 @@ export async function runFailoverBench(options: {
       if (fault === kind) await poolOf[kind].start();
     }
     const faults =
-      fault === "datastore-primary" ? datastorePrimaryFaults(info) : serviceFaults(poolOf[fault]);
+      fault === "datastore-primary"
+        ? datastorePrimaryFaults(info)
+        : fault === "broker-node"
+          ? brokerNodeFaults(info, commandQueue(config.partition))
+          : serviceFaults(poolOf[fault]);
     const observation = await observeFailovers({
       info,
       faults,

@@ -18,7 +18,9 @@ const int = (min: number) => z.coerce.number().int().min(min);
 
 /** The failover bench's own flags, checked in one place (benchProblems lists their problems). */
 export const failoverFlags = z.object({
-  "--fault": z.enum(["datastore-primary", "conductor", "outbox"]).default("datastore-primary"),
+  "--fault": z
+    .enum(["datastore-primary", "broker-node", "conductor", "outbox"])
+    .default("datastore-primary"),
   "--faults": int(1).max(100).default(5),
   "--rate": int(1).max(20_000).default(1000),
   "--fault-interval": int(4).max(600).default(10),
@@ -56,8 +58,6 @@ export function failoverProblems(flags: ReadonlyMap<string, string>): string[] {
       (flag) =>
         `${flag} does not apply to failover (it runs its own stack; its length follows --faults)`,
     );
-  if (flags.get("--fault")?.startsWith("broker") === true)
-    problems.push("--fault broker-node is not built yet: the broker runs on one node");
   const parsed = failoverFlags.safeParse(Object.fromEntries(failoverKeys(flags)));
   if (!parsed.success)
     for (const issue of parsed.error.issues)
@@ -142,6 +142,8 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
   const scheduledMs: number[] = [];
   const repliedMs: number[] = [];
   const firstEventMs: number[] = [];
+  /** Each command's first event's stream offset, as one comparable number. */
+  const committedAt: (bigint | undefined)[] = [];
   const replyBodies: (string | undefined)[] = [];
   const eventHashes = new Map<string, bigint>();
   let eventCopies = 0;
@@ -165,6 +167,9 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
       if (before !== hash) phantomEvents++;
     }
     if (firstEventMs[i] === 0) firstEventMs[i] = now();
+    const offset = streamOffset(message.offset);
+    if (offset !== undefined && (committedAt[i] === undefined || offset < committedAt[i]!))
+      committedAt[i] = offset;
   };
   const broker = await ClusterClient.open({
     urls: info.brokerUrl,
@@ -188,6 +193,7 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
     scheduledMs.push(atMs);
     repliedMs.push(0);
     firstEventMs.push(0);
+    committedAt.push(undefined);
     replyBodies.push(undefined);
     broker.publish(commandExchange, queue, Buffer.from(JSON.stringify(command)), {
       persistent: true,
@@ -258,8 +264,10 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
     stored.push(...(await valkey.mget(chunk)));
   }
   valkey.disconnect();
+  // The stored order: a command nacked while a queue elected a leader went in again after
+  // later ones, and the conductor applied them as they came.
   const reference = new MatchingEngine();
-  for (const command of sent) reference.apply(command);
+  for (const i of commitOrder(committedAt, sent.length)) reference.apply(sent[i]!);
   const finalDigest = (await fetch(`${await run.conductorUrl()}/digest`).then((r) => r.json())) as {
     digest?: string;
     restingOrders?: number;
@@ -290,6 +298,22 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
     minReplicas: Number.isFinite(minReplicas) ? minReplicas : -1,
     seconds,
   };
+}
+
+/** `<ms>-<seq>` as one number that orders like the stream. */
+function streamOffset(offset: string | undefined): bigint | undefined {
+  const match = offset === undefined ? null : /^(\d+)-(\d+)$/.exec(offset);
+  return match === null ? undefined : (BigInt(match[1]!) << 32n) + BigInt(match[2]!);
+}
+
+/** Command indices in commit order; commands with no event seen keep their send order, last. */
+function commitOrder(committedAt: readonly (bigint | undefined)[], count: number): number[] {
+  const indices = Array.from({ length: count }, (_, i) => i);
+  const seen = indices.filter((i) => committedAt[i] !== undefined);
+  seen.sort((a, b) =>
+    committedAt[a]! < committedAt[b]! ? -1 : committedAt[a]! > committedAt[b]! ? 1 : a - b,
+  );
+  return [...seen, ...indices.filter((i) => committedAt[i] === undefined)];
 }
 
 /** Milliseconds from `atMs` to the earliest `done` of a command scheduled after it. */

@@ -6,8 +6,12 @@
 import { createValkey, parseInfo } from "../infra/valkey/client";
 import { listedReplicas } from "../infra/valkey/fsync-policy";
 import {
+  brokerNodesRunning,
   currentPrimary,
+  killBrokerNode,
   killValkeyNode,
+  queueLeader,
+  restartBrokerNode,
   restartValkeyNode,
   type StackInfo,
   waitForFailover,
@@ -54,6 +58,47 @@ export function datastorePrimaryFaults(info: StackInfo): FaultDriver {
         settledOn: settled.name,
         settled: settled.ok,
         replicas: settled.replicas,
+      };
+    },
+  };
+}
+
+/**
+ * SIGKILLs a broker node: the command queue's leader every other time (the first included),
+ * else the node killed least so far, so that each node dies at least three times in ten;
+ * restarts it once the queue has a leader elsewhere, and settles when all nodes run again.
+ */
+export function brokerNodeFaults(info: StackInfo, queue: string): FaultDriver {
+  let round = 0;
+  const kills = new Map<string, number>();
+  return {
+    async inject() {
+      const nodes = info.ha?.brokerNodes?.map((n) => n.name) ?? [];
+      if (nodes.length < 3) throw new Error("--fault broker-node needs the HA stack's cluster");
+      const leader = await queueLeader(info, queue);
+      const leastKilled = [...nodes].sort((a, b) => (kills.get(a) ?? 0) - (kills.get(b) ?? 0))[0]!;
+      const victim = round % 2 === 0 && leader !== undefined ? leader : leastKilled;
+      kills.set(victim, (kills.get(victim) ?? 0) + 1);
+      round++;
+      const start = performance.now();
+      await killBrokerNode(info, victim);
+      let promoted: string | undefined;
+      while (performance.now() - start < 60_000) {
+        promoted = await queueLeader(info, queue).catch(() => undefined);
+        if (promoted !== undefined && promoted !== victim) break;
+        await Bun.sleep(100);
+      }
+      const promotedAfterMs = performance.now() - start;
+      await restartBrokerNode(info, victim);
+      const running = await brokerNodesRunning(info);
+      return {
+        killed: `${victim}${victim === leader ? " (queue leader)" : ""}`,
+        killedAt: start,
+        promoted: promoted ?? "none",
+        promotedAfterMs,
+        settledOn: (await queueLeader(info, queue).catch(() => undefined)) ?? "none",
+        settled: running.length === nodes.length,
+        replicas: -1,
       };
     },
   };
