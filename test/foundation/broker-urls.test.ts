@@ -35,7 +35,11 @@ describe("broker URL lists", () => {
     expect(tried).toEqual(["a", "b", "b"]);
     const fatal = new Error("refused");
     await expect(
-      connectToFirstAnswering("x,y", async () => Promise.reject(fatal), (e) => e === fatal),
+      connectToFirstAnswering(
+        "x,y",
+        async () => Promise.reject(fatal),
+        (e) => e === fatal,
+      ),
     ).rejects.toBe(fatal);
   });
 });

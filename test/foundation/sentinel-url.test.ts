@@ -64,7 +64,9 @@ describe("the config", () => {
     expect(result.ok).toBe(false);
     if (result.ok) return;
     const text = result.problems.join("\n");
-    expect(text).toContain("redis+sentinel://[user:password@]host:port[,host:port...]/<master-name>");
+    expect(text).toContain(
+      "redis+sentinel://[user:password@]host:port[,host:port...]/<master-name>",
+    );
     expect(text).not.toContain("datapass");
   });
 });
