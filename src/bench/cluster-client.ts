@@ -6,6 +6,7 @@
  */
 import type { ChannelModel, ConfirmChannel, ConsumeMessage, Options } from "amqplib";
 import { connectBroker } from "../infra/amqp/connect";
+import { withinMs } from "../infra/within";
 
 export interface ClusterMessage {
   messageId: string | undefined;
@@ -30,9 +31,24 @@ interface Unconfirmed {
   routingKey: string;
   body: Buffer;
   options: Options.Publish;
+  /** performance.now() of its last send. */
+  sentAt: number;
 }
 
+/**
+ * A publish unconfirmed this long means a channel stuck on a dead queue leader (seen: no
+ * confirm and no nack for a minute after the leader's node died): the connection is dropped
+ * and everything unconfirmed goes out again on a new one.
+ */
+const stuckAfterMs = 5000;
+
 const quorum = { durable: true, arguments: { "x-queue-type": "quorum" } };
+
+/** Drops the connection's socket without a close handshake. */
+function destroySocket(connection: ChannelModel): void {
+  const inner = connection as unknown as { connection?: { stream?: { destroy(): void } } };
+  inner.connection?.stream?.destroy();
+}
 
 export class ClusterClient {
   private connection: ChannelModel | undefined;
@@ -54,13 +70,29 @@ export class ClusterClient {
   static async open(options: ClusterClientOptions): Promise<ClusterClient> {
     const client = new ClusterClient(options);
     await client.connect();
+    client.watchdog = setInterval(() => client.recycleIfStuck(), 1000);
     return client;
+  }
+
+  private watchdog: ReturnType<typeof setInterval> | undefined;
+
+  private recycleIfStuck(): void {
+    const connection = this.connection;
+    if (connection === undefined) return;
+    const now = performance.now();
+    for (const item of this.unconfirmed.values()) {
+      if (now - item.sentAt < stuckAfterMs) continue;
+      this.options.progress(`broker: a publish unconfirmed for ${stuckAfterMs} ms; reconnecting`);
+      destroySocket(connection);
+      this.lost(connection);
+      return;
+    }
   }
 
   /** Publishes now if connected, else on the next connection; again until confirmed. */
   publish(exchange: string, routingKey: string, body: Buffer, options: Options.Publish): void {
     const id = this.sequence++;
-    const item = { exchange, routingKey, body, options };
+    const item = { exchange, routingKey, body, options, sentAt: performance.now() };
     this.unconfirmed.set(id, item);
     this.send(id, item);
   }
@@ -72,6 +104,7 @@ export class ClusterClient {
   private send(id: number, item: Unconfirmed): void {
     const channel = this.publisher;
     if (channel === undefined) return;
+    item.sentAt = performance.now();
     try {
       channel.publish(item.exchange, item.routingKey, item.body, item.options, (error) => {
         if (error === null || error === undefined) this.unconfirmed.delete(id);
@@ -116,11 +149,14 @@ export class ClusterClient {
   private async openChannels(): Promise<void> {
     const connection = await connectBroker(this.options.urls, "matchd-bench-failover");
     connection.on("error", () => undefined);
-    const timer = setTimeout(() => void connection.close().catch(() => undefined), 5000);
-    try {
-      await this.openOn(connection);
-    } finally {
-      clearTimeout(timer);
+    const opened = await withinMs(
+      this.openOn(connection).then(() => true),
+      5000,
+    );
+    if (opened === undefined) {
+      // Its close handshake may hang as well: the socket goes, and the next attempt begins.
+      destroySocket(connection);
+      throw new Error("declarations unanswered for 5 s");
     }
   }
 
@@ -168,6 +204,7 @@ export class ClusterClient {
   async close(): Promise<void> {
     await this.connecting;
     this.closing = true;
+    clearInterval(this.watchdog);
     const connection = this.connection;
     if (connection === undefined) return;
     try {

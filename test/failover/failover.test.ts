@@ -6,11 +6,10 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import amqp from "amqplib";
-import { ClusterClient } from "../../src/bench/cluster-client";
 import { createWorkload } from "../../src/bench/workloads";
 import type { CommandEnvelope } from "../../src/domain/index";
 import { brokerUrls } from "../../src/infra/amqp/broker-urls";
-import { allEventExchanges, commandExchange, commandQueue } from "../../src/infra/amqp/topology";
+import { allEventExchanges, commandQueue } from "../../src/infra/amqp/topology";
 import { createValkey } from "../../src/infra/valkey/client";
 import {
   currentPrimary,
@@ -341,68 +340,88 @@ describe("broker failover", () => {
     expect(nodes).toHaveLength(3);
     const workload = createWorkload("alternating", { seed: 15, partition, partitionCount: 1024 });
     const commands = Array.from({ length: 300 }, (_, i) => workload.next(i));
-    const replies = new Map<string, string>();
-    const events = new Map<string, string>();
-    let phantoms = 0;
-    const client = await ClusterClient.open({
-      urls: info.brokerUrl,
-      runId: `test-${process.pid}`,
-      eventExchanges: allEventExchanges,
-      onReply: (m) => replies.set(String(m.correlationId), m.body.toString()),
-      onEvent: (m) => {
-        const id = String(m.messageId);
-        const body = m.body.toString();
-        if ((JSON.parse(body) as { partition: number }).partition !== partition) return;
-        const before = events.get(id);
-        if (before === undefined) events.set(id, body);
-        else if (before !== body) phantoms++;
-      },
-      progress: () => undefined,
-    });
     await publisher.declare(partition);
+    const leader = await queueLeader(info, commandQueue(partition));
+    expect(leader).toBeDefined();
+    // The test's own publisher and event sink stay on a node that lives; the sink's queue is
+    // a quorum queue, so the events routed while the leader's node is down wait in it.
+    const survivor = nodes.find((n) => n.name !== leader)!;
+    const sender = await Publisher.open(survivor.url);
+    const events = await openQuorumSink(survivor.url, partition);
     const conductor = await startOn(partition);
     const outbox = await startOutbox(stackOf(info), partition);
-    const send = (from: number, to: number) => {
-      for (const c of commands.slice(from, to)) {
-        client.publish(commandExchange, commandQueue(partition), Buffer.from(JSON.stringify(c)), {
-          persistent: true,
-          replyTo: client.replyQueue,
-          correlationId: c.commandId,
-          messageId: c.commandId,
-        });
-      }
-    };
+    const store = new PartitionStore(info.datastoreUrl, partition);
+    const storedCount = async () =>
+      (await store.storedResults(commands.map((c) => c.commandId))).size;
     try {
-      send(0, 150);
-      await eventually("the first half replied", () => replies.size === 150, 30_000);
-      const leader = await queueLeader(info, commandQueue(partition));
-      expect(leader).toBeDefined();
+      await publishConfirmed(sender, partition, commands.slice(0, 150));
+      await eventually("the first half stored", async () => (await storedCount()) === 150, 30_000);
       await killBrokerNode(info, leader!);
-      send(150, 300);
-      const store = new PartitionStore(info.datastoreUrl, partition);
-      try {
-        await eventually(
-          "every command has a stored result",
-          async () => (await store.storedResults(commands.map((c) => c.commandId))).size === 300,
-          60_000,
-          async () =>
-            `(${(await store.storedResults(commands.map((c) => c.commandId))).size} of 300; ${client.pending} unconfirmed; leader now ${await queueLeader(info, commandQueue(partition)).catch((e) => String(e))}; conductor log: ${conductor.log().slice(-1500)})`,
-        );
-      } finally {
-        store.close();
-      }
+      // A quorum queue electing a leader nacks what it cannot take: sent again until confirmed.
+      await publishConfirmed(sender, partition, commands.slice(150));
+      await eventually("every command stored", async () => (await storedCount()) === 300, 60_000);
       // Two events per alternating command, each id once with one payload.
-      await eventually("every event received", () => events.size === 600, 60_000);
-      expect(phantoms).toBe(0);
-      // The suite's publisher may have been on the killed node: ask a surviving one.
-      const survivor = await Publisher.open(nodes.find((n) => n.name !== leader)!.url);
-      await expectBooksAsReplayed(conductor, partition, commands, survivor);
-      await survivor.close();
+      await eventually("every event received", () => events.byId.size === 600, 60_000);
+      expect(events.phantoms()).toBe(0);
+      await expectBooksAsReplayed(conductor, partition, commands, sender);
       await restartBrokerNode(info, leader!);
       expect(await conductor.stop()).toBe(0);
       expect(await outbox.stop()).toBe(0);
     } finally {
-      await client.close();
+      store.close();
+      await events.close();
+      await sender.close();
     }
   }, 150_000);
 });
+
+/** Publishes with confirms, again after a nack or a failed confirm, until all are confirmed. */
+async function publishConfirmed(
+  sender: Publisher,
+  partition: number,
+  commands: readonly CommandEnvelope[],
+): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await sender.publish(partition, commands, { persistent: true });
+      return;
+    } catch (error) {
+      // Duplicates are answered from their stored results: sending all again is safe.
+      if (attempt >= 20) throw error;
+      await Bun.sleep(250);
+    }
+  }
+}
+
+/** A quorum queue of the test's own bound to every event exchange, read on one node. */
+async function openQuorumSink(url: string, partition: number) {
+  const connection = await amqp.connect(url);
+  connection.on("error", () => undefined);
+  const channel = await connection.createChannel();
+  const queue = `matchd-test-sink-${process.pid}-${partition}`;
+  await channel.assertQueue(queue, { durable: true, arguments: { "x-queue-type": "quorum" } });
+  for (const exchange of allEventExchanges) {
+    await channel.assertExchange(exchange, "direct", { durable: true });
+    await channel.bindQueue(queue, exchange, exchange);
+  }
+  const byId = new Map<string, string>();
+  let phantoms = 0;
+  await channel.consume(queue, (message) => {
+    if (message === null) return;
+    channel.ack(message);
+    const body = message.content.toString();
+    if ((JSON.parse(body) as { partition: number }).partition !== partition) return;
+    const id = String(message.properties.messageId);
+    const before = byId.get(id);
+    if (before === undefined) byId.set(id, body);
+    else if (before !== body) phantoms++;
+  });
+  return {
+    byId,
+    phantoms: () => phantoms,
+    close: async () => {
+      await channel.deleteQueue(queue).catch(() => undefined);
+      await connection.close().catch(() => undefined);
+    },
+  };
+}

@@ -4,6 +4,7 @@
  * refused login or vhost is told apart from an unreachable broker.
  */
 import amqp, { type ChannelModel } from "amqplib";
+import { withinMs } from "../within";
 import { BrokerRefusedError, brokerRefusal } from "./broker-errors";
 import { connectToFirstAnswering } from "./broker-urls";
 
@@ -16,10 +17,7 @@ export async function connectBroker(urls: string, name: string): Promise<Channel
     urls,
     async (url) => {
       try {
-        return await amqp.connect(url, {
-          timeout: 5000,
-          clientProperties: { connection_name: name },
-        });
+        return await connectWithin(url, name, connectTimeoutMs);
       } catch (error) {
         throw brokerRefusal(error, url) ?? error;
       }
@@ -28,6 +26,27 @@ export async function connectBroker(urls: string, name: string): Promise<Channel
   );
   coalesceSocketWrites(connection);
   return connection;
+}
+
+/** The bound on one node's connect and handshake. */
+const connectTimeoutMs = 5000;
+
+/**
+ * amqplib's `timeout` bounds the TCP connect only: a node dying under the connect can take
+ * the socket and never answer the handshake (seen: a bench client stuck for a minute after a
+ * cluster node's SIGKILL). A connection that opens after the bound is closed.
+ */
+async function connectWithin(url: string, name: string, timeoutMs: number): Promise<ChannelModel> {
+  const connecting = amqp.connect(url, {
+    timeout: timeoutMs,
+    clientProperties: { connection_name: name },
+  });
+  const opened = await withinMs(connecting, timeoutMs);
+  if (opened === undefined) {
+    void connecting.then((late) => late.close()).catch(() => undefined);
+    throw new Error(`no AMQP handshake within ${timeoutMs} ms`);
+  }
+  return opened;
 }
 
 /** The part of amqplib 0.10's internals that coalesceSocketWrites relies on. */
