@@ -4,6 +4,7 @@
  * process.env.
  */
 import packageJson from "../package.json";
+import { benchValuedFlags } from "./bench/flag-names";
 import { closestFlag, parseArgs } from "./cli/args";
 import { runCheck } from "./cli/check";
 import { clientCommands } from "./cli/client/commands-list";
@@ -15,30 +16,7 @@ import { BrokerRefusedError } from "./infra/amqp/broker-errors";
 import { PolicyRefusedError } from "./infra/boot";
 import { createLogger } from "./infra/log";
 
-const benchValued = new Set([
-  "--workload",
-  "--commands",
-  "--events",
-  "--seed",
-  "--warmup",
-  "--rate",
-  "--duration",
-  "--connections",
-  "--resting",
-  "--dir",
-  "--report",
-  "--conductor-url",
-  "--outbox-url",
-  "--flow",
-  "--sink",
-  "--query-load",
-  "--boundary",
-  "--p99-ms",
-  "--step-seconds",
-  "--fault",
-  "--faults",
-  "--fault-interval",
-]);
+const benchValued = new Set(benchValuedFlags);
 const stackValued = new Set(["--dir"]);
 
 const subcommands: readonly Subcommand[] = ["conductor", "outbox", "bench", "stack", "check"];

@@ -12,6 +12,7 @@ import { partitionKeys } from "../infra/valkey/keys";
 import type { StackInfo } from "../stack/index";
 import { ClusterClient, type ClusterMessage } from "./cluster-client";
 import type { FaultDriver } from "./fault-drivers";
+import { benchValuedFlags } from "./flag-names";
 import { createWorkload, type WorkloadName, workloadNames } from "./workloads";
 
 const int = (min: number) => z.coerce.number().int().min(min);
@@ -29,24 +30,10 @@ export const failoverFlags = z.object({
 });
 export type FailoverFlags = z.infer<typeof failoverFlags>;
 
-/** Other boundaries' flags, which failover would ignore (it reads --dir besides its own). */
-const foreignFlags = [
-  "--commands",
-  "--events",
-  "--warmup",
-  "--duration",
-  "--connections",
-  "--resting",
-  "--report",
-  "--conductor-url",
-  "--outbox-url",
-  "--flow",
-  "--sink",
-  "--query-load",
-  "--boundary",
-  "--p99-ms",
-  "--step-seconds",
-];
+/** Other boundaries' flags, which failover would ignore: every bench flag but its own and --dir. */
+const foreignFlags = benchValuedFlags.filter(
+  (flag) => flag !== "--dir" && !Object.keys(failoverFlags.shape).includes(flag),
+);
 
 /** The failover flags, which every other boundary refuses. */
 export const failoverOnlyFlags = ["--fault", "--faults", "--fault-interval"];
