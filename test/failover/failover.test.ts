@@ -56,6 +56,13 @@ afterAll(async () => {
   await stackDown({ dir });
 });
 
+/** A reply queue, the partition's queue declared, and `count` alternating RPC commands. */
+async function rpcRun(partition: number, seed: number, count: number) {
+  const replies = await openReplies(publisher.channelModel());
+  await publisher.declare(partition);
+  return { replies, ...alternatingRpcCommands(publisher, partition, seed, count, replies.queue) };
+}
+
 /** One node of the stack's broker (a cluster's list under --ha), for amqplib's own connects. */
 function firstBrokerNode(): string {
   return brokerUrls(info.brokerUrl)[0]!;
@@ -215,15 +222,7 @@ describe("datastore failover", () => {
 
   test("a SIGKILLed primary: the conductor follows the promotion, nothing acknowledged is lost", async () => {
     const partition = 11;
-    const replies = await openReplies(publisher.channelModel());
-    await publisher.declare(partition);
-    const { commands, publish } = alternatingRpcCommands(
-      publisher,
-      partition,
-      7,
-      400,
-      replies.queue,
-    );
+    const { replies, commands, publish } = await rpcRun(partition, 7, 400);
     const events = await openEventSink(partition);
     const conductor = await startOn(partition);
     const outbox = await startOutbox(stackOf(info), partition);
@@ -266,15 +265,7 @@ describe("datastore failover", () => {
 
   test("a Sentinel-ordered switch demotes the primary under the conductor; it moves on", async () => {
     const partition = 12;
-    const replies = await openReplies(publisher.channelModel());
-    await publisher.declare(partition);
-    const { commands, publish } = alternatingRpcCommands(
-      publisher,
-      partition,
-      8,
-      200,
-      replies.queue,
-    );
+    const { replies, commands, publish } = await rpcRun(partition, 8, 200);
     const conductor = await startOn(partition);
     await publish(0, 100);
     await eventually("the first half replied", () => replies.replies.size === 100, 30_000);
@@ -296,9 +287,7 @@ describe("datastore failover", () => {
 
   test("an acknowledgement waits for every healthy replica; a stalled one is left out after the lag limit", async () => {
     const partition = 13;
-    const replies = await openReplies(publisher.channelModel());
-    await publisher.declare(partition);
-    const { publish } = alternatingRpcCommands(publisher, partition, 9, 2, replies.queue);
+    const { replies, publish } = await rpcRun(partition, 9, 2);
     const primary = await settledTopology();
     const conductor = await startOn(partition);
     const replica = info.ha!.nodes.find((n) => n.name !== primary.name)!;
