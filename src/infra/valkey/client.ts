@@ -2,7 +2,8 @@
  * Creates ioredis connections with the options matchd relies on: a command issued while
  * disconnected waits in the offline queue for one reconnect attempt at most
  * (maxRetriesPerRequest 1), commands in flight at a disconnect are resent (the conductor's
- * commit and the outbox's reads are safe against that), and reconnects back off to 2 s.
+ * commit and the outbox's reads are safe against that), and reconnects back off to 2 s (to
+ * 250 ms through Sentinels). A redis+sentinel:// URL connects through the Sentinels.
  */
 import Redis, { type RedisOptions } from "ioredis";
 import { parseDatastoreAddress } from "./address";
