@@ -13,7 +13,8 @@ import {
 import type { BrokerClusterStatus } from "./rabbitmq-cluster";
 import {
   type HaInfo,
-  readRecord,
+  haRecord,
+  nodeNamed,
   type StackInfo,
   type UpRecord,
   withDirLock,
@@ -188,26 +189,6 @@ async function waitForSentinelsReady(
   });
 }
 
-/** The stack's record, which must be an --ha stack that is (or was) up. */
-function haRecord(info: StackInfo): UpRecord & { ha: HaInfo } {
-  const record = readRecord(info.dir);
-  if (record?.status !== "up" || record.ha === undefined) {
-    throw new StackError("not-ha", `no stack started with --ha is recorded in ${info.dir}`);
-  }
-  return record as UpRecord & { ha: HaInfo };
-}
-
-function nodeNamed(ha: HaInfo, name: string): HaInfo["nodes"][0] {
-  const node = ha.nodes.find((n) => n.name === name);
-  if (node === undefined) {
-    throw new StackError(
-      "not-ha",
-      `no data node ${name}; the nodes are ${ha.nodes.map((n) => n.name).join(", ")}`,
-    );
-  }
-  return node;
-}
-
 /** A node's name by its port; a port no node has (never expected) is named host:port. */
 function nameAt(ha: HaInfo, port: number): string {
   return ha.nodes.find((n) => n.port === port)?.name ?? `${host}:${port}`;
@@ -275,7 +256,7 @@ async function killRecorded(info: StackInfo, name: string): Promise<void> {
 
 /** Kills a data node with SIGKILL, as a crash would, and waits until it is gone. */
 export async function killValkeyNode(info: StackInfo, name: string): Promise<void> {
-  nodeNamed(haRecord(info).ha, name);
+  nodeNamed(haRecord(info).ha.nodes, name, "data node");
   await killRecorded(info, name);
 }
 
@@ -298,7 +279,7 @@ export async function killSentinel(info: StackInfo, name: string): Promise<void>
 export async function restartValkeyNode(info: StackInfo, name: string): Promise<void> {
   await withDirLock(info.dir, `restart ${name}`, async () => {
     const record = haRecord(info);
-    const node = nodeNamed(record.ha, name);
+    const node = nodeNamed(record.ha.nodes, name, "data node");
     const old = record.processes.find((p) => p.name === name);
     if (old !== undefined && isRunning(old.pid, old.startTicks)) {
       throw new StackError("node-running", `${name} still runs (pid ${old.pid}); kill it first`);
@@ -327,7 +308,7 @@ export async function waitForFailover(
   { from, timeoutMs, since = Date.now() }: { from: string; timeoutMs: number; since?: number },
 ): Promise<{ name: string; port: number; ms: number }> {
   const { ha } = haRecord(info);
-  const old = nodeNamed(ha, from);
+  const old = nodeNamed(ha.nodes, from, "data node");
   const primary = await waitUntil({
     what: `a failover from ${from}`,
     timeoutMs,

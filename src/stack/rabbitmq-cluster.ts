@@ -29,7 +29,8 @@ import {
 import {
   type BrokerNodeInfo,
   type HaInfo,
-  readRecord,
+  haRecord,
+  nodeNamed,
   type StackInfo,
   type UpRecord,
   withDirLock,
@@ -317,29 +318,6 @@ async function waitForClusterRunning({
   });
 }
 
-/** The stack's record, which must be an --ha stack with a broker cluster that is (or was) up. */
-function brokerRecord(info: StackInfo): UpRecord & { ha: HaInfo } {
-  const record = readRecord(info.dir);
-  if (record?.status !== "up" || record.ha?.brokerNodes === undefined) {
-    throw new StackError(
-      "not-ha",
-      `no stack with a broker cluster (--ha) is recorded in ${info.dir}`,
-    );
-  }
-  return record as UpRecord & { ha: HaInfo };
-}
-
-function brokerNodeNamed(ha: HaInfo, name: string): BrokerNodeInfo {
-  const node = ha.brokerNodes.find((n) => n.name === name);
-  if (node === undefined) {
-    throw new StackError(
-      "not-ha",
-      `no broker node ${name}; the nodes are ${ha.brokerNodes.map((n) => n.name).join(", ")}`,
-    );
-  }
-  return node;
-}
-
 /** The recorded processes of a broker node: its rabbitmq-server script and its beam.smp. */
 function nodeProcesses(record: UpRecord, name: string): RecordedProcess[] {
   return record.processes.filter((p) => p.name === name || p.name === `${name}-beam`);
@@ -396,7 +374,7 @@ async function runningNames(record: UpRecord & { ha: HaInfo }): Promise<string[]
  * live node that answers sees it; none when no node answers.
  */
 export async function brokerNodesRunning(info: StackInfo): Promise<string[]> {
-  return runningNames(brokerRecord(info)).catch((error: unknown) => {
+  return runningNames(haRecord(info)).catch((error: unknown) => {
     if (error instanceof StackError && error.code === "broker-cli") return [];
     throw error;
   });
@@ -408,8 +386,8 @@ export async function brokerNodesRunning(info: StackInfo): Promise<string[]> {
  * it) and its beam.smp by pid; waits until both are gone.
  */
 export async function killBrokerNode(info: StackInfo, name: string): Promise<void> {
-  const record = brokerRecord(info);
-  brokerNodeNamed(record.ha, name);
+  const record = haRecord(info);
+  nodeNamed(record.ha.brokerNodes, name, "broker node");
   const targets = nodeProcesses(record, name);
   // Each checked against its start time first, so that a reused pid is never signalled.
   for (const target of targets) {
@@ -435,8 +413,8 @@ export async function killBrokerNode(info: StackInfo, name: string): Promise<voi
  */
 export async function restartBrokerNode(info: StackInfo, name: string): Promise<void> {
   await withDirLock(info.dir, `restart ${name}`, async () => {
-    let record = brokerRecord(info);
-    const node = brokerNodeNamed(record.ha, name);
+    let record = haRecord(info);
+    const node = nodeNamed(record.ha.brokerNodes, name, "broker node");
     const old = nodeProcesses(record, name).find((p) => isRunning(p.pid, p.startTicks));
     if (old !== undefined) {
       throw new StackError("node-running", `${name} still runs (pid ${old.pid}); kill it first`);
@@ -553,7 +531,7 @@ export async function queueLeader(
   queue: string,
   vhost = VHOST,
 ): Promise<string | undefined> {
-  const result = await quorumLeader(brokerRecord(info), queue, vhost);
+  const result = await quorumLeader(haRecord(info), queue, vhost);
   return result.found ? result.leader : undefined;
 }
 

@@ -143,3 +143,28 @@ export async function withDirLock<T>(
     rmSync(path, { force: true });
   }
 }
+
+/** The stack's record, which must be an --ha stack that is (or was) up. */
+export function haRecord(info: StackInfo): UpRecord & { ha: HaInfo } {
+  const record = readRecord(info.dir);
+  if (record?.status !== "up" || record.ha === undefined) {
+    throw new StackError("not-ha", `no stack started with --ha is recorded in ${info.dir}`);
+  }
+  return record as UpRecord & { ha: HaInfo };
+}
+
+/** The node of `nodes` called `name` (`what` names the kind in the error). */
+export function nodeNamed<T extends { name: string }>(
+  nodes: readonly T[],
+  name: string,
+  what: string,
+): T {
+  const node = nodes.find((n) => n.name === name);
+  if (node === undefined) {
+    throw new StackError(
+      "not-ha",
+      `no ${what} ${name}; the nodes are ${nodes.map((n) => n.name).join(", ")}`,
+    );
+  }
+  return node;
+}
