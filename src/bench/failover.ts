@@ -102,6 +102,8 @@ export interface FailoverObservation {
   outboxMetrics: Record<string, unknown>;
   minReplicas: number;
   seconds: number;
+  /** When the open loop began, ms from the run's start. */
+  loadStartMs: number;
 }
 
 export interface FailoverRun {
@@ -194,8 +196,10 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
 
   for (const command of workload.prefill()) send(command, now());
   let loadEnds = false;
+  let loadStartMs = 0;
   const openLoop = (async () => {
     const t0 = now();
+    loadStartMs = t0;
     for (let k = 0; !loadEnds; k++) {
       const at = t0 + (k * 1000) / flags["--rate"];
       const wait = at - now();
@@ -284,6 +288,7 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
     outboxMetrics,
     minReplicas: Number.isFinite(minReplicas) ? minReplicas : -1,
     seconds,
+    loadStartMs,
   };
 }
 
