@@ -34,6 +34,8 @@ export class FsyncPolicyWatch {
   private required = 1;
   /** Undefined until the Sentinels were asked (never, without Sentinels). */
   private lagLimitS: number | undefined;
+  /** When the Sentinels were last asked: while none answers, at most every 10 s, not per count. */
+  private sentinelsAskedAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     /** A connection of its own: a read must not queue behind a blocked durability wait. */
@@ -58,7 +60,14 @@ export class FsyncPolicyWatch {
   /** Re-counts the healthy replicas of the watched primary; a failed read keeps the count. */
   async countReplicas(): Promise<void> {
     try {
-      this.lagLimitS ??= this.downAfterMs ? await this.lagLimitFromSentinels() : undefined;
+      if (
+        this.lagLimitS === undefined &&
+        this.downAfterMs &&
+        performance.now() - this.sentinelsAskedAt >= 10_000
+      ) {
+        this.sentinelsAskedAt = performance.now();
+        this.lagLimitS = await this.lagLimitFromSentinels();
+      }
       const replication = parseInfo(await this.valkey.info("replication"));
       if (replication.get("role") !== "master") return;
       const limit = this.lagLimitS ?? replicaLagLimitS(undefined);
