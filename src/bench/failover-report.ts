@@ -86,6 +86,10 @@ export function failoverInvariants(o: FailoverObservation): BenchReport["invaria
     distinctEventsReceived: [`${distinct} of ${expectedEvents}`, distinct === expectedEvents],
     phantomEvents: [o.phantomEvents, o.phantomEvents === 0],
     unexpectedEvents: [o.unexpectedEvents, o.unexpectedEvents === 0],
+    // One partition, one queue: an offset behind one already received is a reordering,
+    // unless that event came before (a redelivery, or a publish again after a lost confirm).
+    eventsOutOfStreamOrder: [o.streamOrder.outOfOrder, o.streamOrder.outOfOrder === 0],
+    eventsWithoutStreamOffset: [o.streamOrder.withoutOffset, o.streamOrder.withoutOffset === 0],
     finalBookDigest: [
       o.finalDigest.digest ?? "unavailable",
       o.finalDigest.digest === o.expected.digest,

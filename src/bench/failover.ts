@@ -13,6 +13,7 @@ import type { StackInfo } from "../stack/index";
 import { ClusterClient, type ClusterMessage } from "./cluster-client";
 import type { FaultDriver } from "./fault-drivers";
 import { benchValuedFlags } from "./flag-names";
+import { StreamOrderCheck, streamOffset } from "./stream-order";
 import { createWorkload, type WorkloadName, workloadNames } from "./workloads";
 
 const int = (min: number) => z.coerce.number().int().min(min);
@@ -94,6 +95,8 @@ export interface FailoverObservation {
   eventCopies: number;
   phantomEvents: number;
   unexpectedEvents: number;
+  /** The partition's stream order as the sink saw it (see StreamOrderCheck). */
+  streamOrder: { outOfOrder: number; withoutOffset: number };
   faults: FaultRecord[];
   stored: (string | null)[];
   finalDigest: { digest?: string; restingOrders?: number };
@@ -138,6 +141,7 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
   let eventCopies = 0;
   let phantomEvents = 0;
   let unexpectedEvents = 0;
+  const order = new StreamOrderCheck();
   const start = performance.now();
   const now = () => performance.now() - start;
 
@@ -150,6 +154,7 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
     }
     const hash = BigInt(Bun.hash(message.body));
     const before = eventHashes.get(eventId);
+    order.record(message.offset, before !== undefined);
     if (before === undefined) eventHashes.set(eventId, hash);
     else {
       eventCopies++;
@@ -280,6 +285,7 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
     eventCopies,
     phantomEvents,
     unexpectedEvents,
+    streamOrder: { outOfOrder: order.outOfOrder, withoutOffset: order.withoutOffset },
     faults,
     stored,
     finalDigest,
@@ -290,12 +296,6 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
     seconds,
     loadStartMs,
   };
-}
-
-/** `<ms>-<seq>` as one number that orders like the stream. */
-function streamOffset(offset: string | undefined): bigint | undefined {
-  const match = offset === undefined ? null : /^(\d+)-(\d+)$/.exec(offset);
-  return match === null ? undefined : (BigInt(match[1]!) << 32n) + BigInt(match[2]!);
 }
 
 /** Command indices in commit order; commands with no event seen keep their send order, last. */

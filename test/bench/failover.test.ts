@@ -57,6 +57,8 @@ describe("bench failover", () => {
       ok: true,
       acknowledgedCommandsLost: 0,
       phantomEvents: 0,
+      eventsOutOfStreamOrder: 0,
+      eventsWithoutStreamOffset: 0,
       repliesUnlikeTheirStoredResult: 0,
     });
     expect(report.faults).toHaveLength(1);
