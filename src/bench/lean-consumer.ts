@@ -1,7 +1,7 @@
 /**
  * A minimal AMQP 0-9-1 consumer for the benches' sinks: one connection, one channel, one
- * exclusive auto-deleted queue bound to the given exchanges, consumed without
- * acknowledgements, handing each delivery's message id, correlation id and body to a
+ * exclusive auto-deleted queue bound to the given exchanges (a quorum queue on a cluster's
+ * node list, see `replicated`), consumed without acknowledgements, handing each delivery's message id, correlation id and body to a
  * callback. Why not amqplib: on this 2-core machine the bench shares the CPU with the system
  * it measures, and amqplib's receive path (stream machinery, generic frame and property
  * decoding, an object per message) cost the bench 12-16 µs per event, about a tenth of the
@@ -10,7 +10,7 @@
  */
 
 import type { Socket } from "bun";
-import { connectToFirstAnswering } from "../infra/amqp/broker-urls";
+import { brokerUrls, connectToFirstAnswering } from "../infra/amqp/broker-urls";
 import {
   CLASS_BASIC as BASIC,
   BASIC_DELIVER,
@@ -58,6 +58,12 @@ export interface LeanConsumerOptions {
    * collects what is routed to it meanwhile (see messageCount()).
    */
   deferConsume?: boolean;
+  /**
+   * A quorum queue named for this consumer instead of an exclusive one, deleted by close():
+   * on a cluster, a node's loss then cannot drop what the sink has not read. By default, a
+   * sink's queue (one bound to exchanges) given a cluster's node list.
+   */
+  replicated?: boolean;
 }
 
 type Waiter = {
@@ -125,6 +131,8 @@ export class LeanConsumer {
   /** The queue the broker named. */
   queue = "";
   private consuming = false;
+  /** The queue is a quorum queue of ours: close() deletes it. */
+  private replicated = false;
 
   /** Bytes the socket has not taken yet (Bun's write may take part of a buffer). */
   private unsent: Buffer | undefined;
@@ -139,9 +147,11 @@ export class LeanConsumer {
 
   /** Opens on the first node of `options.url` (one URL or a cluster's list) that answers. */
   static open(options: LeanConsumerOptions): Promise<LeanConsumer> {
+    const replicated =
+      options.replicated ?? (options.exchanges.length > 0 && brokerUrls(options.url).length > 1);
     return connectToFirstAnswering(
       options.url,
-      (url) => LeanConsumer.openOn({ ...options, url }),
+      (url) => LeanConsumer.openOn({ ...options, url, replicated }),
       () => false,
     );
   }
@@ -179,7 +189,7 @@ export class LeanConsumer {
       consumer.socket = socket;
       try {
         await consumer.handshake(url, options.name);
-        await consumer.subscribe(options.exchanges);
+        await consumer.subscribe(options.exchanges, options.name, options.replicated === true);
         if (options.deferConsume !== true) await consumer.consume();
       } catch (error) {
         socket.end();
@@ -191,13 +201,23 @@ export class LeanConsumer {
     return consumer;
   }
 
-  /** Closes the connection politely; the broker deletes the exclusive queue with it. */
+  /** Closes the connection politely; the broker deletes an exclusive queue with it. */
   async close(): Promise<void> {
     if (this.closing) return;
     if (this.failure) {
       this.closing = true;
       this.socket.end();
       return;
+    }
+    if (this.replicated) {
+      // Bounded like the close: a queue left behind on a private stack harms nothing.
+      const deleted = this.call(
+        1,
+        QUEUE,
+        40,
+        Buffer.concat([u16(0), shortstr(this.queue), octet(0)]),
+      );
+      await Promise.race([deleted, Bun.sleep(CLOSE_TIMEOUT_MS)]).catch(() => undefined);
     }
     const reply = Buffer.concat([u16(200), shortstr("bench done"), u16(0), u16(0)]);
     const closeOk = this.expect(CONNECTION, 51);
@@ -242,7 +262,11 @@ export class LeanConsumer {
     await this.call(1, CHANNEL, 10, shortstr(""));
   }
 
-  private async subscribe(exchanges: readonly string[]): Promise<void> {
+  private async subscribe(
+    exchanges: readonly string[],
+    name: string,
+    replicated: boolean,
+  ): Promise<void> {
     const emptyTable = u32(0);
     for (const exchange of exchanges) {
       const durable = 2;
@@ -253,13 +277,22 @@ export class LeanConsumer {
         Buffer.concat([u16(0), shortstr(exchange), shortstr("direct"), octet(durable), emptyTable]),
       );
     }
+    const durable = 2;
     const exclusiveAutoDelete = 4 | 8;
     const declared = await this.call(
       1,
       QUEUE,
       10,
-      Buffer.concat([u16(0), shortstr(""), octet(exclusiveAutoDelete), emptyTable]),
+      replicated
+        ? Buffer.concat([
+            u16(0),
+            shortstr(`${name}-${process.pid}-${Date.now()}`),
+            octet(durable),
+            table({ "x-queue-type": "quorum" }),
+          ])
+        : Buffer.concat([u16(0), shortstr(""), octet(exclusiveAutoDelete), emptyTable]),
     );
+    this.replicated = replicated;
     this.queue = declared.toString("utf8", 1, 1 + declared[0]!);
     for (const exchange of exchanges) {
       await this.call(

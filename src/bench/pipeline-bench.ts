@@ -182,7 +182,7 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
   }
 
   if (wantEvents) {
-    // One exclusive queue bound to every event exchange; it vanishes with its connection.
+    // One queue bound to every event exchange: exclusive, or a quorum queue on a cluster.
     const sink = await LeanConsumer.open({
       url: options.brokerUrl,
       name: "matchd-bench-sink",

@@ -60,7 +60,7 @@ export interface BenchRunOptions {
 
 /** Where the event benches' events end up; every event boundary statement names it. */
 const sinkQueueStatement =
-  "the bench's sink queue (exclusive, bound to every event exchange, read without acks by the bench's lean AMQP consumer)";
+  "the bench's sink queue (exclusive, or on a broker node list a quorum queue of the run's own; bound to every event exchange, read without acks by the bench's lean AMQP consumer)";
 
 const boundaryStatements: Record<string, string> = {
   conductor:

@@ -1,6 +1,6 @@
 // The benches' lean AMQP consumer: its frame splitter on streams cut at every size, and the
 // consumer against the test stack's RabbitMQ (properties after a headers table, bodies over
-// several frames, a refused declaration, a throwing callback).
+// several frames, a refused declaration, a throwing callback, a replicated sink's queue).
 
 import { expect, test } from "bun:test";
 import amqp from "amqplib";
@@ -15,6 +15,7 @@ import { testStack } from "../support/stack";
 async function withConsumer(
   onDelivery: (delivery: LeanDelivery) => void,
   body: (consumer: LeanConsumer, channel: amqp.ConfirmChannel, exchange: string) => Promise<void>,
+  replicated?: boolean,
 ): Promise<void> {
   const { brokerUrl } = await testStack();
   const exchange = `lean-test-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
@@ -23,6 +24,7 @@ async function withConsumer(
     name: "lean-consumer-test",
     exchanges: [exchange],
     onDelivery,
+    replicated,
   });
   const connection = await amqp.connect(brokerUrl);
   try {
@@ -76,6 +78,43 @@ test("delivers message id, correlation id and the whole body, in order", async (
     },
   );
 }, 30_000);
+
+test("a replicated sink reads a quorum queue of its own, and close() deletes it", async () => {
+  const received: string[] = [];
+  let queue = "";
+  await withConsumer(
+    (delivery) => received.push(delivery.messageId ?? ""),
+    async (consumer, channel, exchange) => {
+      queue = consumer.queue;
+      expect(queue).toStartWith("lean-consumer-test-");
+      channel.publish(exchange, exchange, Buffer.from("{}"), { messageId: "q-1" });
+      await channel.waitForConfirms();
+      await eventually("the delivery", () => received.length === 1);
+      expect(received).toEqual(["q-1"]);
+      // A classic declaration of the same name is refused: the queue is a quorum queue.
+      const probe = await amqp.connect((await testStack()).brokerUrl);
+      probe.on("error", () => undefined);
+      const refused = await (await probe.createChannel())
+        .assertQueue(queue, { durable: true, arguments: { "x-queue-type": "classic" } })
+        .then(
+          () => "accepted",
+          (error: Error) => error.message,
+        );
+      expect(refused).toContain("PRECONDITION_FAILED");
+      await probe.close().catch(() => undefined);
+    },
+    true,
+  );
+  const connection = await amqp.connect((await testStack()).brokerUrl);
+  connection.on("error", () => undefined);
+  const channel = await connection.createChannel();
+  const gone = await channel.checkQueue(queue).then(
+    () => "exists",
+    (error: Error) => error.message,
+  );
+  expect(gone).toContain("NOT_FOUND");
+  await connection.close().catch(() => undefined);
+});
 
 test("a declaration the broker refuses fails open() with the broker's reason", async () => {
   const { brokerUrl } = await testStack();
