@@ -12,7 +12,7 @@ import { partitionKeys } from "../infra/valkey/keys";
 import type { StackInfo } from "../stack/index";
 import { ClusterClient, type ClusterMessage } from "./cluster-client";
 import type { FaultDriver } from "./fault-drivers";
-import { benchValuedFlags } from "./flag-names";
+import { ownFlagProblems, parseOwnFlags } from "./own-flags";
 import { StreamOrderCheck, streamOffset } from "./stream-order";
 import { createWorkload, type WorkloadName, workloadNames } from "./workloads";
 
@@ -31,35 +31,20 @@ export const failoverFlags = z.object({
 });
 export type FailoverFlags = z.infer<typeof failoverFlags>;
 
-/** Other boundaries' flags, which failover would ignore: every bench flag but its own and --dir. */
-const foreignFlags = benchValuedFlags.filter(
-  (flag) => flag !== "--dir" && !Object.keys(failoverFlags.shape).includes(flag),
-);
-
 /** The failover flags, which every other boundary refuses. */
 export const failoverOnlyFlags = ["--fault", "--faults", "--fault-interval"];
 
 export function failoverProblems(flags: ReadonlyMap<string, string>): string[] {
-  const problems = foreignFlags
-    .filter((flag) => flags.has(flag))
-    .map(
-      (flag) =>
-        `${flag} does not apply to failover (it runs its own stack; its length follows --faults)`,
-    );
-  const parsed = failoverFlags.safeParse(Object.fromEntries(failoverKeys(flags)));
-  if (!parsed.success)
-    for (const issue of parsed.error.issues)
-      problems.push(`${String(issue.path[0])}: ${issue.message}`);
-  return problems;
-}
-
-function failoverKeys(flags: ReadonlyMap<string, string>): [string, string][] {
-  const known = Object.keys(failoverFlags.shape);
-  return [...flags].filter(([flag]) => known.includes(flag));
+  return ownFlagProblems(
+    "failover",
+    failoverFlags,
+    flags,
+    "it runs its own stack; its length follows --faults",
+  );
 }
 
 export function parseFailoverFlags(flags: ReadonlyMap<string, string>): FailoverFlags {
-  return failoverFlags.parse(Object.fromEntries(failoverKeys(flags)));
+  return parseOwnFlags(failoverFlags, flags);
 }
 
 /** What one kill did, as the clients saw it. */

@@ -25,4 +25,5 @@ export const benchValuedFlags: readonly string[] = [
   "--fault",
   "--faults",
   "--fault-interval",
+  "--rounds",
 ];

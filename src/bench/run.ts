@@ -19,6 +19,7 @@ import { runDomainBench, runRestingMemoryBench } from "./domain-bench";
 import { collectEnvironment, environmentFacts } from "./environment";
 import { failoverOnlyFlags, failoverProblems } from "./failover";
 import { runFailoverBench } from "./failover-run";
+import { haCostProblems, runHaCostBench } from "./ha-cost";
 import { renderHtmlReport } from "./html-report";
 import { runOutboxDrainBench, type SinkMode } from "./outbox-drain";
 import {
@@ -48,6 +49,7 @@ export const benchBoundaries: readonly string[] = [
   "round-trip",
   "capacity",
   "failover",
+  "ha-cost",
 ];
 
 export interface BenchRunOptions {
@@ -93,9 +95,17 @@ export function benchProblems(
         : [];
     return [...urls, ...failoverProblems(flags)];
   }
+  if (boundary === "ha-cost") {
+    const urls =
+      env.datastoreGiven || env.brokerGiven
+        ? ["ha-cost starts a plain and an HA stack of its own: give no datastore or broker URL"]
+        : [];
+    return [...urls, ...haCostProblems(flags)];
+  }
   const failoverOnly = failoverOnlyFlags
     .filter((flag) => flags.has(flag))
     .map((flag) => `${flag} is a flag of failover, not of ${boundary}`);
+  if (flags.has("--rounds")) failoverOnly.push(`--rounds is a flag of ha-cost, not of ${boundary}`);
   const workload = flags.get("--workload") ?? "alternating";
   const workloadProblem = (workloadNames as readonly string[]).includes(workload)
     ? undefined
@@ -127,6 +137,7 @@ export async function runBench(boundary: string, options: BenchRunOptions): Prom
     return 2;
   }
   if (boundary === "failover") return runFailoverBench({ ...options, progress });
+  if (boundary === "ha-cost") return runHaCostBench({ ...options, progress });
   const seed = intFlag(flags, "--seed", 1);
   if (boundary === "domain") return finish(runDomainBoundary(options, workload, seed), options);
   return await runWithStack(boundary, options, workload, seed, progress);

@@ -16,7 +16,7 @@ export interface ServiceProcess {
 }
 
 /** The command that runs this same matchd: the compiled binary, or bun + main.ts from source. */
-function selfCommand(): string[] {
+export function selfCommand(): string[] {
   return Bun.main.endsWith(".ts") ? [process.execPath, Bun.main] : [process.execPath];
 }
 

@@ -100,7 +100,9 @@ boundaries:
   full-pipeline   conductor and outbox together until every event is received by sinks
   round-trip      RPC commands (replyTo): send to durable reply
   capacity        the highest offered rate a pipeline boundary sustains within a p99 bound
-  failover        the full pipeline on the HA stack while the datastore primary is killed
+  failover        the full pipeline on the HA stack while a server or service is killed (--fault)
+  ha-cost         full-pipeline on the plain stack, on a broker cluster and on the HA stack,
+                  interleaved in one invocation: what each costs in p99 and throughput
 
 flags:
   --workload NAME     alternating (default) | mixed | sweep | multi-pair
@@ -127,9 +129,12 @@ flags:
   --p99-ms B          capacity: the p99 bound, ms (default 25)
   --step-seconds S    capacity: each open-loop step's length (default 10); --rate sets the
                       first step's rate (default 1000), doubled until a step fails, then bisected
-  --fault KIND        failover: what is killed: datastore-primary (default)
+  --fault KIND        failover: what is killed: datastore-primary (default) | broker-node |
+                      conductor | outbox (the active one, while a standby runs)
   --faults N          failover: how many kills (default 5), each once the last one recovered
   --fault-interval S  failover: seconds between kills (default 10); --rate defaults to 1000
+  --rounds N          ha-cost: interleaved rounds over the three set-ups (default 2); each runs
+                      open loop at --rate (1000) for --duration (20) s, then --commands (20000)
   --conductor-url URL use a running conductor's /metrics instead of starting one
   --outbox-url URL    use a running outbox's /metrics instead of starting one
 
