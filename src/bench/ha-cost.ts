@@ -206,8 +206,10 @@ export function haCostReport(
     what: setup.what,
     openP50Ms: oneDecimal(median(of(setup.name, "open").map((r) => r.p50))),
     openP99Ms: oneDecimal(median(of(setup.name, "open").map((r) => r.p99))),
-    openAchievedPerSecond: median(of(setup.name, "open").map((r) => r.commandsPerSecond)),
-    closedPerSecond: median(of(setup.name, "closed").map((r) => r.commandsPerSecond)),
+    openAchievedPerSecond: Math.round(
+      median(of(setup.name, "open").map((r) => r.commandsPerSecond)),
+    ),
+    closedPerSecond: Math.round(median(of(setup.name, "closed").map((r) => r.commandsPerSecond))),
     closedRatio: 0,
     openP99Ratio: 0,
   }));

@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import amqp from "amqplib";
+import { StreamOrderCheck } from "../../src/bench/stream-order";
 import { createWorkload } from "../../src/bench/workloads";
 import type { CommandEnvelope } from "../../src/domain/index";
 import { brokerUrls } from "../../src/infra/amqp/broker-urls";
@@ -106,37 +107,6 @@ async function settledTopology(): Promise<{ name: string; port: number }> {
   }
 }
 
-/** Every event of one partition by id, and copies of an id whose bytes differ (phantoms). */
-async function openEventSink(partition: number) {
-  const connection = await amqp.connect(firstBrokerNode());
-  const channel = await connection.createChannel();
-  const { queue } = await channel.assertQueue("", { exclusive: true, autoDelete: true });
-  for (const exchange of allEventExchanges) {
-    await channel.assertExchange(exchange, "direct", { durable: true });
-    await channel.bindQueue(queue, exchange, exchange);
-  }
-  const byId = new Map<string, string>();
-  let phantoms = 0;
-  await channel.consume(
-    queue,
-    (message) => {
-      if (message === null) return;
-      const body = message.content.toString();
-      if ((JSON.parse(body) as { partition: number }).partition !== partition) return;
-      const id = String(message.properties.messageId);
-      const before = byId.get(id);
-      if (before === undefined) byId.set(id, body);
-      else if (before !== body) phantoms++;
-    },
-    { noAck: true },
-  );
-  return {
-    byId,
-    phantoms: () => phantoms,
-    close: () => connection.close().catch(() => undefined),
-  };
-}
-
 function stackOf(stack: StackInfo) {
   return {
     datastoreUrl: stack.datastoreUrl,
@@ -223,7 +193,7 @@ describe("datastore failover", () => {
   test("a SIGKILLed primary: the conductor follows the promotion, nothing acknowledged is lost", async () => {
     const partition = 11;
     const { replies, commands, publish } = await rpcRun(partition, 7, 400);
-    const events = await openEventSink(partition);
+    const events = await openQuorumSink(firstBrokerNode(), partition);
     const conductor = await startOn(partition);
     const outbox = await startOutbox(stackOf(info), partition);
     await publish(0, 200);
@@ -254,6 +224,7 @@ describe("datastore failover", () => {
     // Two events per alternating command, each id once with one payload.
     await eventually("every event published", () => events.byId.size === 800, 60_000);
     expect(events.phantoms()).toBe(0);
+    expect(events.outOfOrder()).toBe(0);
     expect(
       metricNumber(await outbox.metrics(), "matching_datastore_failovers_total"),
     ).toBeGreaterThanOrEqual(1);
@@ -352,6 +323,7 @@ describe("broker failover", () => {
       // Two events per alternating command, each id once with one payload.
       await eventually("every event received", () => events.byId.size === 600, 60_000);
       expect(events.phantoms()).toBe(0);
+      expect(events.outOfOrder()).toBe(0);
       await expectBooksAsReplayed(conductor, partition, commands, sender);
       await restartBrokerNode(info, leader!);
       expect(await conductor.stop()).toBe(0);
@@ -382,7 +354,11 @@ async function publishConfirmed(
   }
 }
 
-/** A quorum queue of the test's own bound to every event exchange, read on one node. */
+/**
+ * A quorum queue of the test's own bound to every event exchange, read on one node: every event
+ * of one partition by id, copies of an id whose bytes differ (phantoms), and new events that
+ * arrived behind a stream offset already passed.
+ */
 async function openQuorumSink(url: string, partition: number) {
   const connection = await amqp.connect(url);
   connection.on("error", () => undefined);
@@ -395,6 +371,7 @@ async function openQuorumSink(url: string, partition: number) {
   }
   const byId = new Map<string, string>();
   let phantoms = 0;
+  const order = new StreamOrderCheck();
   await channel.consume(queue, (message) => {
     if (message === null) return;
     channel.ack(message);
@@ -402,12 +379,14 @@ async function openQuorumSink(url: string, partition: number) {
     if ((JSON.parse(body) as { partition: number }).partition !== partition) return;
     const id = String(message.properties.messageId);
     const before = byId.get(id);
+    order.record(message.properties.headers?.["x-partition-offset"], before !== undefined);
     if (before === undefined) byId.set(id, body);
     else if (before !== body) phantoms++;
   });
   return {
     byId,
     phantoms: () => phantoms,
+    outOfOrder: () => order.outOfOrder + order.withoutOffset,
     close: async () => {
       await channel.deleteQueue(queue).catch(() => undefined);
       await connection.close().catch(() => undefined);
