@@ -13,7 +13,7 @@ import type { CheckOutcome } from "../infra/valkey/durability";
 import { withinMs } from "../infra/within";
 
 export async function runCheck(config: Config, print: (line: string) => void): Promise<number> {
-  const outcomes = await runDatastoreChecks(config);
+  const outcomes = await runDatastoreChecks(config, { dedupSizing: true });
   outcomes.push(...(await checkBrokerNodes(config.brokerUrl)));
   print(`policy: MATCHING_DURABILITY=${config.durability}`);
   for (const outcome of outcomes) {

@@ -28,6 +28,8 @@ export function queryRoutes(
   /** Required by the private queries (orders, command results, the trace) when not "". */
   token = "",
   trace?: CommandTrace,
+  /** The dedup window, named in a 404: a result older than it has expired. */
+  dedupWindowSeconds?: number,
 ) {
   // One computation at a time, shared by every request that comes while it runs.
   let digesting: Promise<string | null> | null = null;
@@ -80,7 +82,10 @@ export function queryRoutes(
         const stored = await store.storedResult(c.req.param("commandId"), durableWithinMs);
         if (stored === null)
           return c.json(
-            { error: "no stored result (never processed, or past the dedup window)" },
+            {
+              error: `no stored result: not processed (yet), or processed more than the dedup window (${dedupWindowSeconds ?? "?"} s) ago, so its result expired`,
+              dedupWindowSeconds,
+            },
             404,
           );
         return c.body(stored, 200, { "content-type": "application/json" });

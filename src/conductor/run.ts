@@ -22,6 +22,7 @@ import { watchShutdown } from "../infra/shutdown";
 import { createValkey } from "../infra/valkey/client";
 import { FailoverTracker } from "../infra/valkey/failover-tracker";
 import { partitionKeys } from "../infra/valkey/keys";
+import { exposeDatastoreMemory } from "../infra/valkey/memory-gauges";
 import { exposeReplicaRule, watchFsyncPolicy } from "../infra/valkey/policy-watch";
 import { CommandConsumer } from "./consumer";
 import { createConductorMetrics } from "./metrics";
@@ -100,6 +101,8 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
   countCollections(metrics.registry);
   const failovers = new FailoverTracker(writer, metrics.registry, log);
   if (policyWatch) exposeReplicaRule(metrics.registry, policyWatch);
+  // On the queries' connection: an INFO must not queue behind a commit or a durability wait.
+  const memoryGauges = exposeDatastoreMemory(metrics.registry, queries);
   store.onDurable = () => failovers.durableWrite();
   conductor = new Conductor(config, engine, store, keys, consumer, metrics, log);
   const owner = conductor;
@@ -145,6 +148,7 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
         config.durability === "aof-replicated" ? config.durabilityTimeoutMs : undefined,
         config.httpToken,
         owner.trace,
+        config.dedupRetentionSeconds,
       )(app);
     },
   });
@@ -161,7 +165,8 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
   // Load now to be ready fast; ownership (a new epoch, and a reload) is claimed when the
   // first command arrives, i.e. when this conductor becomes the active consumer.
   const booted = (async () => {
-    if (!(await awaitDurabilityPolicy(config, log, signalled))) return "stopped";
+    if (!(await awaitDurabilityPolicy(config, log, signalled, { dedupSizing: true })))
+      return "stopped";
     // Wrong credentials or a missing vhost end the boot (exit 5) rather than being retried as
     // an unreachable broker; an unreachable one is retried by the consumer.
     const refused = await brokerRefusalAtBoot(
@@ -197,6 +202,7 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
     reader.disconnect();
     queries.disconnect();
     policyWatch?.stop();
+    memoryGauges.stop();
     clearInterval(roleTimer);
     await consumer.close().catch(() => undefined);
     return boot === "halted" ? haltedExitCode : 0;
@@ -233,6 +239,7 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
   reader.disconnect();
   queries.disconnect();
   policyWatch?.stop();
+  memoryGauges.stop();
   clearInterval(roleTimer);
   // A halted conductor's books may hold part of the broken batch and may break the digest's
   // own checks: not hashed.

@@ -5,7 +5,15 @@
  */
 import { configFlags, type Subcommand } from "./schema";
 
-const conductorOnly = ["--batch-max", "--prefetch", "--dedup-retention-s", "--command-max-bytes"];
+const conductorOnly = [
+  "--batch-max",
+  "--prefetch",
+  "--dedup-retention-s",
+  "--expected-rate",
+  "--command-max-bytes",
+];
+/** The conductor's settings that check reads too: it states what the dedup window costs. */
+const sizing = ["--dedup-retention-s", "--expected-rate"];
 const outboxOnly = ["--window", "--read-count", "--claim-idle-ms", "--lease-ttl-ms"];
 
 /**
@@ -28,7 +36,13 @@ const unread: Record<Exclude<Subcommand, "stack">, readonly string[]> = {
   // The outbox serves no order or command query.
   outbox: [...conductorOnly, "--http-token"],
   // check runs the durability checks against the datastore and reaches the broker: no service.
-  check: [...conductorOnly, ...outboxOnly, "--http-port", "--http-host", "--http-token"],
+  check: [
+    ...conductorOnly.filter((flag) => !sizing.includes(flag)),
+    ...outboxOnly,
+    "--http-port",
+    "--http-host",
+    "--http-token",
+  ],
   // bench gives each service it starts a free port of its own, on loopback.
   bench: ["--http-port", "--http-host"],
   // What no client command reads; each one's own list is clientSettingsRead.

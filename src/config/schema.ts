@@ -28,6 +28,7 @@ export interface Config {
   batchMax: number;
   prefetch: number;
   dedupRetentionSeconds: number;
+  expectedRate: number;
   outboxWindow: number;
   outboxReadCount: number;
   outboxClaimIdleMs: number;
@@ -229,12 +230,22 @@ export const settings = [
     key: "dedupRetentionSeconds",
     env: "MATCHING_DEDUP_RETENTION_S",
     flag: "--dedup-retention-s",
-    accepted: "seconds 3600..31536000 that dedup markers and stored results are kept",
-    // At least an hour: a command committed but not acknowledged (a replica outage holds its
-    // acknowledgement back) is redelivered until it is, and a redelivery that comes after its
-    // markers expired would execute it again. A minute's outage was enough at the old 60 s.
-    schema: integer(3600, 31_536_000),
-    defaultFor: always(String(7 * 24 * 3600)),
+    accepted: "seconds 60..31536000 that dedup markers and stored results are kept",
+    // An hour: past broker redeliveries (seconds to minutes) and a producer's retry of a lost
+    // acknowledgement (minutes), at a cost that stays bounded: 450 B a command, 3.2 GB at
+    // 2,000 commands/s (dedup-sizing.ts). A command held unacknowledged renews its markers at
+    // each redelivery, so a replica outage cannot outlast them. Shorter is allowed (a soak
+    // crosses it) and warned about at boot (checkDedupSizing).
+    schema: integer(60, 31_536_000),
+    defaultFor: always("3600"),
+  },
+  {
+    key: "expectedRate",
+    env: "MATCHING_EXPECTED_RATE",
+    flag: "--expected-rate",
+    accepted: "commands/s 1..1000000 the partition must sustain, for the memory estimate",
+    schema: integer(1, 1_000_000),
+    defaultFor: always("2000"),
   },
   {
     key: "outboxWindow",

@@ -10,6 +10,7 @@ import { backoffDelayMs } from "./backoff";
 import type { Logger } from "./log";
 import { parseDatastoreAddress } from "./valkey/address";
 import { createValkey } from "./valkey/client";
+import { checkDedupSizing } from "./valkey/dedup-sizing";
 import { type CheckOutcome, checkDatastore, datastoreReachableCheck } from "./valkey/durability";
 import { partitionKeys } from "./valkey/keys";
 import { checkSentinels } from "./valkey/sentinel";
@@ -28,7 +29,11 @@ export class PolicyRefusedError extends Error {
   }
 }
 
-export async function runDatastoreChecks(config: Config): Promise<CheckOutcome[]> {
+/** `dedupSizing`: also state what the dedup window costs (the conductor's and check's). */
+export async function runDatastoreChecks(
+  config: Config,
+  { dedupSizing = false }: { dedupSizing?: boolean } = {},
+): Promise<CheckOutcome[]> {
   // A server that accepts the connection and never answers must not hang the boot.
   const boundMs = Math.max(5000, 2 * config.durabilityTimeoutMs);
   const valkey = createValkey(config.datastoreUrl, {
@@ -72,6 +77,10 @@ export async function runDatastoreChecks(config: Config): Promise<CheckOutcome[]
         config.durability === "memory" && !o.ok ? { ...o, ok: true, warning: true } : o,
       ),
     );
+    if (dedupSizing && outcomes[0]?.ok === true)
+      outcomes.push(
+        await checkDedupSizing(valkey, config.dedupRetentionSeconds, config.expectedRate),
+      );
     // A server that answered the connection's AUTH or SELECT with an error is there: the
     // error (a wrong password, say) is the reason, and waiting does not mend it.
     const reachable = outcomes[0];
@@ -98,6 +107,7 @@ export async function awaitDurabilityPolicy(
   config: Config,
   log: Logger,
   stopped: Promise<unknown>,
+  checks: { dedupSizing?: boolean } = {},
 ): Promise<boolean> {
   let stop = false;
   const stopping = stopped.then(
@@ -110,7 +120,7 @@ export async function awaitDurabilityPolicy(
   );
   let lastLoggedMs = Number.NEGATIVE_INFINITY;
   for (let attempt = 0; ; attempt++) {
-    const outcomes = await Promise.race([runDatastoreChecks(config), stopping]);
+    const outcomes = await Promise.race([runDatastoreChecks(config, checks), stopping]);
     if (stop || outcomes === undefined) return false;
     const unreachable = outcomes.find(
       (o) => o.name === datastoreReachableCheck && !o.ok && o.retryable === true,
@@ -134,20 +144,19 @@ export async function awaitDurabilityPolicy(
 
 function judgeOutcomes(config: Config, log: Logger, outcomes: CheckOutcome[]): void {
   const failures = outcomes.filter((o) => !o.ok);
+  if (failures.length > 0) throw new PolicyRefusedError(failures, config.durability);
+  for (const outcome of outcomes.filter((o) => o.warning === true)) {
+    log.warn("a boot check passed with a warning", {
+      check: outcome.name,
+      detail: outcome.detail,
+    });
+  }
   if (config.durability === "memory") {
-    if (failures.length > 0) throw new PolicyRefusedError(failures, config.durability);
     log.warn(
       "DURABILITY POLICY memory: acknowledged commands are NOT fsynced or replicated and CAN BE LOST on a datastore crash",
       { durability: config.durability },
     );
     return;
-  }
-  if (failures.length > 0) throw new PolicyRefusedError(failures, config.durability);
-  for (const outcome of outcomes.filter((o) => o.warning === true)) {
-    log.warn("durability check passed without seeing everything", {
-      check: outcome.name,
-      detail: outcome.detail,
-    });
   }
   log.info("durability policy verified", {
     durability: config.durability,

@@ -35,12 +35,14 @@ describe("resolveConfig", () => {
     expect(result.ok && result.config.partition).toBe(3);
   });
 
-  test("a dedup window under an hour is refused: a redelivery after it would execute again", () => {
-    const short = resolveConfig({ MATCHING_DEDUP_RETENTION_S: "60" }, new Map(), "conductor");
+  test("the dedup window: an hour by default, a minute at least (shorter is warned about at boot)", () => {
+    const short = resolveConfig({ MATCHING_DEDUP_RETENTION_S: "59" }, new Map(), "conductor");
     expect(short.ok).toBe(false);
     if (!short.ok) expect(short.problems.join("\n")).toContain("MATCHING_DEDUP_RETENTION_S");
-    const hour = resolveConfig({ MATCHING_DEDUP_RETENTION_S: "3600" }, new Map(), "conductor");
-    expect(hour.ok && hour.config.dedupRetentionSeconds).toBe(3600);
+    const minute = resolveConfig({ MATCHING_DEDUP_RETENTION_S: "60" }, new Map(), "conductor");
+    expect(minute.ok && minute.config.dedupRetentionSeconds).toBe(60);
+    const defaults = resolveConfig({}, new Map(), "conductor");
+    expect(defaults.ok && defaults.config.dedupRetentionSeconds).toBe(3600);
   });
 
   test("a URL without a host, or a datastore URL whose path is no database number, is refused", () => {

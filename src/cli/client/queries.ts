@@ -65,7 +65,7 @@ export async function fetchResult(
   }
   if (status === 404) {
     throw new ClientError(
-      `no stored result for command ${commandId} (never processed, still queued, or past the dedup window)`,
+      `no stored result for command ${commandId} (never processed, still queued, or processed longer ago than the dedup window, so expired)`,
     );
   }
   if (status !== 200)
