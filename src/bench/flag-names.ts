@@ -26,4 +26,6 @@ export const benchValuedFlags: readonly string[] = [
   "--faults",
   "--fault-interval",
   "--rounds",
+  "--series",
+  "--sample-seconds",
 ];

@@ -37,6 +37,7 @@ import {
   type ServiceProcess,
   startService,
 } from "./services";
+import { runSoakBench, soakProblems } from "./soak";
 import { workloadNames } from "./workloads";
 
 export const benchBoundaries: readonly string[] = [
@@ -50,6 +51,7 @@ export const benchBoundaries: readonly string[] = [
   "capacity",
   "failover",
   "ha-cost",
+  "soak",
 ];
 
 export interface BenchRunOptions {
@@ -102,10 +104,19 @@ export function benchProblems(
         : [];
     return [...urls, ...haCostProblems(flags)];
   }
+  if (boundary === "soak") {
+    const urls =
+      env.datastoreGiven || env.brokerGiven
+        ? ["soak starts a stack of its own: give no datastore or broker URL"]
+        : [];
+    return [...urls, ...soakProblems(flags)];
+  }
   const failoverOnly = failoverOnlyFlags
     .filter((flag) => flags.has(flag))
     .map((flag) => `${flag} is a flag of failover, not of ${boundary}`);
   if (flags.has("--rounds")) failoverOnly.push(`--rounds is a flag of ha-cost, not of ${boundary}`);
+  if (flags.has("--sample-seconds"))
+    failoverOnly.push(`--sample-seconds is a flag of soak, not of ${boundary}`);
   const workload = flags.get("--workload") ?? "alternating";
   const workloadProblem = (workloadNames as readonly string[]).includes(workload)
     ? undefined
@@ -138,6 +149,7 @@ export async function runBench(boundary: string, options: BenchRunOptions): Prom
   }
   if (boundary === "failover") return runFailoverBench({ ...options, progress });
   if (boundary === "ha-cost") return runHaCostBench({ ...options, progress });
+  if (boundary === "soak") return runSoakBench({ ...options, progress });
   const seed = intFlag(flags, "--seed", 1);
   if (boundary === "domain") return finish(runDomainBoundary(options, workload, seed), options);
   return await runWithStack(boundary, options, workload, seed, progress);
@@ -179,6 +191,7 @@ function checkNumbers(boundary: string, flags: ReadonlyMap<string, string>): str
 const notForDomain = [
   "--dir",
   "--report",
+  "--series",
   "--conductor-url",
   "--outbox-url",
   "--rate",
@@ -224,6 +237,10 @@ function checkInProcess(
     if (!pipeline && flags.has("--conductor-url"))
       problems.push(
         `--conductor-url is a flag of conductor, full-pipeline and round-trip, not of ${boundary}`,
+      );
+    if (!pipeline && flags.has("--series"))
+      problems.push(
+        `--series is a flag of conductor, full-pipeline and round-trip, not of ${boundary}`,
       );
     if (boundary !== "full-pipeline" && flags.has("--outbox-url"))
       problems.push(`--outbox-url is a flag of full-pipeline, not of ${boundary}`);
@@ -442,6 +459,9 @@ async function runWithStack(
       );
       progress(`HTML report written to ${reportFile}`);
     }
+    // The per-second series as data, for a caller that runs this bench as a child (soak).
+    const seriesFile = flags.get("--series");
+    if (seriesFile && series !== undefined) writeFileSync(seriesFile, JSON.stringify(series));
     keepDirForLogs = !report.invariants.ok;
     return finish(report, options);
   };

@@ -10,6 +10,7 @@ import { freePorts } from "../stack/process";
 export interface ServiceProcess {
   name: string;
   url: string;
+  pid: number;
   stop(): Promise<number>;
   kill(): void;
   exited: Promise<number>;
@@ -107,6 +108,7 @@ export async function startService(
   const service: ServiceProcess = {
     name,
     url,
+    pid: child.pid,
     exited: child.exited,
     kill: () => child.kill("SIGKILL"),
     stop: () => {

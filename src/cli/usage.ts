@@ -103,6 +103,8 @@ boundaries:
   failover        the full pipeline on the HA stack while a server or service is killed (--fault)
   ha-cost         full-pipeline on the plain stack, on a broker cluster and on the HA stack,
                   interleaved in one invocation: what each costs in p99 and throughput
+  soak            full-pipeline open loop for minutes to hours, sampled: is memory and disk
+                  bounded once the dedup window (--dedup-retention-s) is crossed
 
 flags:
   --workload NAME     alternating (default) | mixed | sweep | multi-pair
@@ -121,6 +123,7 @@ flags:
   --dir DIR           where the private stack lives (default a temp dir)
   --json              print one JSON object instead of the table
   --report FILE       also write a self-contained HTML report
+  --series FILE       conductor, full-pipeline, round-trip: also write the per-second series as JSON
   --keep-stack        leave the private stack running at the end (its directory is printed)
   --query-load C      conductor, full-pipeline, round-trip: C loops send the conductor's HTTP
                       queries back to back during the timed run (digest, book, order, result,
@@ -135,6 +138,8 @@ flags:
   --fault-interval S  failover: seconds between kills (default 10); --rate defaults to 1000
   --rounds N          ha-cost: interleaved rounds over the three set-ups (default 2); each runs
                       open loop at --rate (1000) for --duration (20) s, then --commands (20000)
+  --sample-seconds S  soak: seconds between samples (default 5); --rate defaults to 2000,
+                      --duration to 1800, --workload to multi-pair
   --conductor-url URL use a running conductor's /metrics instead of starting one
   --outbox-url URL    use a running outbox's /metrics instead of starting one
 

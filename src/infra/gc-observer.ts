@@ -28,11 +28,17 @@ export function observeCollections(onCollected: () => void): () => void {
   };
 }
 
-/** The count as a counter of a service's /metrics. */
+/** The count as a counter of a service's /metrics, beside the heap it collects. */
 export function countCollections(metrics: MetricsRegistry): () => void {
   const counter = metrics.counter(
     gcMetricName,
     "Garbage collections observed (a lower bound: a sentinel object reclaimed and replaced)",
+  );
+  // Read at each scrape: a soak run plots it to tell a leak from a heap that settles.
+  metrics.gauge(
+    "matching_process_heap_used_bytes",
+    "The JavaScript heap in use (process.memoryUsage().heapUsed)",
+    () => process.memoryUsage().heapUsed,
   );
   return observeCollections(() => counter.inc());
 }

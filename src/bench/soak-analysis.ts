@@ -1,0 +1,156 @@
+/**
+ * The soak's verdicts from its samples: each series' growth per command while the dedup
+ * window fills, whether it is flat once the window is crossed (by linear fit), when memory and
+ * disk would run out at that rate, p50/p99 per minute, and the durability wait around each
+ * AOF rewrite.
+ */
+import type { TimelinePoint } from "./html-report";
+import type { SoakSample } from "./soak-sampler";
+
+/** Flat means less than this growth over the judged span (issue #27's target). */
+export const flatGrowthPercent = 5;
+/** The judged span: the last ten minutes, or what follows the window when that is shorter. */
+export const judgedSpanSeconds = 600;
+
+export interface SeriesVerdict {
+  name: string;
+  unit: "bytes" | "keys";
+  first: number;
+  last: number;
+  /** Growth per command while the window fills (from 60 s to the window's end). */
+  perCommandWhileFilling: number | undefined;
+  /** Growth over the judged span, by linear fit, in % of the fitted start. */
+  growthPercent: number | undefined;
+  /** Bytes (or keys) per second over the judged span, by linear fit. */
+  slopePerSecond: number | undefined;
+  bounded: boolean | undefined;
+}
+
+/** Least-squares slope and intercept of y over x. */
+export function linearFit(points: readonly [number, number][]): { slope: number; at0: number } {
+  const n = points.length;
+  const mx = points.reduce((s, [x]) => s + x, 0) / n;
+  const my = points.reduce((s, [, y]) => s + y, 0) / n;
+  let sxy = 0;
+  let sxx = 0;
+  for (const [x, y] of points) {
+    sxy += (x - mx) * (y - my);
+    sxx += (x - mx) ** 2;
+  }
+  const slope = sxx === 0 ? 0 : sxy / sxx;
+  return { slope, at0: my - slope * mx };
+}
+
+interface Spans {
+  fill: [number, number];
+  judged: [number, number] | undefined;
+}
+
+/** Where to fit: the window filling, and the judged span once the window is crossed. */
+export function spansOf(windowSeconds: number, durationSeconds: number): Spans {
+  const fill: [number, number] = [Math.min(60, windowSeconds / 4), windowSeconds];
+  // A minute past the window: the first commands' keys have expired by then.
+  const from = Math.max(windowSeconds + 60, durationSeconds - judgedSpanSeconds);
+  const judged: [number, number] | undefined =
+    durationSeconds - from >= 120 ? [from, durationSeconds] : undefined;
+  return { fill, judged };
+}
+
+export function judgeSeries(
+  name: string,
+  unit: SeriesVerdict["unit"],
+  points: readonly [number, number][],
+  rate: number,
+  spans: Spans,
+): SeriesVerdict {
+  const within = ([from, to]: [number, number]) => points.filter(([t]) => t >= from && t <= to);
+  const fill = within(spans.fill);
+  const judged = spans.judged === undefined ? [] : within(spans.judged);
+  const verdict: SeriesVerdict = {
+    name,
+    unit,
+    first: points[0]?.[1] ?? 0,
+    last: points[points.length - 1]?.[1] ?? 0,
+    perCommandWhileFilling: fill.length >= 3 ? linearFit(fill).slope / rate : undefined,
+    growthPercent: undefined,
+    slopePerSecond: undefined,
+    bounded: undefined,
+  };
+  if (spans.judged !== undefined && judged.length >= 5) {
+    const { slope, at0 } = linearFit(judged);
+    const [from, to] = spans.judged;
+    const start = Math.max(1, at0 + slope * from);
+    verdict.slopePerSecond = slope;
+    verdict.growthPercent = ((slope * (to - from)) / start) * 100;
+    verdict.bounded = verdict.growthPercent < flatGrowthPercent;
+  }
+  return verdict;
+}
+
+/** Per minute: the median of the per-second p50s and the largest per-second p99. */
+export function perMinute(timeline: readonly TimelinePoint[]) {
+  const minutes = new Map<number, TimelinePoint[]>();
+  for (const point of timeline) {
+    if (point.commandsPerSecond === 0) continue;
+    const minute = Math.floor((point.tSeconds - 1) / 60);
+    minutes.set(minute, [...(minutes.get(minute) ?? []), point]);
+  }
+  return [...minutes].map(([minute, points]) => {
+    const p50s = points.map((p) => p.p50Ms).sort((a, b) => a - b);
+    return {
+      minute: minute + 1,
+      commandsPerSecond: Math.round(
+        points.reduce((s, p) => s + p.commandsPerSecond, 0) / points.length,
+      ),
+      p50Ms: p50s[Math.floor(p50s.length / 2)] ?? 0,
+      maxSecondP99Ms: Math.max(...points.map((p) => p.p99Ms)),
+    };
+  });
+}
+
+/** The smallest bucket bound under which `q` of the counts fall, from cumulative buckets. */
+export function quantileBound(buckets: readonly [number, number][], q: number): number {
+  const total = buckets[buckets.length - 1]?.[1] ?? 0;
+  if (total === 0) return 0;
+  for (const [bound, count] of buckets) if (count >= q * total) return bound;
+  return Number.POSITIVE_INFINITY;
+}
+
+/** Cumulative buckets of `later` minus those of `earlier`: the waits between two samples. */
+export function bucketsBetween(earlier: SoakSample, later: SoakSample): [number, number][] {
+  const before = new Map(earlier.durabilityWait);
+  return later.durabilityWait.map(([bound, count]) => [bound, count - (before.get(bound) ?? 0)]);
+}
+
+export interface RewriteWindow {
+  server: string;
+  /** The sample interval in which the rewrite count rose, seconds since the load began. */
+  fromS: number;
+  toS: number;
+  /** p99.9 of the durability waits from a sample before to a sample after: a bucket bound. */
+  durabilityWaitP999Ms: number;
+  waits: number;
+}
+
+/** Each AOF rewrite's moment and the durability wait's p99.9 around it (one sample each side). */
+export function rewriteWindows(samples: readonly SoakSample[]): RewriteWindow[] {
+  const windows: RewriteWindow[] = [];
+  for (let i = 1; i < samples.length; i++) {
+    for (const server of Object.keys(samples[i]!.servers)) {
+      const before = samples[i - 1]!.servers[server]?.rewrites ?? 0;
+      if ((samples[i]!.servers[server]?.rewrites ?? 0) <= before) continue;
+      const around = bucketsBetween(
+        samples[Math.max(0, i - 2)]!,
+        samples[Math.min(samples.length - 1, i + 1)]!,
+      );
+      windows.push({
+        server,
+        fromS: samples[i - 1]!.t,
+        toS: samples[i]!.t,
+        durabilityWaitP999Ms: quantileBound(around, 0.999) * 1000,
+        waits: around[around.length - 1]?.[1] ?? 0,
+      });
+    }
+  }
+  return windows;
+}

@@ -1,0 +1,161 @@
+/**
+ * The soak's report: which series were judged and whether each stayed flat once the dedup
+ * window was crossed, bytes per command while it filled, the projected time to exhaust memory
+ * and disk, p50/p99 per minute, the durability wait around each AOF rewrite, and the
+ * invariants (the full pipeline's own, and boundedness).
+ */
+
+import type { SoakRun } from "./soak";
+import {
+  flatGrowthPercent,
+  judgeSeries,
+  perMinute,
+  quantileBound,
+  rewriteWindows,
+  type SeriesVerdict,
+  spansOf,
+} from "./soak-analysis";
+import type { SoakSample } from "./soak-sampler";
+
+/** Target: the durability wait's p99.9 around each rewrite (issue #27). */
+export const rewriteWaitTargetMs = 50;
+
+type Series = [name: string, unit: SeriesVerdict["unit"], read: (s: SoakSample) => number];
+
+function seriesOf(samples: readonly SoakSample[]): Series[] {
+  const first = samples[0];
+  if (first === undefined) return [];
+  const series: Series[] = [];
+  for (const server of Object.keys(first.servers)) {
+    series.push([`valkey ${server} used_memory`, "bytes", (s) => s.servers[server]!.usedMemory]);
+    series.push([`valkey ${server} keys`, "keys", (s) => s.servers[server]!.keys]);
+    series.push([
+      `valkey ${server} AOF after its last rewrite`,
+      "bytes",
+      (s) => s.servers[server]!.aofBaseBytes,
+    ]);
+  }
+  for (const name of Object.keys(first.rssBytes))
+    series.push([`${name} RSS`, "bytes", (s) => s.rssBytes[name] ?? 0]);
+  for (const name of Object.keys(first.heapBytes))
+    series.push([`${name} heap used`, "bytes", (s) => s.heapBytes[name] ?? 0]);
+  return series;
+}
+
+function hoursUntil(free: number, slopePerSecond: number): number | "never (bounded)" {
+  return slopePerSecond <= 0
+    ? "never (bounded)"
+    : Math.round((free / slopePerSecond / 3600) * 10) / 10;
+}
+
+export function buildSoakReport(run: SoakRun) {
+  const rate = run.flags["--rate"];
+  const duration = run.flags["--duration"];
+  const spans = spansOf(run.windowSeconds, duration);
+  const verdicts = seriesOf(run.samples).map(([name, unit, read]) =>
+    judgeSeries(
+      name,
+      unit,
+      run.samples.map((s) => [s.t, read(s)]),
+      rate,
+      spans,
+    ),
+  );
+  const judged = spans.judged !== undefined;
+  const unbounded = verdicts.filter((v) => v.bounded === false).map((v) => v.name);
+  // Memory: every process's RSS (a server's RSS holds its used_memory). Disk: both AOFs.
+  const slopeOf = (test: (v: SeriesVerdict) => boolean) =>
+    verdicts.filter(test).reduce((sum, v) => sum + Math.max(0, v.slopePerSecond ?? 0), 0);
+  const memorySlope = slopeOf((v) => v.name.endsWith(" RSS"));
+  const diskSlope = slopeOf((v) => v.name.includes("AOF"));
+  const rewrites = rewriteWindows(run.samples);
+  const worstRewriteWait = Math.max(0, ...rewrites.map((r) => r.durabilityWaitP999Ms));
+  const last = run.samples[run.samples.length - 1];
+  const allWaits = last === undefined ? [] : last.durabilityWait;
+  const pipelineOk = run.pipeline.invariants.ok === true;
+  const invariants = {
+    ok: pipelineOk && unbounded.length === 0,
+    fullPipelineInvariants: pipelineOk,
+    seriesGrowingPastTheWindow: judged ? unbounded.join(", ") || "none" : "not judged",
+    seriesGrowingPastTheWindowOk: unbounded.length === 0,
+  };
+  return {
+    boundary: "soak",
+    boundaryStatement:
+      "bench full-pipeline open loop (its conductor and outbox started by the soak, its own invariants), sampled every few seconds: Valkey memory, keys and AOF on primary and replica, stream length, command queue depth, every process's RSS and the services' heaps",
+    durability: "aof-replicated",
+    workload: run.flags["--workload"],
+    offered: `${rate} commands/s for ${duration} s`,
+    dedupWindowSeconds: run.windowSeconds,
+    crossedTheWindow: judged
+      ? `yes: judged from ${spans.judged![0]} s to ${spans.judged![1]} s (flat: under ${flatGrowthPercent} % growth by linear fit)`
+      : `no: the run is too short to judge past a ${run.windowSeconds} s window (it needs the window + 180 s); no series is judged`,
+    achievedCommandsPerSecond: run.pipeline.commandsPerSecond,
+    latencyMs: run.pipeline.latencyMs,
+    series: verdicts,
+    projection: {
+      memoryAvailableAtStartBytes: run.memAvailableBytes,
+      hoursUntilMemoryIsExhausted: judged
+        ? hoursUntil(run.memAvailableBytes, memorySlope)
+        : "not judged",
+      diskFreeAtStartBytes: run.diskFreeBytes,
+      hoursUntilDiskIsFull: judged ? hoursUntil(run.diskFreeBytes, diskSlope) : "not judged",
+    },
+    aofRewrites: rewrites,
+    durabilityWaitMs: {
+      p999WholeRun: quantileBound(allWaits, 0.999) * 1000,
+      worstP999AroundARewrite: worstRewriteWait,
+      targetAroundRewritesMs: rewriteWaitTargetMs,
+      targetMet: rewrites.length > 0 && worstRewriteWait <= rewriteWaitTargetMs,
+    },
+    durabilityTimeouts: last?.durabilityTimeouts ?? 0,
+    maxStreamLength: Math.max(0, ...run.samples.map((s) => s.streamLength)),
+    maxCommandQueueDepth: Math.max(0, ...run.samples.map((s) => s.queueDepth)),
+    perMinute: perMinute(run.timeline),
+    samples: run.samples.map(({ durabilityWait: _buckets, ...rest }) => rest),
+    invariants,
+    pipelineInvariants: run.pipeline.invariants,
+    environment: run.environment,
+  };
+}
+
+export type SoakReport = ReturnType<typeof buildSoakReport>;
+
+const mb = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`;
+const num = (value: number | undefined, digits = 1) =>
+  value === undefined ? "-" : value.toFixed(digits);
+
+export function renderSoakReport(report: SoakReport): string {
+  const lines = [
+    `boundary    ${report.boundary}: ${report.boundaryStatement}`,
+    `durability  ${report.durability}`,
+    `workload    ${report.workload}; ${report.offered}; achieved ${report.achievedCommandsPerSecond}/s`,
+    `latency ms  p50 ${report.latencyMs.p50}  p99 ${report.latencyMs.p99}  p99.9 ${report.latencyMs.p999}  max ${report.latencyMs.max}`,
+    `window      dedup ${report.dedupWindowSeconds} s; crossed: ${report.crossedTheWindow}`,
+    "",
+    "series                                   first       last   per command while filling  growth %  bounded",
+    ...report.series.map(
+      (v) =>
+        `${v.name.padEnd(40)} ${(v.unit === "bytes" ? mb(v.first) : String(v.first)).padStart(9)} ${(v.unit === "bytes" ? mb(v.last) : String(v.last)).padStart(10)}   ${`${num(v.perCommandWhileFilling, v.unit === "keys" ? 2 : 0)} ${v.unit === "bytes" ? "B" : "keys"}`.padStart(24)}  ${num(v.growthPercent).padStart(8)}  ${v.bounded === undefined ? "-" : v.bounded ? "yes" : "NO"}`,
+    ),
+    "",
+    `projection  memory exhausted in ${report.projection.hoursUntilMemoryIsExhausted} h (of ${mb(report.projection.memoryAvailableAtStartBytes)} available); disk full in ${report.projection.hoursUntilDiskIsFull} h (of ${mb(report.projection.diskFreeAtStartBytes)} free)`,
+    `rewrites    ${report.aofRewrites.length}: ${report.aofRewrites.map((r) => `${r.server} at ${Math.round(r.toS)} s (durability wait p99.9 <= ${r.durabilityWaitP999Ms} ms)`).join("; ") || "none"}`,
+    `durability  wait p99.9 <= ${report.durabilityWaitMs.p999WholeRun} ms over the run, <= ${report.durabilityWaitMs.worstP999AroundARewrite} ms around the worst rewrite (target ${report.durabilityWaitMs.targetAroundRewritesMs}: ${report.durabilityWaitMs.targetMet ? "met" : "not met"}); timeouts ${report.durabilityTimeouts}`,
+    `backlogs    stream length max ${report.maxStreamLength}; command queue depth max ${report.maxCommandQueueDepth}`,
+    "",
+    "minute  commands/s  p50 ms (median of seconds)  p99 ms (worst second)",
+    ...report.perMinute.map(
+      (m) =>
+        `${String(m.minute).padStart(6)}  ${String(m.commandsPerSecond).padStart(10)}  ${num(m.p50Ms).padStart(26)}  ${num(m.maxSecondP99Ms).padStart(21)}`,
+    ),
+    "",
+    `invariants  ${Object.entries(report.invariants)
+      .map(([k, v]) => `${k}=${v}`)
+      .join("  ")}`,
+    `environment ${Object.entries(report.environment)
+      .map(([k, v]) => `${k}=${v}`)
+      .join("; ")}`,
+  ];
+  return lines.join("\n");
+}

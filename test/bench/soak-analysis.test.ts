@@ -1,0 +1,146 @@
+/**
+ * The soak's verdicts: a linear fit, the spans it judges, flat and growing series, bucket
+ * quantiles between two samples, AOF rewrite windows and per-minute latency.
+ */
+import { describe, expect, test } from "bun:test";
+import {
+  bucketsBetween,
+  judgeSeries,
+  linearFit,
+  perMinute,
+  quantileBound,
+  rewriteWindows,
+  spansOf,
+} from "../../src/bench/soak-analysis";
+import type { SoakSample } from "../../src/bench/soak-sampler";
+import { histogramBuckets } from "../../src/bench/soak-sampler";
+
+function sample(t: number, rewrites: number, waits: [number, number][]): SoakSample {
+  return {
+    t,
+    servers: {
+      primary: {
+        usedMemory: 0,
+        keys: 0,
+        expiringKeys: 0,
+        aofBytes: 0,
+        aofBaseBytes: 0,
+        rewrites,
+      },
+    },
+    streamLength: 0,
+    queueDepth: 0,
+    rssBytes: {},
+    heapBytes: {},
+    durabilityTimeouts: 0,
+    durabilityWait: waits,
+  };
+}
+
+describe("soak analysis", () => {
+  test("a linear fit recovers slope and intercept", () => {
+    const { slope, at0 } = linearFit([
+      [0, 10],
+      [1, 12],
+      [2, 14],
+    ]);
+    expect(slope).toBeCloseTo(2);
+    expect(at0).toBeCloseTo(10);
+  });
+
+  test("the judged span is the last ten minutes past the window, or none when too short", () => {
+    expect(spansOf(300, 1800)).toEqual({ fill: [60, 300], judged: [1200, 1800] });
+    expect(spansOf(60, 260).judged).toEqual([120, 260]);
+    expect(spansOf(60, 150).judged).toBeUndefined();
+    expect(spansOf(3600, 1800).judged).toBeUndefined();
+  });
+
+  test("a series that fills then stays flat is bounded; one that keeps growing is not", () => {
+    const spans = spansOf(100, 600);
+    const points = (after: (t: number) => number): [number, number][] =>
+      Array.from({ length: 121 }, (_, i) => {
+        const t = i * 5;
+        return [t, t <= 100 ? 1000 + t * 450 : after(t)];
+      });
+    const flat = judgeSeries(
+      "flat",
+      "bytes",
+      points(() => 46_000),
+      1,
+      spans,
+    );
+    expect(flat.perCommandWhileFilling).toBeCloseTo(450);
+    expect(flat.bounded).toBe(true);
+    const growing = judgeSeries(
+      "growing",
+      "bytes",
+      points((t) => 1000 + t * 450),
+      1,
+      spans,
+    );
+    expect(growing.bounded).toBe(false);
+    expect(growing.growthPercent).toBeGreaterThan(5);
+    const unjudged = judgeSeries(
+      "short",
+      "bytes",
+      points(() => 0),
+      1,
+      spansOf(100, 150),
+    );
+    expect(unjudged.bounded).toBeUndefined();
+  });
+
+  test("bucket quantiles between two samples, and each rewrite's window", () => {
+    const before: [number, number][] = [
+      [0.01, 100],
+      [0.05, 100],
+      [Number.POSITIVE_INFINITY, 100],
+    ];
+    const after: [number, number][] = [
+      [0.01, 1100],
+      [0.05, 1198],
+      [Number.POSITIVE_INFINITY, 1200],
+    ];
+    const between = bucketsBetween(sample(0, 0, before), sample(5, 0, after));
+    expect(between).toEqual([
+      [0.01, 1000],
+      [0.05, 1098],
+      [Number.POSITIVE_INFINITY, 1100],
+    ]);
+    expect(quantileBound(between, 0.5)).toBe(0.01);
+    expect(quantileBound(between, 0.999)).toBe(Number.POSITIVE_INFINITY);
+    const windows = rewriteWindows([
+      sample(0, 0, before),
+      sample(5, 1, after),
+      sample(10, 1, after),
+    ]);
+    expect(windows).toHaveLength(1);
+    expect(windows[0]).toMatchObject({ server: "primary", fromS: 0, toS: 5, waits: 1100 });
+  });
+
+  test("Prometheus bucket lines are read by name", () => {
+    const text = [
+      'matching_stage_durability_wait_seconds_bucket{partition="0",le="0.005"} 7',
+      'matching_stage_durability_wait_seconds_bucket{partition="0",le="+Inf"} 9',
+      'matching_other_bucket{le="1"} 3',
+    ].join("\n");
+    expect(histogramBuckets(text, "matching_stage_durability_wait_seconds")).toEqual([
+      [0.005, 7],
+      [Number.POSITIVE_INFINITY, 9],
+    ]);
+  });
+
+  test("per minute: the median second's p50 and the worst second's p99", () => {
+    const timeline = Array.from({ length: 120 }, (_, i) => ({
+      tSeconds: i + 1,
+      commandsPerSecond: 100,
+      p50Ms: i < 60 ? 2 : 4,
+      p99Ms: i === 30 ? 50 : 10,
+      maxMs: 60,
+    }));
+    expect(perMinute(timeline)).toEqual([
+      { minute: 1, commandsPerSecond: 100, p50Ms: 2, maxSecondP99Ms: 50 },
+      { minute: 2, commandsPerSecond: 100, p50Ms: 4, maxSecondP99Ms: 10 },
+    ]);
+  });
+});

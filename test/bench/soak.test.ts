@@ -1,0 +1,57 @@
+/**
+ * The soak bench end to end, kept short: its flags are checked in one place, and a half-minute
+ * run samples every series, keeps the full pipeline's invariants, and says that it was too
+ * short to judge boundedness rather than calling it bounded.
+ */
+import { describe, expect, test } from "bun:test";
+import { benchProblems } from "../../src/bench/run";
+import { soakProblems } from "../../src/bench/soak";
+import { matchdCommand } from "../support/stack";
+
+describe("soak flags", () => {
+  test("bounds and other boundaries' flags are refused", () => {
+    expect(soakProblems(new Map([["--duration", "600"]]))).toEqual([]);
+    expect(soakProblems(new Map([["--duration", "5"]]))[0]).toStartWith("--duration:");
+    expect(soakProblems(new Map([["--rounds", "2"]]))[0]).toContain(
+      "--rounds does not apply to soak",
+    );
+    const env = { datastoreGiven: false, brokerGiven: false };
+    expect(benchProblems("conductor", new Map([["--sample-seconds", "2"]]), env, false)).toContain(
+      "--sample-seconds is a flag of soak, not of conductor",
+    );
+  });
+});
+
+describe("bench soak", () => {
+  test("a short run: every series sampled, invariants kept, boundedness not judged", async () => {
+    const { MATCHING_DATASTORE_URL, MATCHING_BROKER_URL, ...rest } = process.env;
+    const child = Bun.spawn(
+      [
+        ...matchdCommand,
+        ...["bench", "soak", "--rate", "300", "--duration", "30", "--sample-seconds", "2"],
+        ...["--dedup-retention-s", "60", "--json"],
+      ],
+      { stdout: "pipe", stderr: "pipe", env: rest },
+    );
+    const [out, code] = await Promise.all([new Response(child.stdout).text(), child.exited]);
+    expect(code).toBe(0);
+    const report = JSON.parse(out) as {
+      invariants: Record<string, unknown>;
+      crossedTheWindow: string;
+      series: { name: string; first: number; bounded?: boolean }[];
+      samples: { rssBytes: Record<string, number> }[];
+      perMinute: unknown[];
+      achievedCommandsPerSecond: number;
+    };
+    expect(report.invariants).toMatchObject({ ok: true, fullPipelineInvariants: true });
+    expect(report.crossedTheWindow).toStartWith("no:");
+    expect(report.samples.length).toBeGreaterThanOrEqual(8);
+    expect(report.samples[0]!.rssBytes.conductor).toBeGreaterThan(0);
+    const names = report.series.map((s) => s.name);
+    for (const name of ["valkey primary used_memory", "valkey replica keys", "outbox RSS"])
+      expect(names).toContain(name);
+    expect(report.series.every((s) => s.bounded === undefined)).toBe(true);
+    expect(report.perMinute.length).toBeGreaterThanOrEqual(1);
+    expect(report.achievedCommandsPerSecond).toBeGreaterThan(250);
+  }, 120_000);
+});
