@@ -28,4 +28,5 @@ export const benchValuedFlags: readonly string[] = [
   "--rounds",
   "--series",
   "--sample-seconds",
+  "--restart-replica-at",
 ];

@@ -115,8 +115,8 @@ export function benchProblems(
     .filter((flag) => flags.has(flag))
     .map((flag) => `${flag} is a flag of failover, not of ${boundary}`);
   if (flags.has("--rounds")) failoverOnly.push(`--rounds is a flag of ha-cost, not of ${boundary}`);
-  if (flags.has("--sample-seconds"))
-    failoverOnly.push(`--sample-seconds is a flag of soak, not of ${boundary}`);
+  for (const flag of ["--sample-seconds", "--restart-replica-at"].filter((f) => flags.has(f)))
+    failoverOnly.push(`${flag} is a flag of soak, not of ${boundary}`);
   const workload = flags.get("--workload") ?? "alternating";
   const workloadProblem = (workloadNames as readonly string[]).includes(workload)
     ? undefined

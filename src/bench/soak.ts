@@ -11,9 +11,10 @@ import { z } from "zod";
 import type { Config } from "../config/schema";
 import { connectBroker } from "../infra/amqp/connect";
 import { commandQueue } from "../infra/amqp/topology";
-import { createValkey } from "../infra/valkey/client";
+import { createValkey, parseInfo, type Valkey } from "../infra/valkey/client";
 import { partitionKeys } from "../infra/valkey/keys";
 import { stackDown, stackUp } from "../stack/index";
+import { restartValkey } from "../stack/valkey";
 import { environmentFacts, machineEnvironment } from "./environment";
 import type { TimelinePoint } from "./html-report";
 import { ownFlagProblems, parseOwnFlags } from "./own-flags";
@@ -30,6 +31,8 @@ export const soakFlags = z.object({
   "--sample-seconds": int(1, 600).default(5),
   "--workload": z.enum(workloadNames as [WorkloadName, ...WorkloadName[]]).default("multi-pair"),
   "--seed": int(0, 2 ** 31).default(1),
+  /** Seconds into the load at which the replica is SIGKILLed and restarted (a full resync). */
+  "--restart-replica-at": int(1, 7 * 24 * 3600).optional(),
 });
 export type SoakFlags = z.infer<typeof soakFlags>;
 
@@ -51,11 +54,29 @@ export interface SoakRun {
     invariants: { ok: boolean; [check: string]: unknown };
     latencyMs: Record<string, number>;
     commandsPerSecond: number;
+    /** The child's exit: 0, or 1 with a failed invariant; anything else is a failed run. */
+    exitCode: number;
   };
   memAvailableBytes: number;
   diskFreeBytes: number;
   environment: Record<string, string>;
+  replicaRestart: ReplicaRestart | undefined;
 }
+
+/** The replica's SIGKILL and restart, seconds since the load began. */
+export interface ReplicaRestart {
+  killedAtS: number;
+  restartedAtS: number | undefined;
+  /** When the primary listed it online again. */
+  onlineAgainAtS: number | undefined;
+  /** Full resyncs the primary served meanwhile (INFO stats sync_full). */
+  fullResyncs: number;
+  error?: string;
+}
+
+/** Stops what the run started beside the stack's record (a restarted replica). */
+const extraStops: (() => Promise<void>)[] = [];
+const onTeardown = (stop: () => Promise<void>) => extraStops.push(stop);
 
 export async function runSoakBench(options: {
   config: Config;
@@ -72,6 +93,8 @@ export async function runSoakBench(options: {
   let ok = false;
   const teardown = async () => {
     await Promise.all(services.map((s) => s.stop().catch(() => 1)));
+    // A restarted replica is not in the stack's record: stackDown would leave it running.
+    for (const stop of extraStops) await stop().catch(() => undefined);
     if (!options.keepStack) await stackDown({ dir }).catch(() => undefined);
     if (given === undefined && ok && !options.keepStack)
       rmSync(dir, { recursive: true, force: true });
@@ -158,6 +181,8 @@ async function soak(
 
   const primary = createValkey(info.datastoreUrl, { name: "matchd-bench-soak" });
   const replica = createValkey(info.replicaUrl, { name: "matchd-bench-soak" });
+  // A server down (the replica restarted on purpose) is a failed sample, said once per sample.
+  for (const server of [primary, replica]) server.on("error", () => undefined);
   const broker = await connectBroker(info.brokerUrl, "matchd-bench-soak");
   broker.on("error", () => undefined);
   const keys = partitionKeys(config.partition);
@@ -172,11 +197,31 @@ async function soak(
       outbox: outbox.pid,
       bench: child.pid,
       "valkey-primary": info.pids["valkey-primary"] ?? 0,
-      "valkey-replica": info.pids["valkey-replica"] ?? 0,
+      "valkey-replica": replicaPid,
       rabbitmq: info.pids["rabbitmq-beam"] ?? 0,
     }),
     conductorUrl: conductor.url,
     outboxUrl: outbox.url,
+  };
+  let replicaPid = info.pids["valkey-replica"] ?? 0;
+  let replicaRestart: ReplicaRestart | undefined;
+  let restarting: Promise<void> | undefined;
+  const restartAt = flags["--restart-replica-at"];
+  const since = () => (performance.now() - (loadStartedAt ?? performance.now())) / 1000;
+  const restartReplica = async (record: ReplicaRestart) => {
+    const fullBefore = await fullSyncs(primary);
+    process.kill(replicaPid, "SIGKILL");
+    progress(`soak: SIGKILLed the replica at ${Math.round(record.killedAtS)} s`);
+    await Bun.sleep(2000);
+    const port = Number(new URL(info.replicaUrl).port);
+    const restarted = await restartValkey({ dir: join(dir, "valkey-replica"), port });
+    onTeardown(() => restarted.stop());
+    replicaPid = restarted.pid;
+    record.restartedAtS = since();
+    while (!(await replicaOnline(primary))) await Bun.sleep(200);
+    record.onlineAgainAtS = since();
+    record.fullResyncs = (await fullSyncs(primary)) - fullBefore;
+    progress(`soak: the replica is online again at ${Math.round(record.onlineAgainAtS)} s`);
   };
   const samples: SoakSample[] = [];
   const memAvailableBytes = memAvailable();
@@ -189,6 +234,18 @@ async function soak(
     await Bun.sleep(flags["--sample-seconds"] * 1000);
     if (loadStartedAt === undefined || child.exitCode !== null) continue;
     const t = (performance.now() - loadStartedAt) / 1000;
+    if (restartAt !== undefined && replicaRestart === undefined && t >= restartAt) {
+      const record: ReplicaRestart = {
+        killedAtS: t,
+        restartedAtS: undefined,
+        onlineAgainAtS: undefined,
+        fullResyncs: 0,
+      };
+      replicaRestart = record;
+      restarting = restartReplica(record).catch((error: unknown) => {
+        record.error = (error as Error).message;
+      });
+    }
     try {
       samples.push(await takeSample(targets, t));
     } catch (error) {
@@ -203,6 +260,7 @@ async function soak(
     }
   }
   await readErr;
+  await restarting;
   const code = await child.exited;
   primary.disconnect();
   replica.disconnect();
@@ -213,7 +271,7 @@ async function soak(
   } catch {
     throw new Error(`full-pipeline exited ${code} without a report:\n${errTail.join("\n")}`);
   }
-  if (code !== 0) pipeline.invariants.ok = false;
+  pipeline.exitCode = code;
   const timeline = (JSON.parse(readFileSync(seriesFile, "utf8")) as { timeline: TimelinePoint[] })
     .timeline;
   return {
@@ -225,7 +283,17 @@ async function soak(
     memAvailableBytes,
     diskFreeBytes,
     environment: Object.fromEntries(environmentFacts(machineEnvironment())),
+    replicaRestart,
   };
+}
+
+async function fullSyncs(primary: Valkey): Promise<number> {
+  return Number(parseInfo(await primary.info("stats")).get("sync_full") ?? 0);
+}
+
+async function replicaOnline(primary: Valkey): Promise<boolean> {
+  const replication = await primary.info("replication").catch(() => "");
+  return /slave\d+:.*state=online/.test(replication);
 }
 
 function memAvailable(): number {

@@ -140,6 +140,7 @@ flags:
                       open loop at --rate (1000) for --duration (20) s, then --commands (20000)
   --sample-seconds S  soak: seconds between samples (default 5); --rate defaults to 2000,
                       --duration to 1800, --workload to multi-pair
+  --restart-replica-at S  soak: SIGKILL the replica S seconds into the load and restart it
   --conductor-url URL use a running conductor's /metrics instead of starting one
   --outbox-url URL    use a running outbox's /metrics instead of starting one
 

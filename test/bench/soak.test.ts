@@ -1,7 +1,8 @@
 /**
  * The soak bench end to end, kept short: its flags are checked in one place, and a half-minute
- * run samples every series, keeps the full pipeline's invariants, and says that it was too
- * short to judge boundedness rather than calling it bounded.
+ * run whose replica is SIGKILLed and restarted samples every series, loses nothing acknowledged
+ * (the full pipeline's invariants), and says that it was too short to judge boundedness rather
+ * than calling it bounded.
  */
 import { describe, expect, test } from "bun:test";
 import { benchProblems } from "../../src/bench/run";
@@ -23,13 +24,13 @@ describe("soak flags", () => {
 });
 
 describe("bench soak", () => {
-  test("a short run: every series sampled, invariants kept, boundedness not judged", async () => {
+  test("a short run with a replica restart: every series sampled, nothing lost, not judged", async () => {
     const { MATCHING_DATASTORE_URL, MATCHING_BROKER_URL, ...rest } = process.env;
     const child = Bun.spawn(
       [
         ...matchdCommand,
         ...["bench", "soak", "--rate", "300", "--duration", "30", "--sample-seconds", "2"],
-        ...["--dedup-retention-s", "60", "--json"],
+        ...["--dedup-retention-s", "60", "--restart-replica-at", "8", "--json"],
       ],
       { stdout: "pipe", stderr: "pipe", env: rest },
     );
@@ -42,8 +43,16 @@ describe("bench soak", () => {
       samples: { rssBytes: Record<string, number> }[];
       perMinute: unknown[];
       achievedCommandsPerSecond: number;
+      replicaRestart: { killedAtS: number; restartedAtS: number; onlineAgainAtS: number };
     };
-    expect(report.invariants).toMatchObject({ ok: true, fullPipelineInvariants: true });
+    expect(report.invariants).toMatchObject({
+      ok: true,
+      fullPipelineInvariants: true,
+      replicaOnlineAgainAfterItsRestart: true,
+    });
+    const restart = report.replicaRestart;
+    expect(restart.killedAtS).toBeGreaterThanOrEqual(8);
+    expect(restart.onlineAgainAtS).toBeGreaterThan(restart.restartedAtS);
     expect(report.crossedTheWindow).toStartWith("no:");
     expect(report.samples.length).toBeGreaterThanOrEqual(8);
     expect(report.samples[0]!.rssBytes.conductor).toBeGreaterThan(0);
