@@ -67,7 +67,15 @@ test("with a token the private queries need it; market data and probes stay open
   expect(without.stderr).toContain("requires its token: set MATCHING_HTTP_TOKEN");
   const withToken = await client({ MATCHING_HTTP_TOKEN: token });
   expect(withToken.stderr).toContain("no stored result for command x");
+  // The 404 names the dedup window its result may have expired in.
+  const missing = await fetch(`${conductor.url}/commands/x`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
+  expect(missing.status).toBe(404);
+  expect(await missing.json()).toMatchObject({ dedupWindowSeconds: 3600 });
   await conductor.stop();
+  // The boot log states what the dedup window costs at the expected rate.
+  expect(conductor.log()).toContain("dedup window fits in memory: the 3600 s dedup window at 2000");
   expect(conductor.log()).not.toContain(token);
   expect(conductor.log()).toContain('"httpToken":"***"');
 }, 60_000);
