@@ -246,7 +246,8 @@ export function renderHtmlReport(
 `;
 }
 
-const css = `
+/** The report pages' style sheet, shared with the soak's page (soak-html.ts). */
+export const css = `
 *{box-sizing:border-box}
 body{margin:0;background:#f6f7f9;color:#1f2328;font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif}
 main{max-width:1080px;margin:0 auto;padding:20px 24px 32px}
@@ -291,7 +292,7 @@ function reportEnvironmentRows(environment: object): [string, string][] {
   });
 }
 
-function table(rows: [string, string][]): string {
+export function table(rows: [string, string][]): string {
   const body = rows.map(([k, v]) => `<tr><th>${esc(k)}</th><td class="num">${esc(v)}</td></tr>`);
   return `<table class="kv">${body.join("")}</table>`;
 }
@@ -304,7 +305,7 @@ const margin = { left: 70, right: 20, top: 30, bottom: 40 };
 const plotW = width - margin.left - margin.right;
 const plotH = height - margin.top - margin.bottom;
 
-interface Line {
+export interface Line {
   name: string;
   color: string;
   points: [number, number][];
@@ -411,7 +412,7 @@ function legend(entries: [string, string][]): string {
   return parts.join("");
 }
 
-function lineChart(spec: {
+export function lineChart(spec: {
   id: string;
   label: string;
   xLabel: string;
@@ -528,7 +529,7 @@ function escapeHtml(text: string): string {
     .replace(/'/g, "&#39;");
 }
 
-const esc = escapeHtml;
+export const esc = escapeHtml;
 
 function formatCount(value: number): string {
   return Math.round(value).toLocaleString("en-US");

@@ -4,7 +4,7 @@
  * dedup window is crossed. It runs `bench full-pipeline` as a child against a conductor and an
  * outbox of its own (so it knows their pids), and keeps the child's invariants.
  */
-import { mkdtempSync, readFileSync, rmSync, statfsSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, statfsSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
@@ -19,6 +19,7 @@ import { environmentFacts, machineEnvironment } from "./environment";
 import type { TimelinePoint } from "./html-report";
 import { ownFlagProblems, parseOwnFlags } from "./own-flags";
 import { type ServiceProcess, selfCommand, startService } from "./services";
+import { renderSoakHtml } from "./soak-html";
 import { buildSoakReport, renderSoakReport } from "./soak-report";
 import { type SoakSample, takeSample } from "./soak-sampler";
 import { type WorkloadName, workloadNames } from "./workloads";
@@ -33,6 +34,8 @@ export const soakFlags = z.object({
   "--seed": int(0, 2 ** 31).default(1),
   /** Seconds into the load at which the replica is SIGKILLed and restarted (a full resync). */
   "--restart-replica-at": int(1, 7 * 24 * 3600).optional(),
+  /** Also write the HTML report, every series plotted over time. */
+  "--report": z.string().min(1).optional(),
 });
 export type SoakFlags = z.infer<typeof soakFlags>;
 
@@ -122,6 +125,11 @@ export async function runSoakBench(options: {
     const outbox = await startService("outbox", base, progress, register);
     const run = await soak(info, conductor, outbox, flags, config, dir, progress);
     const report = buildSoakReport(run);
+    const reportFile = flags["--report"];
+    if (reportFile !== undefined) {
+      writeFileSync(reportFile, renderSoakHtml(report));
+      progress(`HTML report written to ${reportFile}`);
+    }
     process.stdout.write(`${options.json ? JSON.stringify(report) : renderSoakReport(report)}\n`);
     ok = report.invariants.ok;
     if (!ok || options.keepStack) progress(`the stack's directory is kept: ${dir}`);

@@ -5,9 +5,12 @@
  * than calling it bounded.
  */
 import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { benchProblems } from "../../src/bench/run";
 import { soakProblems } from "../../src/bench/soak";
 import { matchdCommand } from "../support/stack";
+import { tempDir } from "../support/temp-dir";
 
 describe("soak flags", () => {
   test("bounds and other boundaries' flags are refused", () => {
@@ -25,12 +28,14 @@ describe("soak flags", () => {
 
 describe("bench soak", () => {
   test("a short run with a replica restart: every series sampled, nothing lost, not judged", async () => {
+    const htmlFile = join(tempDir("soak-report"), "soak.html");
     const { MATCHING_DATASTORE_URL, MATCHING_BROKER_URL, ...rest } = process.env;
     const child = Bun.spawn(
       [
         ...matchdCommand,
         ...["bench", "soak", "--rate", "300", "--duration", "30", "--sample-seconds", "2"],
         ...["--dedup-retention-s", "60", "--restart-replica-at", "8", "--json"],
+        ...["--report", htmlFile],
       ],
       { stdout: "pipe", stderr: "pipe", env: rest },
     );
@@ -62,5 +67,11 @@ describe("bench soak", () => {
     expect(report.series.every((s) => s.bounded === undefined)).toBe(true);
     expect(report.perMinute.length).toBeGreaterThanOrEqual(1);
     expect(report.achievedCommandsPerSecond).toBeGreaterThan(250);
+    // Every chart of the HTML report has a line with points.
+    const html = readFileSync(htmlFile, "utf8");
+    for (const id of ["memory", "keys", "aof", "rss", "heap", "backlog", "minutes"]) {
+      const svg = html.slice(html.indexOf(`id="chart-${id}"`));
+      expect(svg.slice(0, svg.indexOf("</svg>"))).toContain("<polyline");
+    }
   }, 120_000);
 });

@@ -1,0 +1,170 @@
+/**
+ * The soak's HTML report: its verdicts as tables, and each sampled series over time (Valkey
+ * memory, keys and AOF, every process's RSS and heap, backlogs, latency per minute), with the
+ * window's end and the judged span named beside each chart.
+ */
+import { css, esc, type Line, lineChart, table } from "./html-report";
+import type { SoakReport } from "./soak-report";
+
+const colors = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#4b5563"];
+
+type Sample = SoakReport["samples"][number];
+
+function linesOf(
+  samples: readonly Sample[],
+  series: [name: string, read: (s: Sample) => number][],
+): Line[] {
+  return series.map(([name, read], i) => ({
+    name,
+    color: colors[i % colors.length]!,
+    points: samples.map((s): [number, number] => [s.t, read(s)]),
+  }));
+}
+
+const mb = (bytes: number) => bytes / 1e6;
+
+function chart(id: string, label: string, yLabel: string, lines: Line[]): string {
+  return `<section><h2>${esc(label)}</h2>${lineChart({ id, label, xLabel: "seconds since the load began", yLabel, yLog: false, lines, area: false })}</section>`;
+}
+
+export function renderSoakHtml(report: SoakReport): string {
+  const samples = report.samples;
+  const servers = Object.keys(samples[0]?.servers ?? {});
+  const processes = Object.keys(samples[0]?.rssBytes ?? {});
+  const heaps = Object.keys(samples[0]?.heapBytes ?? {});
+  const ok = report.invariants.ok;
+  const verdictRows = report.series
+    .map((v) => {
+      const cls = v.bounded === undefined ? "info" : v.bounded ? "pass" : "fail";
+      const perCommand =
+        v.perCommandWhileFilling === undefined
+          ? "-"
+          : `${v.perCommandWhileFilling.toFixed(v.unit === "keys" ? 2 : 0)} ${v.unit === "keys" ? "keys" : "B"}`;
+      return `<tr class="${cls}"><td>${esc(v.name)}</td><td class="num">${esc(perCommand)}</td><td class="num">${v.growthPercent === undefined ? "-" : v.growthPercent.toFixed(1)}</td><td>${v.bounded === undefined ? "not judged" : v.bounded ? "flat" : "GROWING"}</td></tr>`;
+    })
+    .join("");
+  const rewriteRows = report.aofRewrites
+    .map(
+      (r) =>
+        `<tr><td>${esc(r.server)}</td><td class="num">${Math.round(r.fromS)}–${Math.round(r.toS)} s</td><td class="num">&lt;= ${r.durabilityWaitP999Ms} ms</td><td class="num">${r.waits}</td></tr>`,
+    )
+    .join("");
+  const facts: [string, string][] = [
+    ["offered", report.offered],
+    ["achieved", `${report.achievedCommandsPerSecond} commands/s`],
+    ["dedup window", `${report.dedupWindowSeconds} s`],
+    ["crossed the window", report.crossedTheWindow],
+    ["memory exhausted in", `${report.projection.hoursUntilMemoryIsExhausted} h`],
+    ["disk full in", `${report.projection.hoursUntilDiskIsFull} h`],
+    [
+      "durability wait p99.9",
+      `<= ${report.durabilityWaitMs.p999WholeRun} ms over the run; <= ${report.durabilityWaitMs.worstP999AroundARewrite} ms around the worst rewrite (target ${report.durabilityWaitMs.targetAroundRewritesMs} ms: ${report.durabilityWaitMs.targetMet ? "met" : "not met"})`,
+    ],
+    ["durability timeouts", String(report.durabilityTimeouts)],
+    [
+      "replica restart",
+      typeof report.replicaRestart === "string"
+        ? report.replicaRestart
+        : `SIGKILLed at ${Math.round(report.replicaRestart.killedAtS)} s, online again at ${Math.round(report.replicaRestart.onlineAgainAtS ?? -1)} s, ${report.replicaRestart.fullResyncs} full resync(s)`,
+    ],
+    [
+      "invariants",
+      Object.entries(report.invariants)
+        .map(([k, v]) => `${k}=${v}`)
+        .join("  "),
+    ],
+  ];
+  const charts = [
+    chart(
+      "chart-memory",
+      "Valkey used_memory",
+      "MB",
+      linesOf(
+        samples,
+        servers.map((s) => [s, (x) => mb(x.servers[s]!.usedMemory)]),
+      ),
+    ),
+    chart(
+      "chart-keys",
+      "Valkey keys",
+      "keys",
+      linesOf(
+        samples,
+        servers.map((s) => [s, (x) => x.servers[s]!.keys]),
+      ),
+    ),
+    chart(
+      "chart-aof",
+      "AOF size, and after its last rewrite",
+      "MB",
+      linesOf(
+        samples,
+        servers.flatMap((s): [string, (x: Sample) => number][] => [
+          [`${s} AOF`, (x) => mb(x.servers[s]!.aofBytes)],
+          [`${s} after rewrite`, (x) => mb(x.servers[s]!.aofBaseBytes)],
+        ]),
+      ),
+    ),
+    chart(
+      "chart-rss",
+      "RSS per process",
+      "MB",
+      linesOf(
+        samples,
+        processes.map((p) => [p, (x) => mb(x.rssBytes[p] ?? 0)]),
+      ),
+    ),
+    chart(
+      "chart-heap",
+      "Heap used per service",
+      "MB",
+      linesOf(
+        samples,
+        heaps.map((h) => [h, (x) => mb(x.heapBytes[h] ?? 0)]),
+      ),
+    ),
+    chart(
+      "chart-backlog",
+      "Backlogs",
+      "messages",
+      linesOf(samples, [
+        ["event stream length", (x) => x.streamLength],
+        ["command queue depth", (x) => x.queueDepth],
+      ]),
+    ),
+    `<section><h2>Latency per minute (end to end)</h2>${lineChart({
+      id: "chart-minutes",
+      label: "Latency per minute",
+      xLabel: "minute",
+      yLabel: "ms",
+      yLog: false,
+      area: false,
+      lines: [
+        {
+          name: "p50 (median second)",
+          color: colors[0]!,
+          points: report.perMinute.map((m) => [m.minute, m.p50Ms]),
+        },
+        {
+          name: "p99 (worst second)",
+          color: colors[1]!,
+          points: report.perMinute.map((m) => [m.minute, m.maxSecondP99Ms]),
+        },
+      ],
+    })}</section>`,
+  ];
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>matchd bench: soak</title><style>${css}</style></head>
+<body><main>
+<header><h1>matchd bench: soak</h1>
+<p class="headline"><span class="badge ${ok ? "pass" : "fail"}">${ok ? "bounded, invariants hold" : "GROWING or an invariant BROKEN"}</span></p>
+<p>${esc(report.boundaryStatement)}; durability <b>${esc(report.durability)}</b>; workload ${esc(report.workload)}.</p>
+</header>
+<section><h2>Run</h2>${table(facts)}</section>
+<section><h2>Series</h2><table><thead><tr><th>series</th><th>per command while the window fills</th><th>growth % over the judged span</th><th>verdict</th></tr></thead><tbody>${verdictRows}</tbody></table></section>
+<section><h2>AOF rewrites</h2><table><thead><tr><th>server</th><th>between samples</th><th>durability wait p99.9 around it</th><th>waits</th></tr></thead><tbody>${rewriteRows}</tbody></table></section>
+${charts.join("\n")}
+<footer>Generated by matchd bench at ${esc(new Date().toISOString())}.</footer>
+</main></body></html>
+`;
+}
