@@ -42,3 +42,31 @@ apt_install() {
   fi
   as_root env DEBIAN_FRONTEND=noninteractive apt-get "${apt_wait[@]}" install -y -qq "$@"
 }
+
+# The URI of the machine's Debian archive in deb822 sources: the first enabled stanza listing
+# the suite ($1) and signed by Debian's archive key, or with `any`, failing that, one whose
+# URI ends in /debian (so another vendor's repository for the same codename is never taken
+# for it while a better candidate exists); with `any-uri`, any enabled stanza listing it.
+deb822_uri() {
+  awk -v s="$1" -v mode="$2" '
+    function flush() {
+      if (found == "" && suite && enabled && uri != "" && (debian || mode == "any-uri" || (mode == "any" && uri ~ /\/debian\/?$/))) found = uri
+    }
+    function reset() { uri = ""; suite = 0; debian = 0; enabled = 1 }
+    FNR == 1 { flush(); reset() }
+    /^[[:space:]]*#/ { next }
+    /^[[:space:]]*$/ { flush(); reset(); next }
+    /^URIs:/ { uri = $2 }
+    /^Suites:/ { for (i = 2; i <= NF; i++) if ($i == s) suite = 1 }
+    /^Enabled:[[:space:]]*([Nn][Oo]|[Ff][Aa][Ll][Ss][Ee])/ { enabled = 0 }
+    /^Signed-By:.*debian-archive-keyring/ { debian = 1 }
+    END { flush(); print found }' /etc/apt/sources.list.d/*.sources 2>/dev/null || true
+}
+
+# The URI of a one-line `deb` entry for the suite ($1) in sources.list, options in brackets
+# skipped: deb [signed-by=...] URI suite components.
+list_uri() {
+  [ -f /etc/apt/sources.list ] || return 0
+  awk -v s="$1" '$1=="deb" { i=2; if ($i ~ /^\[/) { while (i<=NF && $i !~ /\]$/) i++; i++ }
+    if ($(i+1)==s) { print $i; exit } }' /etc/apt/sources.list
+}

@@ -15,26 +15,6 @@ valkey_ok() {
   [ "${1:-0}" -gt 7 ] || { [ "${1:-0}" -eq 7 ] && [ "${2:-0}" -ge 2 ]; }
 }
 
-# The URI of the machine's Debian archive in deb822 sources: the first enabled stanza listing
-# the suite ($1) and signed by Debian's archive key, or with `any`, failing that, one whose
-# URI ends in /debian (so another vendor's repository for the same codename is never taken
-# for it while a better candidate exists); with `any-uri`, any enabled stanza listing it.
-deb822_uri() {
-  awk -v s="$1" -v mode="$2" '
-    function flush() {
-      if (found == "" && suite && enabled && uri != "" && (debian || mode == "any-uri" || (mode == "any" && uri ~ /\/debian\/?$/))) found = uri
-    }
-    function reset() { uri = ""; suite = 0; debian = 0; enabled = 1 }
-    FNR == 1 { flush(); reset() }
-    /^[[:space:]]*#/ { next }
-    /^[[:space:]]*$/ { flush(); reset(); next }
-    /^URIs:/ { uri = $2 }
-    /^Suites:/ { for (i = 2; i <= NF; i++) if ($i == s) suite = 1 }
-    /^Enabled:[[:space:]]*([Nn][Oo]|[Ff][Aa][Ll][Ss][Ee])/ { enabled = 0 }
-    /^Signed-By:.*debian-archive-keyring/ { debian = 1 }
-    END { flush(); print found }' /etc/apt/sources.list.d/*.sources 2>/dev/null || true
-}
-
 # Adds Debian's backports suite using the URIs of the machine's own Debian source,
 # so no registry host is ever written into this repository. Sets backports_added.
 backports_file=/etc/apt/sources.list.d/matchd-backports.sources
@@ -48,11 +28,7 @@ add_backports() {
     /etc/apt/sources.list /etc/apt/sources.list.d/*.list; then return 0; fi
   if [ -n "$(deb822_uri "${codename}-backports" any-uri)" ]; then return 0; fi
   uris=$(deb822_uri "$codename" signed)
-  if [ -z "$uris" ] && [ -f /etc/apt/sources.list ]; then
-    # One-line form, options in brackets skipped: deb [signed-by=...] URI suite components
-    uris=$(awk -v s="$codename" '$1=="deb" { i=2; if ($i ~ /^\[/) { while (i<=NF && $i !~ /\]$/) i++; i++ }
-      if ($(i+1)==s) { print $i; exit } }' /etc/apt/sources.list)
-  fi
+  [ -n "$uris" ] || uris=$(list_uri "$codename")
   [ -n "$uris" ] || uris=$(deb822_uri "$codename" any)
   [ -n "$uris" ] || { log "cannot find the machine's Debian apt source to derive ${codename}-backports"; exit 1; }
   log "adding ${codename}-backports from ${uris}"

@@ -39,3 +39,6 @@ source "$stack_dir/env"
 set +a
 
 node_modules/.bin/bun test --timeout 60000 "$@"
+# The image and both compose files, end to end (docs/docker.md): about 3 minutes from nothing.
+# After the other tests, so its load does not slow them; skipped when a subset was asked for.
+if [ "$#" -eq 0 ]; then bash scripts/test-docker.sh; fi
