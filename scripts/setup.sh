@@ -60,12 +60,7 @@ if [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then
   as_root systemctl disable --now rabbitmq-server >/dev/null 2>&1 || as_root service rabbitmq-server stop >/dev/null 2>&1 || true
 fi
 
-if [ ! -x node_modules/.bin/bun ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  log "installing node modules"
-  npm ci --no-audit --no-fund --loglevel=error >/dev/null
-fi
-
-if [ ! -x ./matchd ] || [ -n "$(find src package-lock.json -newer ./matchd -print -quit 2>/dev/null)" ]; then
-  log "building ./matchd"
-  npm run --silent build >/dev/null
-fi
+# shellcheck source=scripts/matchd-build.sh
+. scripts/matchd-build.sh
+ensure_node_modules
+ensure_matchd

@@ -96,15 +96,11 @@ if [ "${#need[@]}" -gt 0 ]; then
   apt_update
   apt_install --no-install-recommends "${need[@]}" >/dev/null
 fi
-if [ ! -x node_modules/.bin/bun ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  log "installing node modules"
-  npm ci --no-audit --no-fund --loglevel=error >/dev/null
-fi
 # The image takes this binary, and the host's client commands are the same one.
-if [ ! -x ./matchd ] || [ -n "$(find src package-lock.json -newer ./matchd -print -quit 2>/dev/null)" ]; then
-  log "building ./matchd"
-  npm run --silent build >/dev/null
-fi
+# shellcheck source=scripts/matchd-build.sh
+. scripts/matchd-build.sh
+ensure_node_modules
+ensure_matchd
 
 # --- dockerd: the one running, else one of our own.
 if ! docker info >/dev/null 2>&1; then

@@ -1,14 +1,5 @@
-/**
- * Runs `matchd bench failover` end to end: its own HA stack in a private directory, a
- * conductor and an outbox on the Sentinel URL, the fault run, the report, and the teardown
- * (also at Ctrl-C).
- */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import type { Config } from "../config/schema";
 import { commandQueue } from "../infra/amqp/topology";
-import { stackDown, stackUp } from "../stack/index";
+import { stackUp } from "../stack/index";
 import { environmentFacts, machineEnvironment } from "./environment";
 import { observeFailovers, parseFailoverFlags } from "./failover";
 import { failoverReport } from "./failover-report";
@@ -19,38 +10,23 @@ import {
   type ServicePool,
   serviceFaults,
 } from "./fault-drivers";
+import { type OwnBenchOptions, OwnRun } from "./own-run";
 import { renderReport } from "./report";
-import { type ServiceProcess, startService } from "./services";
+import { startService } from "./services";
 
 /** The outboxes' lease TTL in this bench (the default is 10 s): said in the report. */
 export const outboxLeaseTtlMs = 3000;
 
-export async function runFailoverBench(options: {
-  config: Config;
-  flags: ReadonlyMap<string, string>;
-  json: boolean;
-  keepStack: boolean;
-  progress: (line: string) => void;
-}): Promise<number> {
+export async function runFailoverBench(options: OwnBenchOptions): Promise<number> {
   const { config, progress } = options;
   if (config.durability !== "aof-replicated") {
     process.stderr.write("matchd: failover measures the aof-replicated policy only\n");
     return 2;
   }
   const flags = parseFailoverFlags(options.flags);
-  const given = options.flags.get("--dir");
-  const dir = given ?? mkdtempSync(join(tmpdir(), "matchd-failover-"));
-  const services: ServiceProcess[] = [];
-  let ok = false;
-  const teardown = async () => {
-    await Promise.all(services.map((s) => s.stop().catch(() => 1)));
-    if (!options.keepStack) await stackDown({ dir }).catch(() => undefined);
-    if (given === undefined && ok && !options.keepStack)
-      rmSync(dir, { recursive: true, force: true });
-  };
-  const interrupted = () => void teardown().then(() => process.exit(130));
-  process.once("SIGINT", interrupted);
-  try {
+  const own = new OwnRun(options, "failover");
+  const { dir, register } = own;
+  return own.run(async () => {
     progress(`starting the HA stack in ${dir}`);
     const info = await stackUp({ dir, ha: true, log: (line) => progress(`stack: ${line}`) });
     const base = {
@@ -62,7 +38,6 @@ export async function runFailoverBench(options: {
       "--durability-timeout-ms": config.durabilityTimeoutMs,
       "--log-level": config.logLevel,
     };
-    const register = (service: ServiceProcess) => services.push(service);
     // An outbox standby waits out the dead holder's lease: short for the outbox fault, so the
     // takeover is timed rather than the TTL. Elsewhere the default, which outlasts a datastore
     // failover (a 3 s lease expired in every one of ten, stopping publication each time).
@@ -118,11 +93,6 @@ export async function runFailoverBench(options: {
       if (code !== 0) report.invariants.ok = false;
     }
     process.stdout.write(`${options.json ? JSON.stringify(report) : renderReport(report)}\n`);
-    ok = report.invariants.ok;
-    if (!ok || options.keepStack) progress(`the stack's directory is kept: ${dir}`);
-    return ok ? 0 : 1;
-  } finally {
-    process.off("SIGINT", interrupted);
-    await teardown();
-  }
+    return report.invariants.ok ? 0 : 1;
+  });
 }

@@ -1,16 +1,8 @@
-/**
- * `matchd bench ha-cost`: what high availability costs, in one invocation. It starts the plain
- * stack and the HA stack side by side, then runs `bench full-pipeline` against three set-ups in
- * turn, interleaved over --rounds: open loop at --rate for --duration (latency), then closed loop
- * over --commands (throughput).
- */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { z } from "zod";
-import { stackDown, stackUp } from "../stack/index";
+import { stackUp } from "../stack/index";
 import { environmentFacts, machineEnvironment } from "./environment";
 import { ownFlagProblems, parseOwnFlags } from "./own-flags";
+import { type OwnBenchOptions, OwnRun } from "./own-run";
 import { selfCommand } from "./services";
 import { type WorkloadName, workloadNames } from "./workloads";
 
@@ -54,27 +46,13 @@ interface PipelineJson {
   invariants: { ok: boolean };
 }
 
-export async function runHaCostBench(options: {
-  flags: ReadonlyMap<string, string>;
-  json: boolean;
-  keepStack: boolean;
-  progress: (line: string) => void;
-}): Promise<number> {
+export async function runHaCostBench(options: OwnBenchOptions): Promise<number> {
   const { progress } = options;
   const flags = parseOwnFlags(haCostFlags, options.flags);
-  const given = options.flags.get("--dir");
-  const dir = given ?? mkdtempSync(join(tmpdir(), "matchd-ha-cost-"));
-  const dirs = [join(dir, "plain"), join(dir, "ha")];
-  let ok = false;
-  const teardown = async () => {
-    if (!options.keepStack)
-      for (const d of dirs) await stackDown({ dir: d }).catch(() => undefined);
-    if (given === undefined && ok && !options.keepStack)
-      rmSync(dir, { recursive: true, force: true });
-  };
-  const interrupted = () => void teardown().then(() => process.exit(130));
-  process.once("SIGINT", interrupted);
-  try {
+  const own = new OwnRun(options, "ha-cost");
+  const { dir } = own;
+  const dirs = own.stacksIn("plain", "ha");
+  return own.run(async () => {
     progress(`starting the plain and the HA stack in ${dir}`);
     const log = (line: string) => progress(`stack: ${line}`);
     const plain = await stackUp({ dir: dirs[0]!, log });
@@ -102,13 +80,8 @@ export async function runHaCostBench(options: {
         }
     const report = haCostReport(setups, runs, flags);
     process.stdout.write(`${options.json ? JSON.stringify(report) : renderHaCost(report)}\n`);
-    ok = report.invariants.ok;
-    if (!ok || options.keepStack) progress(`the stacks' directory is kept: ${dir}`);
-    return ok ? 0 : 1;
-  } finally {
-    process.off("SIGINT", interrupted);
-    await teardown();
-  }
+    return report.invariants.ok ? 0 : 1;
+  });
 }
 
 function urls(info: { datastoreUrl: string; brokerUrl: string }) {

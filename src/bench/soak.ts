@@ -4,8 +4,7 @@
  * dedup window is crossed. It runs `bench full-pipeline` as a child against a conductor and an
  * outbox of its own (so it knows their pids), and keeps the child's invariants.
  */
-import { mkdtempSync, readFileSync, rmSync, statfsSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, statfsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import type { Config } from "../config/schema";
@@ -13,11 +12,12 @@ import { connectBroker } from "../infra/amqp/connect";
 import { commandQueue } from "../infra/amqp/topology";
 import { createValkey, parseInfo, type Valkey } from "../infra/valkey/client";
 import { partitionKeys } from "../infra/valkey/keys";
-import { stackDown, stackUp } from "../stack/index";
+import { stackUp } from "../stack/index";
 import { restartValkey } from "../stack/valkey";
 import { environmentFacts, machineEnvironment } from "./environment";
 import type { TimelinePoint } from "./html-report";
 import { ownFlagProblems, parseOwnFlags } from "./own-flags";
+import { type OwnBenchOptions, OwnRun } from "./own-run";
 import { type ServiceProcess, selfCommand, startService } from "./services";
 import { renderSoakHtml } from "./soak-html";
 import { buildSoakReport, renderSoakReport } from "./soak-report";
@@ -77,34 +77,12 @@ export interface ReplicaRestart {
   error?: string;
 }
 
-/** Stops what the run started beside the stack's record (a restarted replica). */
-const extraStops: (() => Promise<void>)[] = [];
-const onTeardown = (stop: () => Promise<void>) => extraStops.push(stop);
-
-export async function runSoakBench(options: {
-  config: Config;
-  flags: ReadonlyMap<string, string>;
-  json: boolean;
-  keepStack: boolean;
-  progress: (line: string) => void;
-}): Promise<number> {
+export async function runSoakBench(options: OwnBenchOptions): Promise<number> {
   const { config, progress } = options;
   const flags = parseOwnFlags(soakFlags, options.flags);
-  const given = options.flags.get("--dir");
-  const dir = given ?? mkdtempSync(join(tmpdir(), "matchd-soak-"));
-  const services: ServiceProcess[] = [];
-  let ok = false;
-  const teardown = async () => {
-    await Promise.all(services.map((s) => s.stop().catch(() => 1)));
-    // A restarted replica is not in the stack's record: stackDown would leave it running.
-    for (const stop of extraStops) await stop().catch(() => undefined);
-    if (!options.keepStack) await stackDown({ dir }).catch(() => undefined);
-    if (given === undefined && ok && !options.keepStack)
-      rmSync(dir, { recursive: true, force: true });
-  };
-  const interrupted = () => void teardown().then(() => process.exit(130));
-  process.once("SIGINT", interrupted);
-  try {
+  const own = new OwnRun(options, "soak");
+  const { dir, register } = own;
+  return own.run(async () => {
     progress(`starting the stack in ${dir}`);
     const info = await stackUp({ dir, log: (line) => progress(`stack: ${line}`) });
     const base = {
@@ -115,7 +93,6 @@ export async function runSoakBench(options: {
       "--durability-timeout-ms": config.durabilityTimeoutMs,
       "--log-level": config.logLevel,
     };
-    const register = (service: ServiceProcess) => services.push(service);
     const conductor = await startService(
       "conductor",
       { ...base, "--dedup-retention-s": config.dedupRetentionSeconds },
@@ -123,7 +100,7 @@ export async function runSoakBench(options: {
       register,
     );
     const outbox = await startService("outbox", base, progress, register);
-    const run = await soak(info, conductor, outbox, flags, config, dir, progress);
+    const run = await soak(info, conductor, outbox, flags, config, own, progress);
     const report = buildSoakReport(run);
     const reportFile = flags["--report"];
     if (reportFile !== undefined) {
@@ -131,13 +108,8 @@ export async function runSoakBench(options: {
       progress(`HTML report written to ${reportFile}`);
     }
     process.stdout.write(`${options.json ? JSON.stringify(report) : renderSoakReport(report)}\n`);
-    ok = report.invariants.ok;
-    if (!ok || options.keepStack) progress(`the stack's directory is kept: ${dir}`);
-    return ok ? 0 : 1;
-  } finally {
-    process.off("SIGINT", interrupted);
-    await teardown();
-  }
+    return report.invariants.ok ? 0 : 1;
+  });
 }
 
 async function soak(
@@ -146,9 +118,10 @@ async function soak(
   outbox: ServiceProcess,
   flags: SoakFlags,
   config: Config,
-  dir: string,
+  own: OwnRun,
   progress: (line: string) => void,
 ): Promise<SoakRun> {
+  const { dir } = own;
   const seriesFile = join(dir, "soak-series.json");
   const { MATCHING_REPLICA_URL: _replica, ...env } = process.env;
   const child = Bun.spawn(
@@ -223,7 +196,8 @@ async function soak(
     await Bun.sleep(2000);
     const port = Number(new URL(info.replicaUrl).port);
     const restarted = await restartValkey({ dir: join(dir, "valkey-replica"), port });
-    onTeardown(() => restarted.stop());
+    // Not in the stack's record: stackDown would leave it running.
+    own.onTeardown(() => restarted.stop());
     replicaPid = restarted.pid;
     record.restartedAtS = since();
     while (!(await replicaOnline(primary))) await Bun.sleep(200);
