@@ -81,11 +81,24 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
   });
   const prefill = workload.prefill();
   const total = options.warmup + options.commands;
+  const timedFrom = prefill.length + options.warmup;
   const bodies: Buffer[] = [];
-  // Every command sent, in order: replayed in-process at the end for the expected book digest.
-  const sent: CommandEnvelope[] = [];
+  const commandIds: string[] = [];
+  // The domain in-process on the same commands in the same order (the queue has one active
+  // consumer, so that is the order the conductor applied them), as they are made: what it
+  // refuses and the events it emits in the timed window are exactly what the conductor must
+  // show. Exact for every workload: mixed refuses some commands by design, and multi-pair's
+  // pairs left resting at the window's edges shift its event count away from 2 a command.
+  // Applied now rather than replayed at the end: a long run (a soak) then holds only each
+  // command's bytes, not its parsed envelope as well (2 KB a command and GC over it all).
+  const reference = new MatchingEngine();
+  let referenceRejected = 0;
+  let referenceEventsTimed = 0;
   const encode = (command: CommandEnvelope) => {
-    sent.push(command);
+    const outcome = reference.apply(command);
+    if (outcome.result.status === "rejected") referenceRejected++;
+    if (bodies.length >= timedFrom) referenceEventsTimed += outcome.events.length;
+    commandIds.push(command.commandId);
     bodies.push(Buffer.from(JSON.stringify(command)));
   };
   for (const command of prefill) encode(command);
@@ -98,7 +111,6 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
     }
     encode(command);
   }
-  const timedFrom = prefill.length + options.warmup;
 
   const valkey = createValkey(options.datastoreUrl, { name: "matchd-bench" });
   const connection = await connectBroker(options.brokerUrl, "matchd-bench");
@@ -117,8 +129,8 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
   const lastEventAt = new Float64Array(bodies.length);
   const fills = new Int32Array(bodies.length);
   const indexOf = new Map<string, number>();
-  sent.forEach((command, i) => {
-    indexOf.set(command.commandId, i);
+  commandIds.forEach((commandId, i) => {
+    indexOf.set(commandId, i);
   });
 
   const latency = new LatencyHistogram();
@@ -221,8 +233,8 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
       persistent: true,
       contentType: "application/json",
       replyTo: useReplies ? replyQueue : undefined,
-      correlationId: sent[i]!.commandId,
-      messageId: sent[i]!.commandId,
+      correlationId: commandIds[i]!,
+      messageId: commandIds[i]!,
       timestamp: Date.now(),
     });
     publishLatency.record((performance.now() - started) * 1e6);
@@ -325,10 +337,10 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
           pairIds: workload.pairIds,
           sample: () => {
             const sentSoFar = Math.max(0, completed - 1);
-            const command = sent[Math.floor(Math.random() * (sentSoFar + 1))];
-            return command === undefined
-              ? undefined
-              : { commandId: command.commandId, orderId: command.payload.id };
+            const body = bodies[Math.floor(Math.random() * (sentSoFar + 1))];
+            if (body === undefined) return undefined;
+            const command = JSON.parse(body.toString()) as CommandEnvelope;
+            return { commandId: command.commandId, orderId: command.payload.id };
           },
         });
   const progressTimer = setInterval(() => {
@@ -419,19 +431,7 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
   check("commandsProcessed", processed, processed === options.commands);
   check("commandFailures", failures, failures === 0);
   check("durabilityTimeouts", durabilityTimeouts, durabilityTimeouts === 0);
-  // The domain in-process on the same commands in the same order (the queue has one active
-  // consumer, so that is the order the conductor applied them): what it refuses and the events
-  // it emits in the timed window are exactly what the conductor must show. Exact for every
-  // workload: mixed refuses some commands by design, and multi-pair's pairs left resting
-  // at the window's edges shift its event count away from 2 a command.
-  const reference = new MatchingEngine();
-  let referenceRejected = 0;
-  let referenceEventsTimed = 0;
-  sent.forEach((command, i) => {
-    const outcome = reference.apply(command);
-    if (outcome.result.status === "rejected") referenceRejected++;
-    if (i >= timedFrom) referenceEventsTimed += outcome.events.length;
-  });
+  // The reference engine applied every command as it was made (see encode).
   check("rejectedResults", failedReplies, failedReplies === referenceRejected);
   invariants.rejectedExpected = referenceRejected;
   if (config.durability === "aof-replicated") {

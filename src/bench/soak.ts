@@ -10,18 +10,19 @@ import { z } from "zod";
 import type { Config } from "../config/schema";
 import { connectBroker } from "../infra/amqp/connect";
 import { commandQueue } from "../infra/amqp/topology";
-import { createValkey, parseInfo, type Valkey } from "../infra/valkey/client";
+import { createValkey } from "../infra/valkey/client";
 import { partitionKeys } from "../infra/valkey/keys";
-import { stackUp } from "../stack/index";
-import { restartValkey } from "../stack/valkey";
+import { type StackInfo, stackUp } from "../stack/index";
 import { environmentFacts, machineEnvironment } from "./environment";
 import type { TimelinePoint } from "./html-report";
 import { ownFlagProblems, parseOwnFlags } from "./own-flags";
 import { type OwnBenchOptions, OwnRun } from "./own-run";
-import { type ServiceProcess, selfCommand, startService } from "./services";
+import { type ReplicaRestart, ReplicaRestarter } from "./replica-restart";
+import { type ServiceProcess, startService } from "./services";
+import { type PipelineChild, type PipelineOutcome, spawnPipeline } from "./soak-child";
 import { renderSoakHtml } from "./soak-html";
 import { buildSoakReport, renderSoakReport } from "./soak-report";
-import { type SoakSample, takeSample } from "./soak-sampler";
+import { type SoakSample, type SoakTargets, takeSample } from "./soak-sampler";
 import { type WorkloadName, workloadNames } from "./workloads";
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
@@ -53,28 +54,11 @@ export interface SoakRun {
   windowSeconds: number;
   samples: SoakSample[];
   timeline: TimelinePoint[];
-  pipeline: {
-    invariants: { ok: boolean; [check: string]: unknown };
-    latencyMs: Record<string, number>;
-    commandsPerSecond: number;
-    /** The child's exit: 0, or 1 with a failed invariant; anything else is a failed run. */
-    exitCode: number;
-  };
+  pipeline: PipelineOutcome;
   memAvailableBytes: number;
   diskFreeBytes: number;
   environment: Record<string, string>;
   replicaRestart: ReplicaRestart | undefined;
-}
-
-/** The replica's SIGKILL and restart, seconds since the load began. */
-export interface ReplicaRestart {
-  killedAtS: number;
-  restartedAtS: number | undefined;
-  /** When the primary listed it online again. */
-  onlineAgainAtS: number | undefined;
-  /** Full resyncs the primary served meanwhile (INFO stats sync_full). */
-  fullResyncs: number;
-  error?: string;
 }
 
 export async function runSoakBench(options: OwnBenchOptions): Promise<number> {
@@ -100,7 +84,7 @@ export async function runSoakBench(options: OwnBenchOptions): Promise<number> {
       register,
     );
     const outbox = await startService("outbox", base, progress, register);
-    const run = await soak(info, conductor, outbox, flags, config, own, progress);
+    const run = await soak(info, { conductor, outbox }, flags, config, own, progress);
     const report = buildSoakReport(run);
     const reportFile = flags["--report"];
     if (reportFile !== undefined) {
@@ -113,149 +97,61 @@ export async function runSoakBench(options: OwnBenchOptions): Promise<number> {
 }
 
 async function soak(
-  info: Awaited<ReturnType<typeof stackUp>>,
-  conductor: ServiceProcess,
-  outbox: ServiceProcess,
+  info: StackInfo,
+  services: { conductor: ServiceProcess; outbox: ServiceProcess },
   flags: SoakFlags,
   config: Config,
   own: OwnRun,
   progress: (line: string) => void,
 ): Promise<SoakRun> {
-  const { dir } = own;
-  const seriesFile = join(dir, "soak-series.json");
-  const { MATCHING_REPLICA_URL: _replica, ...env } = process.env;
-  const child = Bun.spawn(
-    [
-      ...selfCommand(),
-      ...["bench", "full-pipeline", "--json", "--workload", flags["--workload"]],
+  const load = spawnPipeline({
+    urls: info,
+    services,
+    durability: config.durability,
+    seriesFile: join(own.dir, "soak-series.json"),
+    args: [
+      ...["--workload", flags["--workload"], "--seed", String(flags["--seed"])],
       ...["--rate", String(flags["--rate"]), "--duration", String(flags["--duration"])],
-      ...["--seed", String(flags["--seed"]), "--series", seriesFile],
-      ...["--conductor-url", conductor.url, "--outbox-url", outbox.url],
     ],
-    {
-      stdout: "pipe",
-      stderr: "pipe",
-      env: {
-        ...env,
-        MATCHING_DATASTORE_URL: info.datastoreUrl,
-        MATCHING_BROKER_URL: info.brokerUrl,
-        MATCHING_DURABILITY: config.durability,
-      },
-    },
-  );
-  // The load begins when the child says it is timing: its commands are made before that.
-  let loadStartedAt: number | undefined;
-  const errTail: string[] = [];
-  const readErr = (async () => {
-    const decoder = new TextDecoder();
-    for await (const chunk of child.stderr) {
-      for (const line of decoder.decode(chunk).split("\n")) {
-        if (!line) continue;
-        if (loadStartedAt === undefined && / timing \d+ commands/.test(line))
-          loadStartedAt = performance.now();
-        errTail.push(line);
-        if (errTail.length > 30) errTail.shift();
-      }
-    }
-  })();
-  const out = new Response(child.stdout).text();
-
+  });
   const primary = createValkey(info.datastoreUrl, { name: "matchd-bench-soak" });
   const replica = createValkey(info.replicaUrl, { name: "matchd-bench-soak" });
   // A server down (the replica restarted on purpose) is a failed sample, said once per sample.
   for (const server of [primary, replica]) server.on("error", () => undefined);
   const broker = await connectBroker(info.brokerUrl, "matchd-bench-soak");
   broker.on("error", () => undefined);
-  const keys = partitionKeys(config.partition);
-  const targets = {
+  const restarter = new ReplicaRestarter(
+    info,
+    primary,
+    own,
+    progress,
+    flags["--restart-replica-at"],
+  );
+  const targets: SoakTargets = {
     servers: { primary, replica },
     valkey: primary,
-    streamKey: keys.events,
+    streamKey: partitionKeys(config.partition).events,
     broker,
     commandQueue: commandQueue(config.partition),
     pids: () => ({
-      conductor: conductor.pid,
-      outbox: outbox.pid,
-      bench: child.pid,
+      conductor: services.conductor.pid,
+      outbox: services.outbox.pid,
+      bench: load.pid,
       "valkey-primary": info.pids["valkey-primary"] ?? 0,
-      "valkey-replica": replicaPid,
+      "valkey-replica": restarter.pid,
       rabbitmq: info.pids["rabbitmq-beam"] ?? 0,
     }),
-    conductorUrl: conductor.url,
-    outboxUrl: outbox.url,
+    conductorUrl: services.conductor.url,
+    outboxUrl: services.outbox.url,
   };
-  let replicaPid = info.pids["valkey-replica"] ?? 0;
-  let replicaRestart: ReplicaRestart | undefined;
-  let restarting: Promise<void> | undefined;
-  const restartAt = flags["--restart-replica-at"];
-  const since = () => (performance.now() - (loadStartedAt ?? performance.now())) / 1000;
-  const restartReplica = async (record: ReplicaRestart) => {
-    const fullBefore = await fullSyncs(primary);
-    process.kill(replicaPid, "SIGKILL");
-    progress(`soak: SIGKILLed the replica at ${Math.round(record.killedAtS)} s`);
-    await Bun.sleep(2000);
-    const port = Number(new URL(info.replicaUrl).port);
-    const restarted = await restartValkey({ dir: join(dir, "valkey-replica"), port });
-    // Not in the stack's record: stackDown would leave it running.
-    own.onTeardown(() => restarted.stop());
-    replicaPid = restarted.pid;
-    record.restartedAtS = since();
-    while (!(await replicaOnline(primary))) await Bun.sleep(200);
-    record.onlineAgainAtS = since();
-    record.fullResyncs = (await fullSyncs(primary)) - fullBefore;
-    progress(`soak: the replica is online again at ${Math.round(record.onlineAgainAtS)} s`);
-  };
-  const samples: SoakSample[] = [];
   const memAvailableBytes = memAvailable();
-  const diskFreeBytes = (() => {
-    const stats = statfsSync(dir);
-    return stats.bavail * stats.bsize;
-  })();
-  let lastSaid = 0;
-  while (child.exitCode === null) {
-    await Bun.sleep(flags["--sample-seconds"] * 1000);
-    if (loadStartedAt === undefined || child.exitCode !== null) continue;
-    const t = (performance.now() - loadStartedAt) / 1000;
-    if (restartAt !== undefined && replicaRestart === undefined && t >= restartAt) {
-      const record: ReplicaRestart = {
-        killedAtS: t,
-        restartedAtS: undefined,
-        onlineAgainAtS: undefined,
-        fullResyncs: 0,
-      };
-      replicaRestart = record;
-      restarting = restartReplica(record).catch((error: unknown) => {
-        record.error = (error as Error).message;
-      });
-    }
-    try {
-      samples.push(await takeSample(targets, t));
-    } catch (error) {
-      progress(`a sample failed: ${(error as Error).message}`);
-    }
-    if (t - lastSaid >= 60) {
-      lastSaid = t;
-      const last = samples[samples.length - 1];
-      progress(
-        `soak: ${Math.round(t)} s of ${flags["--duration"]}; primary used_memory ${last ? Math.round(last.servers.primary!.usedMemory / 1e6) : "?"} MB`,
-      );
-    }
-  }
-  await readErr;
-  await restarting;
-  const code = await child.exited;
+  const disk = statfsSync(own.dir);
+  const samples = await sampleWhileLoaded(load, targets, restarter, flags, progress);
+  await restarter.done();
+  const { pipeline, timeline } = await load.finished();
   primary.disconnect();
   replica.disconnect();
   await broker.close().catch(() => undefined);
-  let pipeline: SoakRun["pipeline"];
-  try {
-    pipeline = JSON.parse(await out) as SoakRun["pipeline"];
-  } catch {
-    throw new Error(`full-pipeline exited ${code} without a report:\n${errTail.join("\n")}`);
-  }
-  pipeline.exitCode = code;
-  const timeline = (JSON.parse(readFileSync(seriesFile, "utf8")) as { timeline: TimelinePoint[] })
-    .timeline;
   return {
     flags,
     windowSeconds: config.dedupRetentionSeconds,
@@ -263,19 +159,42 @@ async function soak(
     timeline,
     pipeline,
     memAvailableBytes,
-    diskFreeBytes,
+    diskFreeBytes: disk.bavail * disk.bsize,
     environment: Object.fromEntries(environmentFacts(machineEnvironment())),
-    replicaRestart,
+    replicaRestart: restarter.record,
   };
 }
 
-async function fullSyncs(primary: Valkey): Promise<number> {
-  return Number(parseInfo(await primary.info("stats")).get("sync_full") ?? 0);
-}
-
-async function replicaOnline(primary: Valkey): Promise<boolean> {
-  const replication = await primary.info("replication").catch(() => "");
-  return /slave\d+:.*state=online/.test(replication);
+/** A sample every --sample-seconds from the moment the load began until it ends. */
+async function sampleWhileLoaded(
+  load: PipelineChild,
+  targets: SoakTargets,
+  restarter: ReplicaRestarter,
+  flags: SoakFlags,
+  progress: (line: string) => void,
+): Promise<SoakSample[]> {
+  const samples: SoakSample[] = [];
+  const since = () => (performance.now() - (load.loadStartedAt() ?? performance.now())) / 1000;
+  let lastSaid = 0;
+  while (load.running()) {
+    await Bun.sleep(flags["--sample-seconds"] * 1000);
+    if (load.loadStartedAt() === undefined || !load.running()) continue;
+    const t = since();
+    restarter.maybeStart(t, since);
+    try {
+      samples.push(await takeSample(targets, t));
+    } catch (error) {
+      progress(`a sample failed: ${(error as Error).message}`);
+    }
+    if (t - lastSaid >= 60) {
+      lastSaid = t;
+      const used = samples[samples.length - 1]?.servers.primary?.usedMemory;
+      progress(
+        `soak: ${Math.round(t)} s of ${flags["--duration"]}; primary used_memory ${used === undefined ? "?" : Math.round(used / 1e6)} MB`,
+      );
+    }
+  }
+  return samples;
 }
 
 function memAvailable(): number {

@@ -1,0 +1,88 @@
+/**
+ * The soak's load: `bench full-pipeline` open loop as a child process of this binary, against
+ * the soak's own conductor and outbox. It says when its timed load begins (its commands are
+ * made before that), and gives its report and per-second series when it ends.
+ */
+import { readFileSync } from "node:fs";
+import type { TimelinePoint } from "./html-report";
+import type { ServiceProcess } from "./services";
+import { selfCommand } from "./services";
+
+export interface PipelineOutcome {
+  invariants: { ok: boolean; [check: string]: unknown };
+  latencyMs: Record<string, number>;
+  commandsPerSecond: number;
+  /** The child's exit: 0, or 1 with a failed invariant; anything else is a failed run. */
+  exitCode: number;
+}
+
+export interface PipelineChild {
+  pid: number;
+  running(): boolean;
+  /** performance.now() when the child began its timed load; undefined until then. */
+  loadStartedAt(): number | undefined;
+  finished(): Promise<{ pipeline: PipelineOutcome; timeline: TimelinePoint[] }>;
+}
+
+export function spawnPipeline(options: {
+  urls: { datastoreUrl: string; brokerUrl: string };
+  services: { conductor: ServiceProcess; outbox: ServiceProcess };
+  args: string[];
+  durability: string;
+  seriesFile: string;
+}): PipelineChild {
+  const { conductor, outbox } = options.services;
+  const { MATCHING_REPLICA_URL: _replica, ...env } = process.env;
+  const child = Bun.spawn(
+    [
+      ...selfCommand(),
+      ...["bench", "full-pipeline", "--json", ...options.args, "--series", options.seriesFile],
+      ...["--conductor-url", conductor.url, "--outbox-url", outbox.url],
+    ],
+    {
+      stdout: "pipe",
+      stderr: "pipe",
+      env: {
+        ...env,
+        MATCHING_DATASTORE_URL: options.urls.datastoreUrl,
+        MATCHING_BROKER_URL: options.urls.brokerUrl,
+        MATCHING_DURABILITY: options.durability,
+      },
+    },
+  );
+  let startedAt: number | undefined;
+  const errTail: string[] = [];
+  const readErr = (async () => {
+    const decoder = new TextDecoder();
+    for await (const chunk of child.stderr) {
+      for (const line of decoder.decode(chunk).split("\n")) {
+        if (!line) continue;
+        if (startedAt === undefined && / timing \d+ commands/.test(line))
+          startedAt = performance.now();
+        errTail.push(line);
+        if (errTail.length > 30) errTail.shift();
+      }
+    }
+  })();
+  const out = new Response(child.stdout).text();
+  return {
+    pid: child.pid,
+    running: () => child.exitCode === null,
+    loadStartedAt: () => startedAt,
+    finished: async () => {
+      await readErr;
+      const code = await child.exited;
+      let pipeline: PipelineOutcome;
+      try {
+        pipeline = JSON.parse(await out) as PipelineOutcome;
+      } catch {
+        throw new Error(`full-pipeline exited ${code} without a report:\n${errTail.join("\n")}`);
+      }
+      pipeline.exitCode = code;
+      const series = JSON.parse(readFileSync(options.seriesFile, "utf8")) as {
+        timeline: TimelinePoint[];
+      };
+      return { pipeline, timeline: series.timeline };
+    },
+  };
+}
