@@ -9,12 +9,18 @@ import type { SoakSample } from "./soak-sampler";
 
 /** Flat means less than this growth over the judged span (issue #27's target). */
 export const flatGrowthPercent = 5;
+/**
+ * A backlog (the event stream, the command queue) starts near zero, so a percentage says
+ * nothing: it is bounded when its fitted growth over the judged span stays under this many
+ * seconds of the offered commands (for the stream, of five events a command).
+ */
+export const backlogGrowthSeconds = 1;
 /** The judged span: the last ten minutes, or what follows the window when that is shorter. */
 export const judgedSpanSeconds = 600;
 
 export interface SeriesVerdict {
   name: string;
-  unit: "bytes" | "keys";
+  unit: "bytes" | "keys" | "entries" | "messages";
   first: number;
   last: number;
   /** Growth per command while the window fills (from 60 s to the window's end). */
@@ -62,6 +68,8 @@ export function judgeSeries(
   points: readonly [number, number][],
   rate: number,
   spans: Spans,
+  /** For a backlog: the growth it may have over the span (see backlogGrowthSeconds). */
+  backlogAllowance?: number,
 ): SeriesVerdict {
   const within = ([from, to]: [number, number]) => points.filter(([t]) => t >= from && t <= to);
   const fill = within(spans.fill);
@@ -82,7 +90,10 @@ export function judgeSeries(
     const start = Math.max(1, at0 + slope * from);
     verdict.slopePerSecond = slope;
     verdict.growthPercent = ((slope * (to - from)) / start) * 100;
-    verdict.bounded = verdict.growthPercent < flatGrowthPercent;
+    verdict.bounded =
+      backlogAllowance === undefined
+        ? verdict.growthPercent < flatGrowthPercent
+        : slope * (to - from) < backlogAllowance;
   }
   return verdict;
 }

@@ -39,7 +39,7 @@ export function renderSoakHtml(report: SoakReport): string {
       const perCommand =
         v.perCommandWhileFilling === undefined
           ? "-"
-          : `${v.perCommandWhileFilling.toFixed(v.unit === "keys" ? 2 : 0)} ${v.unit === "keys" ? "keys" : "B"}`;
+          : `${v.perCommandWhileFilling.toFixed(v.unit === "bytes" ? 0 : 2)} ${v.unit === "bytes" ? "B" : v.unit}`;
       return `<tr class="${cls}"><td>${esc(v.name)}</td><td class="num">${esc(perCommand)}</td><td class="num">${v.growthPercent === undefined ? "-" : v.growthPercent.toFixed(1)}</td><td>${v.bounded === undefined ? "not judged" : v.bounded ? "flat" : "GROWING"}</td></tr>`;
     })
     .join("");

@@ -7,6 +7,7 @@
 
 import type { SoakRun } from "./soak";
 import {
+  backlogGrowthSeconds,
   flatGrowthPercent,
   judgeSeries,
   perMinute,
@@ -28,9 +29,15 @@ const stallsOfARestart = [
 /** Target: the durability wait's p99.9 around each rewrite (issue #27). */
 export const rewriteWaitTargetMs = 50;
 
-type Series = [name: string, unit: SeriesVerdict["unit"], read: (s: SoakSample) => number];
+type Series = [
+  name: string,
+  unit: SeriesVerdict["unit"],
+  read: (s: SoakSample) => number,
+  /** Events (or commands) a second of offered load adds to a backlog: judged by count. */
+  backlogPerSecondOfLoad?: number,
+];
 
-function seriesOf(samples: readonly SoakSample[]): Series[] {
+function seriesOf(samples: readonly SoakSample[], rate: number): Series[] {
   const first = samples[0];
   if (first === undefined) return [];
   const series: Series[] = [];
@@ -47,6 +54,9 @@ function seriesOf(samples: readonly SoakSample[]): Series[] {
     series.push([`${name} RSS`, "bytes", (s) => s.rssBytes[name] ?? 0]);
   for (const name of Object.keys(first.heapBytes))
     series.push([`${name} heap used`, "bytes", (s) => s.heapBytes[name] ?? 0]);
+  const allowance = backlogGrowthSeconds * rate;
+  series.push(["event stream length", "entries", (s) => s.streamLength, 5 * allowance]);
+  series.push(["command queue depth", "messages", (s) => s.queueDepth, allowance]);
   return series;
 }
 
@@ -60,13 +70,14 @@ export function buildSoakReport(run: SoakRun) {
   const rate = run.flags["--rate"];
   const duration = run.flags["--duration"];
   const spans = spansOf(run.windowSeconds, duration);
-  const verdicts = seriesOf(run.samples).map(([name, unit, read]) =>
+  const verdicts = seriesOf(run.samples, rate).map(([name, unit, read, allowance]) =>
     judgeSeries(
       name,
       unit,
       run.samples.map((s) => [s.t, read(s)]),
       rate,
       spans,
+      allowance,
     ),
   );
   const judged = spans.judged !== undefined;
@@ -157,7 +168,7 @@ export function renderSoakReport(report: SoakReport): string {
     "series                                   first       last   per command while filling  growth %  bounded",
     ...report.series.map(
       (v) =>
-        `${v.name.padEnd(40)} ${(v.unit === "bytes" ? mb(v.first) : String(v.first)).padStart(9)} ${(v.unit === "bytes" ? mb(v.last) : String(v.last)).padStart(10)}   ${`${num(v.perCommandWhileFilling, v.unit === "keys" ? 2 : 0)} ${v.unit === "bytes" ? "B" : "keys"}`.padStart(24)}  ${num(v.growthPercent).padStart(8)}  ${v.bounded === undefined ? "-" : v.bounded ? "yes" : "NO"}`,
+        `${v.name.padEnd(40)} ${(v.unit === "bytes" ? mb(v.first) : String(v.first)).padStart(9)} ${(v.unit === "bytes" ? mb(v.last) : String(v.last)).padStart(10)}   ${`${num(v.perCommandWhileFilling, v.unit === "bytes" ? 0 : 2)} ${v.unit === "bytes" ? "B" : v.unit}`.padStart(24)}  ${num(v.growthPercent).padStart(8)}  ${v.bounded === undefined ? "-" : v.bounded ? "yes" : "NO"}`,
     ),
     "",
     `projection  memory exhausted in ${report.projection.hoursUntilMemoryIsExhausted} h (of ${mb(report.projection.memoryAvailableAtStartBytes)} available); disk full in ${report.projection.hoursUntilDiskIsFull} h (of ${mb(report.projection.diskFreeAtStartBytes)} free)`,

@@ -88,6 +88,14 @@ describe("soak analysis", () => {
       spansOf(100, 150),
     );
     expect(unjudged.bounded).toBeUndefined();
+    // A backlog is judged by count: a few entries of noise pass, a second of load does not.
+    const backlog = (last: number): [number, number][] =>
+      Array.from({ length: 121 }, (_, i) => [
+        i * 5,
+        i * 5 >= 160 ? ((i * 5 - 160) / 440) * last : 0,
+      ]);
+    expect(judgeSeries("queue", "messages", backlog(50), 100, spans, 100).bounded).toBe(true);
+    expect(judgeSeries("queue", "messages", backlog(500), 100, spans, 100).bounded).toBe(false);
   });
 
   test("bucket quantiles between two samples, and each rewrite's window", () => {
