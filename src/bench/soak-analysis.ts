@@ -32,6 +32,22 @@ export interface SeriesVerdict {
   bounded: boolean | undefined;
 }
 
+/**
+ * Each minute's lowest value, at the minute's first sample time: the floor a heap returns to
+ * after each collection, or an AOF after each rewrite. A sample lands anywhere in those
+ * cycles, so a fit over every sample follows the sawtooth; a leak raises the floor.
+ */
+export function perMinuteFloor(points: readonly [number, number][]): [number, number][] {
+  const floors = new Map<number, [number, number]>();
+  for (const [t, y] of points) {
+    const minute = Math.floor(t / 60);
+    const floor = floors.get(minute);
+    if (floor === undefined) floors.set(minute, [t, y]);
+    else if (y < floor[1]) floor[1] = y;
+  }
+  return [...floors.values()];
+}
+
 /** Least-squares slope and intercept of y over x. */
 export function linearFit(points: readonly [number, number][]): { slope: number; at0: number } {
   const n = points.length;

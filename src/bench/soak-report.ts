@@ -11,6 +11,7 @@ import {
   flatGrowthPercent,
   judgeSeries,
   perMinute,
+  perMinuteFloor,
   quantileBound,
   rewriteWindows,
   type SeriesVerdict,
@@ -35,6 +36,8 @@ type Series = [
   read: (s: SoakSample) => number,
   /** Events (or commands) a second of offered load adds to a backlog: judged by count. */
   backlogPerSecondOfLoad?: number,
+  /** A sawtooth (a heap, an AOF between rewrites): judged by its per-minute floor. */
+  sawtooth?: boolean,
 ];
 
 function seriesOf(samples: readonly SoakSample[], rate: number): Series[] {
@@ -48,12 +51,14 @@ function seriesOf(samples: readonly SoakSample[], rate: number): Series[] {
       `valkey ${server} AOF after its last rewrite`,
       "bytes",
       (s) => s.servers[server]!.aofBaseBytes,
+      undefined,
+      true,
     ]);
   }
   for (const name of Object.keys(first.rssBytes))
     series.push([`${name} RSS`, "bytes", (s) => s.rssBytes[name] ?? 0]);
   for (const name of Object.keys(first.heapBytes))
-    series.push([`${name} heap used`, "bytes", (s) => s.heapBytes[name] ?? 0]);
+    series.push([`${name} heap used`, "bytes", (s) => s.heapBytes[name] ?? 0, undefined, true]);
   const allowance = backlogGrowthSeconds * rate;
   series.push(["event stream length", "entries", (s) => s.streamLength, 5 * allowance]);
   series.push(["command queue depth", "messages", (s) => s.queueDepth, allowance]);
@@ -70,16 +75,17 @@ export function buildSoakReport(run: SoakRun) {
   const rate = run.flags["--rate"];
   const duration = run.flags["--duration"];
   const spans = spansOf(run.windowSeconds, duration);
-  const verdicts = seriesOf(run.samples, rate).map(([name, unit, read, allowance]) =>
-    judgeSeries(
+  const verdicts = seriesOf(run.samples, rate).map(([name, unit, read, allowance, sawtooth]) => {
+    const points = run.samples.map((s): [number, number] => [s.t, read(s)]);
+    return judgeSeries(
       name,
       unit,
-      run.samples.map((s) => [s.t, read(s)]),
+      sawtooth ? perMinuteFloor(points) : points,
       rate,
       spans,
       allowance,
-    ),
-  );
+    );
+  });
   const judged = spans.judged !== undefined;
   const unbounded = verdicts.filter((v) => v.bounded === false).map((v) => v.name);
   // Memory: every process's RSS (a server's RSS holds its used_memory). Disk: both AOFs.

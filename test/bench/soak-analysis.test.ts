@@ -8,6 +8,7 @@ import {
   judgeSeries,
   linearFit,
   perMinute,
+  perMinuteFloor,
   quantileBound,
   rewriteWindows,
   spansOf,
@@ -96,6 +97,20 @@ describe("soak analysis", () => {
       ]);
     expect(judgeSeries("queue", "messages", backlog(50), 100, spans, 100).bounded).toBe(true);
     expect(judgeSeries("queue", "messages", backlog(500), 100, spans, 100).bounded).toBe(false);
+  });
+
+  test("a sawtooth is judged by its per-minute floor: flat when the floor is", () => {
+    const sawtooth: [number, number][] = Array.from({ length: 240 }, (_, i) => [
+      i * 5,
+      16 + ((i * 7) % 12) * 2,
+    ]);
+    const floors = perMinuteFloor(sawtooth);
+    expect(floors).toHaveLength(20);
+    expect(floors.every(([, y]) => y === 16)).toBe(true);
+    const spans = spansOf(300, 1200);
+    expect(judgeSeries("heap", "bytes", floors, 1, spans).bounded).toBe(true);
+    const leaking = sawtooth.map(([t, y]): [number, number] => [t, y + t / 10]);
+    expect(judgeSeries("heap", "bytes", perMinuteFloor(leaking), 1, spans).bounded).toBe(false);
   });
 
   test("bucket quantiles between two samples, and each rewrite's window", () => {
