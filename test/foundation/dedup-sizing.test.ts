@@ -32,10 +32,10 @@ describe("dedup window sizing", () => {
     await admin.config("SET", "maxmemory", "0");
     const valkey = createValkey(server.url, { name: "matchd-test" });
     const outcome = await checkDedupSizing(valkey, 3600, 2000).finally(() => valkey.disconnect());
-    expect(dedupWindowBytes(2000, 3600)).toBe(3_240_000_000);
+    expect(dedupWindowBytes(2000, 3600)).toBe(4_464_000_000);
     expect(outcome).toMatchObject({ ok: true, name: "dedup window fits in memory" });
     expect(outcome.warning).toBeUndefined();
-    expect(outcome.detail).toContain("holds about 3.24 GB");
+    expect(outcome.detail).toContain("holds about 4.46 GB");
     expect(outcome.detail).toContain("no maxmemory is set");
   });
 
@@ -45,12 +45,12 @@ describe("dedup window sizing", () => {
     try {
       const small = await checkDedupSizing(valkey, 3600, 2000);
       expect(small).toMatchObject({ ok: true, warning: true });
-      // 104,857,600 B / (3,600 s × 450 B) = 64 commands/s.
-      expect(small.detail).toContain("holds the window up to 64 commands/s");
+      // 104,857,600 B / (3,600 s × 620 B) = 46 commands/s.
+      expect(small.detail).toContain("holds the window up to 46 commands/s");
       expect(small.detail).toContain("cannot hold it");
-      const fits = await checkDedupSizing(valkey, 3600, 50);
+      const fits = await checkDedupSizing(valkey, 3600, 40);
       expect(fits.warning).toBeUndefined();
-      const short = await checkDedupSizing(valkey, 60, 50);
+      const short = await checkDedupSizing(valkey, 60, 40);
       expect(short.warning).toBe(true);
       expect(short.detail).toContain("under an hour");
     } finally {
