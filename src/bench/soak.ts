@@ -29,7 +29,7 @@ const int = (min: number, max: number) => z.coerce.number().int().min(min).max(m
 
 export const soakFlags = z.object({
   "--rate": int(1, 20_000).default(2000),
-  "--duration": int(30, 7 * 24 * 3600).default(1800),
+  "--duration": int(10, 7 * 24 * 3600).default(1800),
   "--sample-seconds": int(1, 600).default(5),
   "--workload": z.enum(workloadNames as [WorkloadName, ...WorkloadName[]]).default("multi-pair"),
   "--seed": int(0, 2 ** 31).default(1),
