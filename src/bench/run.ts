@@ -90,33 +90,19 @@ export function benchProblems(
   env: BenchRunOptions["env"],
   keepStack: boolean,
 ): string[] {
-  if (boundary === "failover") {
+  const own = ownStackBoundaries[boundary];
+  if (own !== undefined) {
     const urls =
       env.datastoreGiven || env.brokerGiven
-        ? ["failover starts its own HA stack: give no datastore or broker URL"]
+        ? [`${boundary} starts ${own.starts}: give no datastore or broker URL`]
         : [];
-    return [...urls, ...failoverProblems(flags)];
+    return [...urls, ...own.problems(flags)];
   }
-  if (boundary === "ha-cost") {
-    const urls =
-      env.datastoreGiven || env.brokerGiven
-        ? ["ha-cost starts a plain and an HA stack of its own: give no datastore or broker URL"]
-        : [];
-    return [...urls, ...haCostProblems(flags)];
-  }
-  if (boundary === "soak") {
-    const urls =
-      env.datastoreGiven || env.brokerGiven
-        ? ["soak starts a stack of its own: give no datastore or broker URL"]
-        : [];
-    return [...urls, ...soakProblems(flags)];
-  }
-  const failoverOnly = failoverOnlyFlags
-    .filter((flag) => flags.has(flag))
-    .map((flag) => `${flag} is a flag of failover, not of ${boundary}`);
-  if (flags.has("--rounds")) failoverOnly.push(`--rounds is a flag of ha-cost, not of ${boundary}`);
-  for (const flag of ["--sample-seconds", "--restart-replica-at"].filter((f) => flags.has(f)))
-    failoverOnly.push(`${flag} is a flag of soak, not of ${boundary}`);
+  const foreign = Object.entries(ownStackBoundaries).flatMap(([name, { flags: theirs }]) =>
+    theirs
+      .filter((flag) => flags.has(flag))
+      .map((flag) => `${flag} is a flag of ${name}, not of ${boundary}`),
+  );
   const workload = flags.get("--workload") ?? "alternating";
   const workloadProblem = (workloadNames as readonly string[]).includes(workload)
     ? undefined
@@ -126,7 +112,7 @@ export function benchProblems(
       ? "give both the datastore and the broker URL (MATCHING_DATASTORE_URL / --datastore-url and MATCHING_BROKER_URL / --broker-url), or neither (a private stack is started)"
       : undefined;
   const problems = [
-    ...failoverOnly,
+    ...foreign,
     urlsProblem,
     workloadProblem,
     checkFlow(boundary, flags),
@@ -154,6 +140,27 @@ export async function runBench(boundary: string, options: BenchRunOptions): Prom
   if (boundary === "domain") return finish(runDomainBoundary(options, workload, seed), options);
   return await runWithStack(boundary, options, workload, seed, progress);
 }
+
+/**
+ * The boundaries that start stacks of their own: what they start (why given URLs are refused),
+ * their flag checks, and the flags only they take, which every other boundary refuses.
+ */
+const ownStackBoundaries: Record<
+  string,
+  { starts: string; problems: (flags: ReadonlyMap<string, string>) => string[]; flags: string[] }
+> = {
+  failover: { starts: "its own HA stack", problems: failoverProblems, flags: failoverOnlyFlags },
+  "ha-cost": {
+    starts: "a plain and an HA stack of its own",
+    problems: haCostProblems,
+    flags: ["--rounds"],
+  },
+  soak: {
+    starts: "a stack of its own",
+    problems: soakProblems,
+    flags: ["--sample-seconds", "--restart-replica-at"],
+  },
+};
 
 /** Minimum value of each integer flag: checked once, up front; the boundaries then only read them. */
 const integerFlags: Record<string, number> = {
