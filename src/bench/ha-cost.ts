@@ -3,7 +3,7 @@ import { stackUp } from "../stack/index";
 import { environmentFacts, machineEnvironment } from "./environment";
 import { ownFlagProblems, parseOwnFlags } from "./own-flags";
 import { type OwnBenchOptions, OwnRun } from "./own-run";
-import { selfCommand } from "./services";
+import { spawnPipeline } from "./soak-child";
 import { type WorkloadName, workloadNames } from "./workloads";
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
@@ -38,12 +38,6 @@ export interface CostRun {
   p99: number;
   p999: number;
   invariantsOk: boolean;
-}
-
-interface PipelineJson {
-  commandsPerSecond: number;
-  latencyMs: { p50: number; p99: number; p999: number };
-  invariants: { ok: boolean };
 }
 
 export async function runHaCostBench(options: OwnBenchOptions): Promise<number> {
@@ -99,41 +93,11 @@ async function runPipeline(
     loop === "open"
       ? ["--rate", String(flags["--rate"]), "--duration", String(flags["--duration"])]
       : ["--commands", String(flags["--commands"])];
-  const { MATCHING_REPLICA_URL: _replica, ...env } = process.env;
-  const child = Bun.spawn(
-    [
-      ...selfCommand(),
-      "bench",
-      "full-pipeline",
-      "--json",
-      "--workload",
-      flags["--workload"],
-      ...size,
-    ],
-    {
-      stdout: "pipe",
-      stderr: "pipe",
-      env: {
-        ...env,
-        MATCHING_DATASTORE_URL: setup.datastoreUrl,
-        MATCHING_BROKER_URL: setup.brokerUrl,
-        MATCHING_DURABILITY: "aof-replicated",
-      },
-    },
-  );
-  const [out, err, code] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited,
-  ]);
-  let report: PipelineJson;
-  try {
-    report = JSON.parse(out) as PipelineJson;
-  } catch {
-    throw new Error(
-      `full-pipeline on ${setup.name} exited ${code} without a report:\n${err.slice(-2000)}`,
-    );
-  }
+  const { pipeline: report } = await spawnPipeline({
+    urls: setup,
+    args: ["--workload", flags["--workload"], ...size],
+    durability: "aof-replicated",
+  }).finished();
   return {
     setup: setup.name,
     round,
@@ -142,7 +106,7 @@ async function runPipeline(
     p50: oneDecimal(report.latencyMs.p50),
     p99: oneDecimal(report.latencyMs.p99),
     p999: oneDecimal(report.latencyMs.p999),
-    invariantsOk: code === 0 && report.invariants.ok,
+    invariantsOk: report.exitCode === 0 && report.invariants.ok,
   };
 }
 

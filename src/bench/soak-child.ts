@@ -1,16 +1,18 @@
 /**
- * The soak's load: `bench full-pipeline` open loop as a child process of this binary, against
- * the soak's own conductor and outbox. It says when its timed load begins (its commands are
- * made before that), and gives its report and per-second series when it ends.
+ * `bench full-pipeline` as a child process of this binary, for the benches that run it on stacks
+ * of their own (soak, ha-cost): against given services or its own, it says when its timed load
+ * begins (its commands are made before that), and gives its report, and its per-second series
+ * when asked, when it ends.
  */
 import { readFileSync } from "node:fs";
+import type { Percentiles } from "./histogram";
 import type { TimelinePoint } from "./html-report";
 import type { ServiceProcess } from "./services";
 import { selfCommand } from "./services";
 
 export interface PipelineOutcome {
   invariants: { ok: boolean; [check: string]: unknown };
-  latencyMs: Record<string, number>;
+  latencyMs: Percentiles;
   commandsPerSecond: number;
   /** The child's exit: 0, or 1 with a failed invariant; anything else is a failed run. */
   exitCode: number;
@@ -21,23 +23,28 @@ export interface PipelineChild {
   running(): boolean;
   /** performance.now() when the child began its timed load; undefined until then. */
   loadStartedAt(): number | undefined;
+  /** The report, and the per-second series (empty without a `seriesFile`). */
   finished(): Promise<{ pipeline: PipelineOutcome; timeline: TimelinePoint[] }>;
 }
 
 export function spawnPipeline(options: {
   urls: { datastoreUrl: string; brokerUrl: string };
-  services: { conductor: ServiceProcess; outbox: ServiceProcess };
+  /** Running services to measure; without them the child starts its own. */
+  services?: { conductor: ServiceProcess; outbox: ServiceProcess };
   args: string[];
   durability: string;
-  seriesFile: string;
+  seriesFile?: string;
 }): PipelineChild {
-  const { conductor, outbox } = options.services;
+  const { services, seriesFile } = options;
   const { MATCHING_REPLICA_URL: _replica, ...env } = process.env;
   const child = Bun.spawn(
     [
       ...selfCommand(),
-      ...["bench", "full-pipeline", "--json", ...options.args, "--series", options.seriesFile],
-      ...["--conductor-url", conductor.url, "--outbox-url", outbox.url],
+      ...["bench", "full-pipeline", "--json", ...options.args],
+      ...(seriesFile === undefined ? [] : ["--series", seriesFile]),
+      ...(services === undefined
+        ? []
+        : ["--conductor-url", services.conductor.url, "--outbox-url", services.outbox.url]),
     ],
     {
       stdout: "pipe",
@@ -79,9 +86,8 @@ export function spawnPipeline(options: {
         throw new Error(`full-pipeline exited ${code} without a report:\n${errTail.join("\n")}`);
       }
       pipeline.exitCode = code;
-      const series = JSON.parse(readFileSync(options.seriesFile, "utf8")) as {
-        timeline: TimelinePoint[];
-      };
+      if (seriesFile === undefined) return { pipeline, timeline: [] };
+      const series = JSON.parse(readFileSync(seriesFile, "utf8")) as { timeline: TimelinePoint[] };
       return { pipeline, timeline: series.timeline };
     },
   };
