@@ -39,7 +39,7 @@ source "$stack_dir/env"
 set +a
 
 node_modules/.bin/bun test --timeout 60000 "$@"
-# The image and compose.yaml end to end (docs/docker.md): about 2 minutes from nothing. After
+# The image and compose.yaml end to end (docs/docker.md): 88 s here with no local image. After
 # the other tests, so its load does not slow them; skipped when a subset was asked for.
 # compose.ha.yaml adds 70 s, past the suite's 15-minute budget: `npm run test:docker` runs it.
 if [ "$#" -eq 0 ]; then MATCHD_TEST_DOCKER_HA="${MATCHD_TEST_DOCKER_HA:-0}" bash scripts/test-docker.sh; fi
