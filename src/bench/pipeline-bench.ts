@@ -340,7 +340,9 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
             const body = bodies[Math.floor(Math.random() * (sentSoFar + 1))];
             if (body === undefined) return undefined;
             const command = JSON.parse(body.toString()) as CommandEnvelope;
-            return { commandId: command.commandId, orderId: command.payload.id };
+            // The workloads' commands all name an order (place, cancel or amend).
+            const orderId = "id" in command.payload ? command.payload.id : "";
+            return { commandId: command.commandId, orderId };
           },
         });
   const progressTimer = setInterval(() => {
@@ -555,7 +557,7 @@ function fillDistribution(fills: Int32Array): string {
 }
 
 function commandKind(command: CommandEnvelope): string {
-  if (command.type === "order.cancel") return "cancel";
+  if (command.type !== "order.place") return command.type.replace(/^order\./, "");
   const p = command.payload;
   const flags = [
     p.postOnly ? "post-only" : "",

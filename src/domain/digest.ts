@@ -1,7 +1,7 @@
 // A pure FNV-1a 64-bit hash and the canonical serialisation of resting orders it is fed, so the
 // engine and any other book (the test oracle, a reloaded engine) can agree on one state hash.
 
-import type { Side, StpMode } from "./types";
+import type { HaltedPair, Side, StopOrder, StpMode } from "./types";
 
 /** FNV-1a 64 over bytes, kept in four 16-bit limbs so every step stays exact in doubles. */
 export class Fnv1a64 {
@@ -77,6 +77,8 @@ export interface DigestOrder {
   priceDecimals: number;
   amountDecimals: number;
   quoteDecimals: number;
+  /** Hashed only when true, so books without post-only orders hash as they always did. */
+  postOnly?: boolean;
 }
 
 /** Feeds one order's defining fields to a hash. */
@@ -91,6 +93,57 @@ export function hashOrder(hash: Fnv1a64, order: DigestOrder): void {
   hash.text(String(order.timestamp));
   hash.text(order.stp);
   hash.text(`${order.priceDecimals}/${order.amountDecimals}/${order.quoteDecimals}`);
+  if (order.postOnly === true) hash.text("post-only");
+}
+
+/** The fields of a stop order that define state; its arrival order counts through the list. */
+export type DigestStop = Omit<StopOrder, "sequence">;
+
+function hashStop(hash: Fnv1a64, stop: DigestStop): void {
+  hash.text("stop");
+  hash.text(String(stop.pairId));
+  hash.text(stop.side);
+  hash.text(stop.id);
+  hash.text(stop.userId);
+  hash.text(stop.type);
+  hash.text(stop.price);
+  hash.text(stop.stopPrice);
+  hash.text(stop.volume);
+  hash.text(stop.volumeTotal);
+  hash.text(stop.quoteVolume);
+  hash.text(stop.timeInForce);
+  hash.text(stop.stp);
+  hash.text(String(stop.timestamp));
+  hash.text(`${stop.priceDecimals}/${stop.amountDecimals}/${stop.quoteDecimals}`);
+}
+
+/**
+ * Adds the stop books to a digest sum: each pair's stops, given in arrival order (pairs
+ * ascending), make one FNV-1a 64 hash, since arrival decides which of two stops triggers first.
+ */
+export function addStopsDigest(sum: DigestSum, stops: Iterable<DigestStop>): void {
+  let hash: Fnv1a64 | null = null;
+  let pairId = -1;
+  for (const stop of stops) {
+    if (stop.pairId !== pairId) {
+      if (hash !== null) sum.add(hash.high(), hash.low());
+      hash = new Fnv1a64();
+      pairId = stop.pairId;
+    }
+    hashStop(hash!, stop);
+  }
+  if (hash !== null) sum.add(hash.high(), hash.low());
+}
+
+/** Adds each halted pair, with its reason, to a digest sum. */
+export function addHaltsDigest(sum: DigestSum, halts: Iterable<HaltedPair>): void {
+  for (const halt of halts) {
+    const hash = new Fnv1a64();
+    hash.text("halt");
+    hash.text(String(halt.pairId));
+    hash.text(halt.reason);
+    sum.add(hash.high(), hash.low());
+  }
 }
 
 /**
@@ -127,6 +180,25 @@ export class DigestSum {
  * orders in FIFO order with FNV-1a 64, and the levels' hashes summed (see DigestSum).
  */
 export function digestOrders(orders: Iterable<DigestOrder>): string {
+  return digestOrdersSum(orders).hex();
+}
+
+/**
+ * The whole state's digest: resting orders (canonical order), stops (pairs ascending, arrival
+ * order) and halted pairs. Without stops and halts it is digestOrders' value.
+ */
+export function digestBooks(
+  orders: Iterable<DigestOrder>,
+  stops: Iterable<DigestStop>,
+  halts: Iterable<HaltedPair>,
+): string {
+  const sum = digestOrdersSum(orders);
+  addStopsDigest(sum, stops);
+  addHaltsDigest(sum, halts);
+  return sum.hex();
+}
+
+function digestOrdersSum(orders: Iterable<DigestOrder>): DigestSum {
   const sum = new DigestSum();
   let level: Fnv1a64 | null = null;
   let last: DigestOrder | null = null;
@@ -144,5 +216,5 @@ export function digestOrders(orders: Iterable<DigestOrder>): string {
     last = order;
   }
   if (level !== null) sum.add(level.high(), level.low());
-  return sum.hex();
+  return sum;
 }

@@ -1,7 +1,7 @@
 // Event envelopes and their typed payloads; event ids are derived from the command id, the
 // ordinal and the type so a republished event is recognisable downstream.
 
-import type { EventEnvelope, EventType, Side, StpMode } from "./types";
+import type { EventEnvelope, EventType, Side, StopKind, StpMode, TimeInForce } from "./types";
 
 /** Every event type of the contract, in a fixed order. */
 export const eventTypes: readonly EventType[] = [
@@ -11,6 +11,11 @@ export const eventTypes: readonly EventType[] = [
   "order.cancelled.v1",
   "deal.executed.v1",
   "order.rejected.v1",
+  "order.stop-accepted.v1",
+  "order.triggered.v1",
+  "order.amended.v1",
+  "pair.halted.v1",
+  "pair.resumed.v1",
 ];
 
 /**
@@ -67,7 +72,14 @@ export interface OrderFillPayload {
   quoteVolume?: string;
 }
 
-export type CancelReason = "user" | "ioc" | "fok" | "market-remainder" | "stp";
+export type CancelReason =
+  | "user"
+  | "ioc"
+  | "fok"
+  | "market-remainder"
+  | "stp"
+  | "amend"
+  | "cancel-all";
 
 export interface OrderCancelledPayload {
   orderId: string;
@@ -83,6 +95,63 @@ export interface OrderCancelledPayload {
   code: number;
   /** Quote budget left, only on quote-sized market bids. */
   quoteVolume?: string;
+  /** Only on stop orders. */
+  stopPrice?: string;
+}
+
+export interface StopAcceptedPayload {
+  orderId: string;
+  userId: string;
+  pairId: number;
+  side: Side;
+  type: StopKind;
+  price: string;
+  stopPrice: string;
+  volume: string;
+  volumeTotal: string;
+  quoteVolume: string;
+  timeInForce: TimeInForce;
+  stp: StpMode;
+  timestamp: number;
+}
+
+export interface StopTriggeredPayload {
+  orderId: string;
+  userId: string;
+  pairId: number;
+  side: Side;
+  type: StopKind;
+  price: string;
+  stopPrice: string;
+  volume: string;
+  volumeTotal: string;
+  /** The last trade price of the taker whose trades triggered the stop. */
+  triggerPrice: string;
+}
+
+/** An order's terms on either side of an amend; `volume` is the unfilled part. */
+export interface AmendTerms {
+  price: string;
+  volume: string;
+  volumeTotal: string;
+  stopPrice?: string;
+}
+
+export interface OrderAmendedPayload {
+  orderId: string;
+  userId: string;
+  pairId: number;
+  side: Side;
+  type: "limit" | StopKind;
+  priorityKept: boolean;
+  before: AmendTerms;
+  after: AmendTerms;
+  executedVolume: string;
+}
+
+export interface PairControlEventPayload {
+  pairId: number;
+  reason: string;
 }
 
 export interface DealExecutedPayload {
@@ -115,7 +184,11 @@ export type EventPayload =
   | OrderFillPayload
   | OrderCancelledPayload
   | DealExecutedPayload
-  | OrderRejectedPayload;
+  | OrderRejectedPayload
+  | StopAcceptedPayload
+  | StopTriggeredPayload
+  | OrderAmendedPayload
+  | PairControlEventPayload;
 
 /** The command fields every event of a command copies. */
 export interface EventSource {

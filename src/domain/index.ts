@@ -2,11 +2,20 @@
 
 export { formatScaled, MAX_DECIMALS, MAX_INTEGER_DIGITS, parseScaled } from "./decimal-scale";
 export { type DecodeResult, decodeCommand } from "./decode-command";
-export { type DigestOrder, DigestSum, digestOrders, Fnv1a64 } from "./digest";
+export {
+  type DigestOrder,
+  type DigestStop,
+  DigestSum,
+  digestBooks,
+  digestOrders,
+  Fnv1a64,
+} from "./digest";
 export * from "./events";
 export { MatchingInvariantError } from "./invariant-error";
 export {
   EMPTY_BOOKS_SWEEP_FLOOR,
+  MAX_CANCEL_ALL,
+  MAX_STOP_TRIGGERS,
   MatchingEngine,
   type MatchingEngineOptions,
   type RejectTarget,

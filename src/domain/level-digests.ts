@@ -66,6 +66,13 @@ export class LevelDigests {
     return this.sum.hex();
   }
 
+  /** A copy of the sum, for a caller that adds more to it (the engine's stops and halts). */
+  copySum(): DigestSum {
+    const copy = new DigestSum();
+    copy.add(this.sum.hi, this.sum.lo);
+    return copy;
+  }
+
   /** Levels waiting to be hashed again. */
   get pending(): number {
     return this.marked.length;

@@ -11,27 +11,38 @@ import {
   type Scaled,
   subScaled,
 } from "./decimal-scale";
-import { digestOrders } from "./digest";
+import { addHaltsDigest, addStopsDigest, digestBooks } from "./digest";
 import { type CancelReason, EventLog, type EventSource } from "./events";
 import { invariant, MatchingInvariantError } from "./invariant-error";
 import { LevelDigests } from "./level-digests";
 import { type OrderNode, PairBook, type PriceLevel, toRestingOrder } from "./order-book";
 import { FINISHED, hashId, OrderIndex } from "./order-index";
 import { type ResultCode, ResultCodes, resultCodeName } from "./result-codes";
+import { type StopNode, toStopOrder } from "./stop-book";
+import { parseStoredStop } from "./stored-stop";
 import type {
+  AmendOrderCommand,
   BookChange,
+  CancelAllCommand,
   CancelOrderCommand,
   CommandEnvelope,
   CommandOutcome,
   CommandResult,
   Depth,
   DepthLevel,
+  HaltedPair,
   OrderStatus,
+  PairControlCommand,
   PlaceOrderCommand,
+  PlaceOrderPayload,
   RestingOrder,
   Side,
+  StopKind,
+  StopOrder,
+  StpMode,
 } from "./types";
-import { type ParsedPlace, PlaceValidator, validDecimals } from "./validate-place";
+import { parseAmend } from "./validate-amend";
+import { ParsedPlace, PlaceValidator, validDecimals } from "./validate-place";
 
 export interface MatchingEngineOptions {
   /** Bound on remembered accepted / finished order ids (duplicate and cancel detection). */
@@ -76,7 +87,21 @@ class Taker {
   volumeTotalText = "";
   accepted: Scaled = 0;
   timestamp = 0;
+  /** The taker's trades so far, which the stop trigger check reads once it is done. */
+  traded = false;
+  tradeHigh: Scaled = 0;
+  tradeLow: Scaled = 0;
+  tradeLast: Scaled = 0;
+  tradeLastText = "";
 }
+
+/** Stops one command may trigger, cascades included; the rest stay armed (docs/orders.md). */
+export const MAX_STOP_TRIGGERS = 64;
+/** Orders one order.cancel-all may cancel; past it the result says cancel-all-partial. */
+export const MAX_CANCEL_ALL = 1000;
+
+/** A resting order or a stop of the command's user on the command's pair, or why not. */
+type OwnOrder = { node: OrderNode } | { stop: StopNode } | { outcome: CommandOutcome };
 
 export class MatchingEngine {
   private readonly books = new Map<number, PairBook>();
@@ -99,6 +124,10 @@ export class MatchingEngine {
   private sweepBooksAt = EMPTY_BOOKS_SWEEP_FLOOR;
   /** Keeps the books' digest current as levels change (see LevelDigests). */
   private readonly levelDigests = new LevelDigests();
+  /** Stop orders by id; each is also in its pair's stop book. */
+  private readonly stops = new Map<string, StopNode>();
+  /** Halted pairs and why. */
+  private readonly halts = new Map<number, string>();
 
   constructor({ recentMemory = 100_000 }: MatchingEngineOptions = {}) {
     this.orders = new OrderIndex(recentMemory);
@@ -112,6 +141,11 @@ export class MatchingEngine {
   apply(command: CommandEnvelope, alreadyAccepted = false): CommandOutcome {
     if (command.type === "order.place") return this.place(command, alreadyAccepted);
     if (command.type === "order.cancel") return this.cancel(command, alreadyAccepted);
+    if (command.type === "order.amend") return this.amend(command, alreadyAccepted);
+    if (command.type === "order.cancel-all") return this.cancelAll(command);
+    if (command.type === "pair.halt" || command.type === "pair.resume") {
+      return this.pairControl(command);
+    }
     const unknown = command as { type?: unknown };
     return this.reject(
       command,
@@ -157,7 +191,11 @@ export class MatchingEngine {
     const payload = command.payload;
     // A stored marker already says duplicate: no need to hash the id or look it up.
     const idHash = alreadyAccepted ? 0 : hashId(payload.id);
-    if (alreadyAccepted || this.orders.get(payload.id, idHash) !== undefined) {
+    if (
+      alreadyAccepted ||
+      this.orders.get(payload.id, idHash) !== undefined ||
+      (this.stops.size > 0 && this.stops.has(payload.id))
+    ) {
       return {
         result: {
           commandId: command.commandId,
@@ -173,6 +211,9 @@ export class MatchingEngine {
     }
     const parsed = this.validator.validate(payload, command.pairId);
     if ("code" in parsed) return this.reject(command, parsed.code, parsed.reason);
+    if (this.halts.size > 0 && this.halts.has(command.pairId)) {
+      return this.reject(command, ResultCodes.pairHalted, "pair is halted");
+    }
     const book = this.bookOf(command.pairId);
     if (
       book?.precisionDiffers(payload.priceDecimals, payload.amountDecimals, payload.quoteDecimals)
@@ -183,6 +224,7 @@ export class MatchingEngine {
         "order precisions differ from the resting orders of this pair",
       );
     }
+    if (parsed.stop) return this.acceptStop(command, parsed, book);
     const opposite: Side = payload.side === "bid" ? "ask" : "bid";
     if (parsed.postOnly && book !== undefined) {
       const best = book.best(opposite);
@@ -194,12 +236,13 @@ export class MatchingEngine {
     // A taker on a pair with no book that left nothing resting (a market, IOC or FOK order)
     // leaves no empty book behind: one per pair id ever named would grow without bound.
     if (book === undefined) this.dropEmptyBook(command.pairId);
+    else this.triggerStops(book, command, outcome);
     return outcome;
   }
 
   private dropEmptyBook(pairId: number): void {
     const book = this.books.get(pairId);
-    if (book === undefined || book.orderCount > 0) return;
+    if (book === undefined || !book.empty) return;
     this.books.delete(pairId);
     if (this.lastBook === book) this.lastBook = undefined;
   }
@@ -209,6 +252,9 @@ export class MatchingEngine {
     parsed: ParsedPlace,
     existing: PairBook | undefined,
     idHash: number,
+    changes: BookChange[] = [],
+    /** A triggered stop: its events follow the command's, in the same log. */
+    continuing = false,
   ): CommandOutcome {
     const payload = command.payload;
     const limit = payload.type === "limit";
@@ -234,9 +280,9 @@ export class MatchingEngine {
         : formatValue(parsed.volumeTotal, decimals);
     taker.accepted = parsed.volume;
     taker.timestamp = payload.timestamp;
+    taker.traded = false;
     const log = this.log;
-    log.reset(command);
-    const changes: BookChange[] = [];
+    if (!continuing) log.reset(command);
     const book = existing ?? this.createBook(command.pairId);
 
     if (parsed.timeInForce === "fok" && !this.fokCanFill(book, taker, parsed)) {
@@ -244,7 +290,7 @@ export class MatchingEngine {
       return this.finishTaker(command, taker, log, changes, "cancelled", ResultCodes.fokNotFilled);
     }
 
-    const stpStopped = this.sweep(book, taker, parsed, payload.amountDecimals, log, changes);
+    const stpStopped = this.sweep(book, taker, parsed.stp, payload.amountDecimals, log, changes);
     const complete = taker.quoteSized ? taker.budget === 0 : taker.remaining === 0;
     if (complete) {
       return this.finishTaker(command, taker, log, changes, "filled", ResultCodes.filled);
@@ -274,13 +320,12 @@ export class MatchingEngine {
   private sweep(
     book: PairBook,
     taker: Taker,
-    parsed: ParsedPlace,
+    stp: StpMode,
     amountDecimals: number,
     log: EventLog,
     changes: BookChange[],
   ): boolean {
     const levels = taker.side === "bid" ? book.asks : book.bids;
-    const stp = parsed.stp;
     while (levels.length > 0) {
       const level = levels[levels.length - 1]!;
       if (taker.limit && !crosses(taker.side, taker.price, level.price)) return false;
@@ -369,6 +414,14 @@ export class MatchingEngine {
     }
     maker.remaining = makerAfter;
     level.total = levelAfter;
+    if (!taker.traded) {
+      taker.traded = true;
+      taker.tradeHigh = price;
+      taker.tradeLow = price;
+    } else if (price > taker.tradeHigh) taker.tradeHigh = price;
+    else if (price < taker.tradeLow) taker.tradeLow = price;
+    taker.tradeLast = price;
+    taker.tradeLastText = maker.priceText;
     book.changed(level);
     taker.executed = executedAfter;
     taker.remaining = remainingAfter;
@@ -517,6 +570,7 @@ export class MatchingEngine {
       amountDecimals: payload.amountDecimals,
       quoteDecimals: payload.quoteDecimals,
       stp: parsed.stp,
+      postOnly: parsed.postOnly,
       level: null,
       handle: -1,
       prev: null,
@@ -524,6 +578,20 @@ export class MatchingEngine {
     };
     book.insert(node);
     this.orders.rest(node, taker.idHash);
+    this.emitRested(node, log, changes);
+    const partially = taker.executed > 0;
+    return this.finishTaker(
+      command,
+      taker,
+      log,
+      changes,
+      partially ? "partially-filled-rested" : "rested",
+      partially ? ResultCodes.partiallyFilledRested : ResultCodes.rested,
+    );
+  }
+
+  /** A resting order's put and its order.rested.v1. */
+  private emitRested(node: OrderNode, log: EventLog, changes: BookChange[]): void {
     const state = toRestingOrder(node);
     changes.push({ op: "put", order: state });
     log.push("order.rested.v1", {
@@ -538,21 +606,12 @@ export class MatchingEngine {
       timestamp: node.timestamp,
       stp: node.stp,
     });
-    const partially = taker.executed > 0;
-    return this.finishTaker(
-      command,
-      taker,
-      log,
-      changes,
-      partially ? "partially-filled-rested" : "rested",
-      partially ? ResultCodes.partiallyFilledRested : ResultCodes.rested,
-    );
   }
 
   private emitTakerCancel(
     log: EventLog,
     taker: Taker,
-    payload: PlaceOrderCommand["payload"],
+    payload: Pick<PlaceOrderPayload, "pairId" | "amountDecimals" | "quoteDecimals">,
     reason: CancelReason,
     code: ResultCode,
   ): void {
@@ -606,27 +665,85 @@ export class MatchingEngine {
     if (payload.pairId !== command.pairId) {
       return this.reject(command, ResultCodes.pairMismatch, "payload pairId differs from envelope");
     }
-    const node = this.orders.get(payload.id);
-    if (node === undefined || node === FINISHED || node.pairId !== command.pairId) {
-      if (node === FINISHED || (node === undefined && acceptedBefore)) {
-        return this.reject(
+    const found = this.findOwnOrder(command, payload.id, payload.userId, acceptedBefore);
+    if ("outcome" in found) return found.outcome;
+    const log = this.log;
+    log.reset(command);
+    const changes: BookChange[] = [];
+    const { executed, remaining } =
+      "stop" in found
+        ? this.cancelStop(found.stop, "user", log, changes)
+        : this.cancelResting(found.node, "user", log, changes);
+    return {
+      result: {
+        commandId: command.commandId,
+        status: "accepted",
+        code: ResultCodes.ok,
+        codeName: resultCodeName(ResultCodes.ok),
+        orderId: payload.id,
+        orderStatus: "cancelled",
+        executedVolume: executed,
+        remainingVolume: remaining,
+        events: 1,
+      },
+      events: log.events,
+      changes,
+    };
+  }
+
+  /**
+   * The resting order or stop a cancel or amend names, when it is the user's and on the
+   * command's pair; otherwise the reject, as a cancel has always answered it.
+   */
+  private findOwnOrder(
+    command: CommandEnvelope,
+    id: string,
+    userId: string,
+    acceptedBefore: boolean,
+  ): OwnOrder {
+    const node = this.orders.get(id);
+    const stop = this.stops.size > 0 ? this.stops.get(id) : undefined;
+    const found =
+      node !== undefined && node !== FINISHED && node.pairId === command.pairId
+        ? node
+        : stop !== undefined && stop.pairId === command.pairId
+          ? stop
+          : undefined;
+    if (found !== undefined) {
+      if (found.userId !== userId) {
+        return {
+          outcome: this.reject(command, ResultCodes.notOwner, "order belongs to another user"),
+        };
+      }
+      return "stopPrice" in found ? { stop: found } : { node: found };
+    }
+    // Waiting on another pair: unknown on this one, whatever a marker says.
+    const elsewhere = (node !== undefined && node !== FINISHED) || stop !== undefined;
+    if (!elsewhere && (node === FINISHED || acceptedBefore)) {
+      return {
+        outcome: this.reject(
           command,
           ResultCodes.orderAlreadyFinished,
           "order already filled or cancelled",
-        );
-      }
-      return this.reject(command, ResultCodes.unknownOrder, "no such resting order");
+        ),
+      };
     }
-    if (node.userId !== payload.userId) {
-      return this.reject(command, ResultCodes.notOwner, "order belongs to another user");
-    }
+    return { outcome: this.reject(command, ResultCodes.unknownOrder, "no such resting order") };
+  }
+
+  /** Takes a resting order out of the book with its order.cancelled.v1. */
+  private cancelResting(
+    node: OrderNode,
+    reason: CancelReason,
+    log: EventLog,
+    changes: BookChange[],
+  ): { executed: string; remaining: string } {
     const book = this.bookOf(node.pairId)!;
     const state = toRestingOrder(node);
     book.remove(node);
     this.orders.finishResting(node);
-    const log = this.log;
-    log.reset(command);
     const executed = formatValue(subScaled(node.volumeTotal, node.remaining), node.amountDecimals);
+    changes.push({ op: "remove", order: state });
     log.push("order.cancelled.v1", {
       orderId: node.id,
       userId: node.userId,
@@ -636,23 +753,559 @@ export class MatchingEngine {
       volume: state.volume,
       volumeTotal: node.volumeTotalText,
       executedVolume: executed,
-      reason: "user",
+      reason,
       code: ResultCodes.ok,
     });
+    return { executed, remaining: state.volume };
+  }
+
+  /** Takes a stop out of its stop book with its order.cancelled.v1. */
+  private cancelStop(
+    stop: StopNode,
+    reason: CancelReason,
+    log: EventLog,
+    changes: BookChange[],
+  ): { executed: string; remaining: string } {
+    this.removeStop(stop, changes);
+    this.orders.finish(stop.id);
+    const executed = formatValue(subScaled(stop.volumeTotal, stop.volume), stop.amountDecimals);
+    log.push("order.cancelled.v1", {
+      orderId: stop.id,
+      userId: stop.userId,
+      pairId: stop.pairId,
+      side: stop.side,
+      price: stop.priceText,
+      volume: stop.volumeText,
+      volumeTotal: stop.volumeTotalText,
+      executedVolume: executed,
+      reason,
+      code: ResultCodes.ok,
+      quoteVolume: stop.quoteSized ? stop.quoteVolumeText : undefined,
+      stopPrice: stop.stopPriceText,
+    });
+    return { executed, remaining: stop.volumeText };
+  }
+
+  private removeStop(stop: StopNode, changes: BookChange[]): void {
+    this.bookOf(stop.pairId)!.stops.remove(stop);
+    this.stops.delete(stop.id);
+    changes.push({ op: "stop-remove", stop: toStopOrder(stop) });
+  }
+
+  /** Puts an accepted stop order in its pair's stop book. */
+  private acceptStop(
+    command: PlaceOrderCommand,
+    parsed: ParsedPlace,
+    existing: PairBook | undefined,
+  ): CommandOutcome {
+    const payload = command.payload;
+    const book = existing ?? this.createBook(command.pairId);
+    const stop: StopNode = {
+      id: payload.id,
+      userId: payload.userId,
+      pairId: command.pairId,
+      side: payload.side,
+      type: payload.type as StopKind,
+      price: parsed.price,
+      priceText: parsed.priceText,
+      stopPrice: parsed.stopPrice,
+      stopPriceText: parsed.stopPriceText,
+      volume: parsed.volume,
+      volumeText: parsed.volumeText,
+      volumeTotal: parsed.volumeTotal,
+      volumeTotalText: formatValue(parsed.volumeTotal, payload.amountDecimals),
+      quoteVolume: parsed.quoteVolume,
+      quoteVolumeText: formatValue(parsed.quoteVolume, payload.quoteDecimals),
+      quoteSized: parsed.quoteSized,
+      timeInForce: parsed.timeInForce,
+      stp: parsed.stp,
+      timestamp: payload.timestamp,
+      sequence: this.nextSequence++,
+      priceDecimals: payload.priceDecimals,
+      amountDecimals: payload.amountDecimals,
+      quoteDecimals: payload.quoteDecimals,
+    };
+    book.stops.insert(stop);
+    this.stops.set(stop.id, stop);
+    const log = this.log;
+    log.reset(command);
+    log.push("order.stop-accepted.v1", {
+      orderId: stop.id,
+      userId: stop.userId,
+      pairId: stop.pairId,
+      side: stop.side,
+      type: stop.type,
+      price: stop.priceText,
+      stopPrice: stop.stopPriceText,
+      volume: stop.volumeText,
+      volumeTotal: stop.volumeTotalText,
+      quoteVolume: stop.quoteVolumeText,
+      timeInForce: stop.timeInForce,
+      stp: stop.stp,
+      timestamp: stop.timestamp,
+    });
+    return {
+      result: {
+        commandId: command.commandId,
+        status: "accepted",
+        code: ResultCodes.stopAccepted,
+        codeName: resultCodeName(ResultCodes.stopAccepted),
+        orderId: stop.id,
+        orderStatus: "stop-accepted",
+        executedVolume: "0",
+        remainingVolume: stop.volumeText,
+        events: 1,
+      },
+      events: log.events,
+      changes: [{ op: "stop-put", stop: toStopOrder(stop) }],
+      acceptedOrderId: stop.id,
+    };
+  }
+
+  /**
+   * After a taker finished on `book`: triggers the stops its trades reach, then executes them
+   * one by one, first triggered first; their own trades trigger more, up to
+   * MAX_STOP_TRIGGERS in the command. Adds the events to the outcome and counts them.
+   */
+  private triggerStops(book: PairBook, command: CommandEnvelope, outcome: CommandOutcome): void {
+    if (book.stops.count === 0 || !this.taker.traded) return;
+    const pending: StopNode[] = [];
+    let triggered = 0;
+    for (;;) {
+      const taker = this.taker;
+      if (taker.traded && triggered < MAX_STOP_TRIGGERS && !this.halts.has(book.pairId)) {
+        const trades = { high: taker.tradeHigh, low: taker.tradeLow, last: taker.tradeLast };
+        for (const stop of book.stops.triggered(trades, MAX_STOP_TRIGGERS - triggered)) {
+          this.removeStop(stop, outcome.changes);
+          this.log.push("order.triggered.v1", {
+            orderId: stop.id,
+            userId: stop.userId,
+            pairId: stop.pairId,
+            side: stop.side,
+            type: stop.type,
+            price: stop.priceText,
+            stopPrice: stop.stopPriceText,
+            volume: stop.volumeText,
+            volumeTotal: stop.volumeTotalText,
+            triggerPrice: taker.tradeLastText,
+          });
+          pending.push(stop);
+          triggered++;
+        }
+      }
+      const next = pending.shift();
+      if (next === undefined) break;
+      this.executeStop(next, command, book, outcome.changes);
+    }
+    if (triggered === 0) return;
+    outcome.result.events = this.log.events.length;
+    outcome.result.triggeredStops = triggered;
+  }
+
+  /** A triggered stop trades as the limit or market order it holds would, placed now. */
+  private executeStop(
+    stop: StopNode,
+    command: CommandEnvelope,
+    book: PairBook,
+    changes: BookChange[],
+  ): void {
+    const market = stop.type === "stop-market";
+    const payload: PlaceOrderPayload = {
+      id: stop.id,
+      userId: stop.userId,
+      side: stop.side,
+      type: market ? "market" : "limit",
+      pairId: stop.pairId,
+      timestamp: stop.timestamp,
+      price: stop.priceText,
+      volume: stop.volumeText,
+      volumeTotal: stop.volumeTotalText,
+      quoteVolume: stop.quoteVolumeText,
+      priceDecimals: stop.priceDecimals,
+      amountDecimals: stop.amountDecimals,
+      quoteDecimals: stop.quoteDecimals,
+      timeInForce: stop.timeInForce,
+      stp: stop.stp,
+    };
+    const parsed = new ParsedPlace();
+    parsed.price = stop.price;
+    parsed.priceText = stop.priceText;
+    parsed.volume = stop.volume;
+    parsed.volumeText = stop.volumeText;
+    parsed.volumeTotal = stop.volumeTotal;
+    parsed.quoteVolume = stop.quoteVolume;
+    parsed.quoteSized = stop.quoteSized;
+    parsed.timeInForce = stop.timeInForce;
+    parsed.stp = stop.stp;
+    const place: PlaceOrderCommand = {
+      schemaVersion: 1,
+      commandId: command.commandId,
+      correlationId: command.correlationId,
+      submittedAt: command.submittedAt,
+      pairId: stop.pairId,
+      partition: command.partition,
+      type: "order.place",
+      payload,
+    };
+    this.match(place, parsed, book, hashId(stop.id), changes, true);
+  }
+
+  private amend(command: AmendOrderCommand, acceptedBefore: boolean): CommandOutcome {
+    const payload = command.payload;
+    if (payload.pairId !== command.pairId) {
+      return this.reject(command, ResultCodes.pairMismatch, "payload pairId differs from envelope");
+    }
+    if (
+      payload.volume === undefined &&
+      payload.price === undefined &&
+      payload.stopPrice === undefined
+    ) {
+      return this.reject(
+        command,
+        ResultCodes.badEnvelope,
+        "amend names none of volume, price, stopPrice",
+      );
+    }
+    const found = this.findOwnOrder(command, payload.id, payload.userId, acceptedBefore);
+    if ("outcome" in found) return found.outcome;
+    if (this.halts.has(command.pairId)) {
+      return this.reject(command, ResultCodes.pairHalted, "pair is halted");
+    }
+    return "stop" in found
+      ? this.amendStop(command, found.stop)
+      : this.amendResting(command, found.node);
+  }
+
+  private amendResting(command: AmendOrderCommand, node: OrderNode): CommandOutcome {
+    const parsed = parseAmend(command.payload, node.amountDecimals, node.priceDecimals);
+    if ("code" in parsed) return this.reject(command, parsed.code, parsed.reason);
+    if (parsed.stopPrice !== undefined) {
+      return this.reject(
+        command,
+        ResultCodes.unsupportedCombination,
+        "only stop orders have a stopPrice",
+      );
+    }
+    const executed = subScaled(node.volumeTotal, node.remaining);
+    const total = parsed.volume ?? node.volumeTotal;
+    const price = parsed.price ?? node.price;
+    if (total < executed) {
+      return this.reject(
+        command,
+        ResultCodes.amendBelowExecuted,
+        "volume below the executed volume",
+      );
+    }
+    if (total === node.volumeTotal && price === node.price) {
+      return amendUnchanged(command, node.id, "rested", node.remainingText);
+    }
+    const book = this.bookOf(node.pairId)!;
+    const keep = price === node.price && total <= node.volumeTotal;
+    const best = book.best(node.side === "bid" ? "ask" : "bid");
+    const crossing = !keep && best !== undefined && crosses(node.side, price, best.price);
+    if (crossing && node.postOnly) {
+      return this.reject(command, ResultCodes.postOnlyWouldTake, "post-only order would take");
+    }
+    const remaining = subScaled(total, executed);
+    const after = {
+      price: parsed.price === undefined ? node.priceText : formatValue(price, node.priceDecimals),
+      volume: formatValue(remaining, node.amountDecimals),
+      volumeTotal: formatValue(total, node.amountDecimals),
+    };
+    const log = this.log;
+    log.reset(command);
+    const changes: BookChange[] = [];
+    log.push("order.amended.v1", {
+      orderId: node.id,
+      userId: node.userId,
+      pairId: node.pairId,
+      side: node.side,
+      type: "limit",
+      priorityKept: keep,
+      before: {
+        price: node.priceText,
+        volume: node.remainingText,
+        volumeTotal: node.volumeTotalText,
+      },
+      after,
+      executedVolume: formatValue(executed, node.amountDecimals),
+    });
+    if (remaining === 0) {
+      node.priceText = after.price;
+      node.volumeTotalText = after.volumeTotal;
+      this.cancelResting(node, "amend", log, changes);
+      return this.amendOutcome(command, ResultCodes.ok, "filled", "0", "0", changes);
+    }
+    if (keep) {
+      const level = node.level!;
+      level.total = subScaled(level.total, subScaled(node.remaining, remaining));
+      book.changed(level);
+    } else {
+      book.remove(node);
+      node.price = price;
+      node.priceText = after.price;
+      node.accepted = remaining;
+      node.sequence = this.nextSequence++;
+    }
+    node.remaining = remaining;
+    node.remainingText = after.volume;
+    node.volumeTotal = total;
+    node.volumeTotalText = after.volumeTotal;
+    if (crossing) return this.rematch(command, node, book, changes);
+    if (!keep) book.insert(node);
+    changes.push({ op: "put", order: toRestingOrder(node) });
+    return this.amendOutcome(command, ResultCodes.ok, "rested", "0", after.volume, changes);
+  }
+
+  /**
+   * An amended order whose new price crosses the book, out of its book but still indexed,
+   * trades as an incoming GTC limit order would; what is left rests again.
+   */
+  private rematch(
+    command: AmendOrderCommand,
+    node: OrderNode,
+    book: PairBook,
+    changes: BookChange[],
+  ): CommandOutcome {
+    const taker = this.taker;
+    taker.id = node.id;
+    taker.userId = node.userId;
+    taker.side = node.side;
+    taker.limit = true;
+    taker.price = node.price;
+    taker.priceText = node.priceText;
+    taker.remaining = node.remaining;
+    taker.remainingText = node.remainingText;
+    taker.budget = 0;
+    taker.quoteSized = false;
+    taker.executed = 0;
+    taker.volumeTotal = node.volumeTotal;
+    taker.volumeTotalText = node.volumeTotalText;
+    taker.accepted = node.remaining;
+    taker.timestamp = node.timestamp;
+    taker.traded = false;
+    const log = this.log;
+    const stopped = this.sweep(book, taker, node.stp, node.amountDecimals, log, changes);
+    const executed = formatValue(taker.executed, node.amountDecimals);
+    let outcome: CommandOutcome;
+    if (taker.remaining === 0) {
+      this.orders.finishResting(node);
+      outcome = this.amendOutcome(command, ResultCodes.ok, "filled", executed, "0", changes);
+    } else if (stopped) {
+      this.emitTakerCancel(log, taker, node, "stp", ResultCodes.stpCancelled);
+      this.orders.finishResting(node);
+      const code = ResultCodes.stpCancelled;
+      outcome = this.amendOutcome(
+        command,
+        code,
+        "cancelled",
+        executed,
+        taker.remainingText,
+        changes,
+      );
+    } else {
+      node.remaining = taker.remaining;
+      node.remainingText = taker.remainingText;
+      book.insert(node);
+      this.emitRested(node, log, changes);
+      const status = taker.executed > 0 ? "partially-filled-rested" : "rested";
+      outcome = this.amendOutcome(
+        command,
+        ResultCodes.ok,
+        status,
+        executed,
+        node.remainingText,
+        changes,
+      );
+    }
+    this.triggerStops(book, command, outcome);
+    return outcome;
+  }
+
+  private amendStop(command: AmendOrderCommand, stop: StopNode): CommandOutcome {
+    const parsed = parseAmend(command.payload, stop.amountDecimals, stop.priceDecimals);
+    if ("code" in parsed) return this.reject(command, parsed.code, parsed.reason);
+    const unsupported = (reason: string) =>
+      this.reject(command, ResultCodes.unsupportedCombination, reason);
+    if (parsed.price !== undefined && stop.type === "stop-market") {
+      return unsupported("a stop-market order has no price");
+    }
+    if (parsed.volume !== undefined && stop.quoteSized) {
+      return unsupported("a quote-sized order has no volume to amend");
+    }
+    const executed = subScaled(stop.volumeTotal, stop.volume);
+    const total = parsed.volume ?? stop.volumeTotal;
+    const price = parsed.price ?? stop.price;
+    const stopPrice = parsed.stopPrice ?? stop.stopPrice;
+    if (total < executed) {
+      return this.reject(
+        command,
+        ResultCodes.amendBelowExecuted,
+        "volume below the executed volume",
+      );
+    }
+    if (total === stop.volumeTotal && price === stop.price && stopPrice === stop.stopPrice) {
+      return amendUnchanged(command, stop.id, "stop-accepted", stop.volumeText);
+    }
+    const keep = price === stop.price && stopPrice === stop.stopPrice && total <= stop.volumeTotal;
+    const remaining = subScaled(total, executed);
+    const after = {
+      price: parsed.price === undefined ? stop.priceText : formatValue(price, stop.priceDecimals),
+      volume: formatValue(remaining, stop.amountDecimals),
+      volumeTotal: formatValue(total, stop.amountDecimals),
+      stopPrice:
+        parsed.stopPrice === undefined
+          ? stop.stopPriceText
+          : formatValue(stopPrice, stop.priceDecimals),
+    };
+    const log = this.log;
+    log.reset(command);
+    const changes: BookChange[] = [];
+    log.push("order.amended.v1", {
+      orderId: stop.id,
+      userId: stop.userId,
+      pairId: stop.pairId,
+      side: stop.side,
+      type: stop.type,
+      priorityKept: keep,
+      before: {
+        price: stop.priceText,
+        volume: stop.volumeText,
+        volumeTotal: stop.volumeTotalText,
+        stopPrice: stop.stopPriceText,
+      },
+      after,
+      executedVolume: formatValue(executed, stop.amountDecimals),
+    });
+    if (remaining === 0) {
+      stop.priceText = after.price;
+      stop.volumeTotalText = after.volumeTotal;
+      stop.stopPriceText = after.stopPrice;
+      this.cancelStop(stop, "amend", log, changes);
+      return this.amendOutcome(command, ResultCodes.ok, "filled", "0", "0", changes);
+    }
+    const book = this.bookOf(stop.pairId)!;
+    if (!keep) book.stops.remove(stop);
+    stop.price = price;
+    stop.priceText = after.price;
+    stop.stopPrice = stopPrice;
+    stop.stopPriceText = after.stopPrice;
+    stop.volume = remaining;
+    stop.volumeText = after.volume;
+    stop.volumeTotal = total;
+    stop.volumeTotalText = after.volumeTotal;
+    if (!keep) {
+      stop.sequence = this.nextSequence++;
+      book.stops.insert(stop);
+    }
+    changes.push({ op: "stop-put", stop: toStopOrder(stop) });
+    return this.amendOutcome(command, ResultCodes.ok, "stop-accepted", "0", after.volume, changes);
+  }
+
+  private amendOutcome(
+    command: AmendOrderCommand,
+    code: ResultCode,
+    orderStatus: OrderStatus,
+    executedVolume: string,
+    remainingVolume: string,
+    changes: BookChange[],
+  ): CommandOutcome {
+    return {
+      result: {
+        commandId: command.commandId,
+        status: "accepted",
+        code,
+        codeName: resultCodeName(code),
+        orderId: command.payload.id,
+        orderStatus,
+        executedVolume,
+        remainingVolume,
+        events: this.log.events.length,
+      },
+      events: this.log.events,
+      changes,
+    };
+  }
+
+  /**
+   * Cancels the user's resting orders and stops, pairs ascending, each pair's book in
+   * canonical order and then its stops by arrival, at most MAX_CANCEL_ALL of them.
+   */
+  private cancelAll(command: CancelAllCommand): CommandOutcome {
+    const { userId, pairId } = command.payload;
+    if (pairId !== undefined && pairId !== command.pairId) {
+      return this.reject(command, ResultCodes.pairMismatch, "payload pairId differs from envelope");
+    }
+    const books =
+      pairId === undefined
+        ? this.sortedBooks()
+        : [this.books.get(pairId)].filter((b) => b !== undefined);
+    const picks: (OrderNode | StopNode)[] = [];
+    let more = false;
+    for (const book of books) {
+      for (const order of [...book.canonicalOrders(), ...book.stops.byArrival()]) {
+        if (order.userId !== userId) continue;
+        if (picks.length === MAX_CANCEL_ALL) more = true;
+        else picks.push(order);
+      }
+      if (more) break;
+    }
+    const log = this.log;
+    log.reset(command);
+    const changes: BookChange[] = [];
+    for (const pick of picks) {
+      if ("stopPrice" in pick) this.cancelStop(pick, "cancel-all", log, changes);
+      else this.cancelResting(pick, "cancel-all", log, changes);
+    }
+    const code = more ? ResultCodes.cancelAllPartial : ResultCodes.ok;
+    return {
+      result: {
+        commandId: command.commandId,
+        status: "accepted",
+        code,
+        codeName: resultCodeName(code),
+        cancelledOrders: picks.length,
+        events: log.events.length,
+      },
+      events: log.events,
+      changes,
+    };
+  }
+
+  private pairControl(command: PairControlCommand): CommandOutcome {
+    const { pairId, reason } = command.payload;
+    if (pairId !== command.pairId) {
+      return this.reject(command, ResultCodes.pairMismatch, "payload pairId differs from envelope");
+    }
+    const halting = command.type === "pair.halt";
+    const halted = this.halts.has(pairId);
+    if (halting && halted) {
+      return this.reject(command, ResultCodes.pairAlreadyHalted, "pair is halted already");
+    }
+    if (!halting && !halted) {
+      return this.reject(command, ResultCodes.pairNotHalted, "pair is not halted");
+    }
+    const log = this.log;
+    log.reset(command);
+    let change: BookChange;
+    if (halting) {
+      this.halts.set(pairId, reason);
+      change = { op: "halt", pairId, reason };
+    } else {
+      this.halts.delete(pairId);
+      change = { op: "resume", pairId };
+    }
+    log.push(halting ? "pair.halted.v1" : "pair.resumed.v1", { pairId, reason });
     return {
       result: {
         commandId: command.commandId,
         status: "accepted",
         code: ResultCodes.ok,
         codeName: resultCodeName(ResultCodes.ok),
-        orderId: node.id,
-        orderStatus: "cancelled",
-        executedVolume: executed,
-        remainingVolume: state.volume,
         events: 1,
       },
       events: log.events,
-      changes: [{ op: "remove", order: state }],
+      changes: [change],
     };
   }
 
@@ -683,9 +1336,9 @@ export class MatchingEngine {
    */
   private dropEmptyBooks(): void {
     for (const [pairId, book] of this.books) {
-      if (book.orderCount === 0) this.books.delete(pairId);
+      if (book.empty) this.books.delete(pairId);
     }
-    if (this.lastBook !== undefined && this.lastBook.orderCount === 0) this.lastBook = undefined;
+    if (this.lastBook?.empty) this.lastBook = undefined;
     this.sweepBooksAt = Math.max(EMPTY_BOOKS_SWEEP_FLOOR, 2 * this.books.size);
   }
 
@@ -741,6 +1394,7 @@ export class MatchingEngine {
       amountDecimals: order.amountDecimals,
       quoteDecimals: order.quoteDecimals,
       stp: order.stp,
+      postOnly: order.postOnly === true,
       level: null,
       handle: -1,
       prev: null,
@@ -749,6 +1403,60 @@ export class MatchingEngine {
     book.insertBySequence(node);
     this.orders.rest(node);
     if (order.sequence >= this.nextSequence) this.nextSequence = order.sequence + 1;
+  }
+
+  /** Rebuilds a stop order from the datastore; the next sequence stays above it. */
+  loadStopOrder(stop: StopOrder): void {
+    const known = this.orders.get(stop.id);
+    if ((known !== undefined && known !== FINISHED) || this.stops.has(stop.id)) {
+      loadFailure(stop, "duplicate id");
+    }
+    const node = parseStoredStop(stop);
+    const book = this.books.get(stop.pairId) ?? this.createBook(stop.pairId);
+    if (book.precisionDiffers(stop.priceDecimals, stop.amountDecimals, stop.quoteDecimals)) {
+      loadFailure(stop, "precisions differ from the pair's other orders");
+    }
+    book.stops.insert(node);
+    this.stops.set(node.id, node);
+    if (stop.sequence >= this.nextSequence) this.nextSequence = stop.sequence + 1;
+  }
+
+  /** Rebuilds a pair's halt from the datastore. */
+  loadHalt(pairId: number, reason: string): void {
+    if (!Number.isSafeInteger(pairId) || pairId <= 0 || typeof reason !== "string") {
+      throw new MatchingInvariantError(`cannot load the halt of pair ${pairId}`);
+    }
+    this.halts.set(pairId, reason);
+  }
+
+  /** Every stop order: pairs ascending, arrival order within a pair. */
+  *stopOrders(): Generator<StopOrder> {
+    if (this.stops.size === 0) return;
+    for (const book of this.sortedBooks()) {
+      for (const node of book.stops.byArrival()) yield toStopOrder(node);
+    }
+  }
+
+  /** One pair's stop orders in arrival order. */
+  stopOrdersOf(pairId: number): StopOrder[] {
+    return this.books.get(pairId)?.stops.byArrival().map(toStopOrder) ?? [];
+  }
+
+  getStopOrder(orderId: string): StopOrder | undefined {
+    const node = this.stops.get(orderId);
+    return node === undefined ? undefined : toStopOrder(node);
+  }
+
+  stopOrderCount(pairId?: number): number {
+    if (pairId === undefined) return this.stops.size;
+    return this.books.get(pairId)?.stops.count ?? 0;
+  }
+
+  /** Halted pairs, ascending. */
+  haltedPairs(): HaltedPair[] {
+    return [...this.halts]
+      .sort((a, b) => a[0] - b[0])
+      .map(([pairId, reason]) => ({ pairId, reason }));
   }
 
   /** Every resting order, in canonical order (pairs ascending, bids then asks, best first, FIFO). */
@@ -801,6 +1509,15 @@ export class MatchingEngine {
       invariant(this.books.get(node.pairId) !== undefined, () => `order ${id} has no book`);
     }
     invariant(seen === indexed, () => `index counts ${indexed} resting orders, holds ${seen}`);
+    let stops = 0;
+    for (const book of this.books.values()) {
+      stops += book.stops.check(book.pairId);
+      for (const stop of [...book.stops.bids, ...book.stops.asks]) {
+        invariant(this.stops.get(stop.id) === stop, () => `stop ${stop.id} is not indexed`);
+        invariant(this.orders.get(stop.id) === undefined, () => `stop ${stop.id} is an order too`);
+      }
+    }
+    invariant(stops === this.stops.size, () => `${this.stops.size} stops indexed, ${stops} held`);
     // Equal counts are not enough: every order in a book must be the very node its id finds,
     // or a cancel would unlink a stale node and leave the real one resting.
     for (const book of this.books.values()) {
@@ -820,7 +1537,7 @@ export class MatchingEngine {
    */
   checkDigest(): void {
     const kept = this.digest();
-    const fresh = digestOrders(this.restingOrders());
+    const fresh = digestBooks(this.restingOrders(), this.stopOrders(), this.haltedPairs());
     invariant(kept === fresh, () => `kept digest ${kept}, books hash to ${fresh}`);
   }
 
@@ -831,7 +1548,12 @@ export class MatchingEngine {
    */
   digest(): string {
     while (!this.levelDigests.step(Number.POSITIVE_INFINITY));
-    return this.levelDigests.hex();
+    if (this.stops.size === 0 && this.halts.size === 0) return this.levelDigests.hex();
+    // Stops and halts are few: hashed afresh each time, onto the levels' sum.
+    const sum = this.levelDigests.copySum();
+    addStopsDigest(sum, this.stopOrders());
+    addHaltsDigest(sum, this.haltedPairs());
+    return sum.hex();
   }
 
   /**
@@ -849,13 +1571,13 @@ export class MatchingEngine {
     this.lastBook = undefined;
     this.sweepBooksAt = EMPTY_BOOKS_SWEEP_FLOOR;
     this.orders.clear();
+    this.stops.clear();
+    this.halts.clear();
     this.nextSequence = 1;
   }
 
   private sortedBooks(): PairBook[] {
-    return [...this.books.values()]
-      .filter((b) => b.orderCount > 0)
-      .sort((a, b) => a.pairId - b.pairId);
+    return [...this.books.values()].filter((b) => !b.empty).sort((a, b) => a.pairId - b.pairId);
   }
 }
 
@@ -869,7 +1591,31 @@ const stpModes: ReadonlySet<string> = new Set([
   "cancel-both",
 ]);
 
-function loadFailure(order: RestingOrder, why: string): never {
+/** An amend to the values the order has: accepted, nothing changes, no events. */
+function amendUnchanged(
+  command: AmendOrderCommand,
+  orderId: string,
+  orderStatus: OrderStatus,
+  remainingVolume: string,
+): CommandOutcome {
+  return {
+    result: {
+      commandId: command.commandId,
+      status: "accepted",
+      code: ResultCodes.amendUnchanged,
+      codeName: resultCodeName(ResultCodes.amendUnchanged),
+      orderId,
+      orderStatus,
+      executedVolume: "0",
+      remainingVolume,
+      events: 0,
+    },
+    events: [],
+    changes: [],
+  };
+}
+
+function loadFailure(order: { id: string }, why: string): never {
   throw new MatchingInvariantError(`cannot load order ${order.id}: ${why}`);
 }
 
@@ -931,7 +1677,9 @@ function rejectInfo(target: CommandEnvelope | RejectTarget): RejectTarget {
   if (!("payload" in target)) return target;
   // An envelope of an unknown type reaches here undecoded: its payload may be anything.
   const payload: { id?: unknown; userId?: unknown } =
-    typeof target.payload === "object" && target.payload !== null ? target.payload : {};
+    typeof target.payload === "object" && target.payload !== null
+      ? (target.payload as { id?: unknown; userId?: unknown })
+      : {};
   return {
     commandId: target.commandId,
     correlationId: target.correlationId,

@@ -4,6 +4,7 @@
 import { addScaled, type Scaled, subScaled } from "./decimal-scale";
 import { invariant } from "./invariant-error";
 import type { LevelDigests } from "./level-digests";
+import { StopBook } from "./stop-book";
 import type { RestingOrder, Side, StpMode } from "./types";
 
 /** A resting order as the engine holds it: scaled integers plus its place in a level's list. */
@@ -27,6 +28,8 @@ export interface OrderNode {
   amountDecimals: number;
   quoteDecimals: number;
   stp: StpMode;
+  /** An amend that would make it trade is refused. */
+  postOnly: boolean;
   level: PriceLevel | null;
   /** The order's place in the engine's id index while it rests (-1 otherwise). */
   handle: number;
@@ -49,7 +52,7 @@ export interface PriceLevel {
 }
 
 export function toRestingOrder(node: OrderNode): RestingOrder {
-  return {
+  const order: RestingOrder = {
     id: node.id,
     userId: node.userId,
     pairId: node.pairId,
@@ -64,6 +67,9 @@ export function toRestingOrder(node: OrderNode): RestingOrder {
     quoteDecimals: node.quoteDecimals,
     stp: node.stp,
   };
+  // Only when set: every other order keeps the shape (and digest) it always had.
+  if (node.postOnly) order.postOnly = true;
+  return order;
 }
 
 export class PairBook {
@@ -72,6 +78,8 @@ export class PairBook {
   /** Descending by price: the best (lowest) ask is last. */
   readonly asks: PriceLevel[] = [];
   orderCount = 0;
+  /** The pair's stop orders, waiting for a trade to trigger them. */
+  readonly stops = new StopBook();
   priceDecimals = -1;
   amountDecimals = -1;
   quoteDecimals = -1;
@@ -102,14 +110,27 @@ export class PairBook {
     return levels[levels.length - 1];
   }
 
-  /** True when a non-empty book holds orders of other precisions than the ones given. */
+  /** True when the book's resting orders or stops have other precisions than the ones given. */
   precisionDiffers(priceDecimals: number, amountDecimals: number, quoteDecimals: number): boolean {
-    return (
-      this.orderCount > 0 &&
-      (this.priceDecimals !== priceDecimals ||
+    if (this.orderCount > 0) {
+      return (
+        this.priceDecimals !== priceDecimals ||
         this.amountDecimals !== amountDecimals ||
-        this.quoteDecimals !== quoteDecimals)
+        this.quoteDecimals !== quoteDecimals
+      );
+    }
+    const stop = this.stops.bids[0] ?? this.stops.asks[0];
+    return (
+      stop !== undefined &&
+      (stop.priceDecimals !== priceDecimals ||
+        stop.amountDecimals !== amountDecimals ||
+        stop.quoteDecimals !== quoteDecimals)
     );
+  }
+
+  /** No resting order and no stop: the engine may drop the book. */
+  get empty(): boolean {
+    return this.orderCount === 0 && this.stops.count === 0;
   }
 
   /** Appends an order at the back of its level's queue, creating the level when needed. */

@@ -2,7 +2,9 @@
 // They mirror the wire contract (shared/contract.md); names there are fixed, so these are too.
 
 export type Side = "bid" | "ask";
-export type OrderKind = "limit" | "market";
+export type OrderKind = "limit" | "market" | StopKind;
+/** Orders that wait in the stop book until a trade reaches their stopPrice (docs/orders.md). */
+export type StopKind = "stop-limit" | "stop-market";
 /** "gtc" is the default for limit orders; market orders always behave as IOC unless "fok". */
 export type TimeInForce = "gtc" | "ioc" | "fok";
 /** Self-trade prevention, decided by the taker's mode; "none" keeps today's behaviour. */
@@ -26,6 +28,8 @@ export interface PlaceOrderPayload {
   timeInForce?: TimeInForce;
   postOnly?: boolean;
   stp?: StpMode;
+  /** Required for stop orders; ignored (as today) on limit and market orders. */
+  stopPrice?: string;
 }
 
 export interface CancelOrderPayload {
@@ -53,8 +57,52 @@ export interface CancelOrderCommand extends EnvelopeBase {
   payload: CancelOrderPayload;
 }
 
+/** `volume` is the new total size (volumeTotal); at least one field is given. */
+export interface AmendOrderPayload {
+  id: string;
+  userId: string;
+  pairId: number;
+  volume?: string;
+  price?: string;
+  stopPrice?: string;
+}
+
+export interface AmendOrderCommand extends EnvelopeBase {
+  type: "order.amend";
+  payload: AmendOrderPayload;
+}
+
+/** Without `pairId`: every pair of the partition. */
+export interface CancelAllPayload {
+  userId: string;
+  pairId?: number;
+}
+
+export interface CancelAllCommand extends EnvelopeBase {
+  type: "order.cancel-all";
+  payload: CancelAllPayload;
+}
+
+export interface PairControlPayload {
+  pairId: number;
+  reason: string;
+}
+
+/** Operator commands: the shell authorises them before the engine sees them. */
+export interface PairControlCommand extends EnvelopeBase {
+  type: "pair.halt" | "pair.resume";
+  payload: PairControlPayload;
+}
+
 /** Discriminated on `type`, so `payload` narrows without casts. */
-export type CommandEnvelope = PlaceOrderCommand | CancelOrderCommand;
+export type CommandEnvelope =
+  | PlaceOrderCommand
+  | CancelOrderCommand
+  | AmendOrderCommand
+  | CancelAllCommand
+  | PairControlCommand;
+
+export type CommandType = CommandEnvelope["type"];
 
 export interface RestingOrder {
   id: string;
@@ -72,6 +120,38 @@ export interface RestingOrder {
   amountDecimals: number;
   quoteDecimals: number;
   stp: StpMode;
+  /** Present (true) only for a post-only order: an amend that would cross is then refused. */
+  postOnly?: true;
+}
+
+/** A stop order waiting in its pair's stop book, as the engine reports and loads it. */
+export interface StopOrder {
+  id: string;
+  userId: string;
+  pairId: number;
+  side: Side;
+  type: StopKind;
+  /** "0" for stop-market. */
+  price: string;
+  stopPrice: string;
+  /** "0" for a quote-sized stop-market bid. */
+  volume: string;
+  volumeTotal: string;
+  /** "0" unless a quote-sized stop-market bid. */
+  quoteVolume: string;
+  timeInForce: TimeInForce;
+  stp: StpMode;
+  timestamp: number;
+  /** Arrival order, from the same counter as resting orders' sequence. */
+  sequence: number;
+  priceDecimals: number;
+  amountDecimals: number;
+  quoteDecimals: number;
+}
+
+export interface HaltedPair {
+  pairId: number;
+  reason: string;
 }
 
 export type EventType =
@@ -80,7 +160,12 @@ export type EventType =
   | "order.updated.v1"
   | "order.cancelled.v1"
   | "deal.executed.v1"
-  | "order.rejected.v1";
+  | "order.rejected.v1"
+  | "order.stop-accepted.v1"
+  | "order.triggered.v1"
+  | "order.amended.v1"
+  | "pair.halted.v1"
+  | "pair.resumed.v1";
 
 export interface EventEnvelope {
   schemaVersion: 1;
@@ -97,14 +182,22 @@ export interface EventEnvelope {
   payload: Record<string, unknown>;
 }
 
-export type BookChange = { op: "put"; order: RestingOrder } | { op: "remove"; order: RestingOrder };
+/** What the shell writes to the datastore: resting orders, stops and halts (docs/orders.md). */
+export type BookChange =
+  | { op: "put"; order: RestingOrder }
+  | { op: "remove"; order: RestingOrder }
+  | { op: "stop-put"; stop: StopOrder }
+  | { op: "stop-remove"; stop: StopOrder }
+  | { op: "halt"; pairId: number; reason: string }
+  | { op: "resume"; pairId: number };
 
 export type OrderStatus =
   | "rested"
   | "partially-filled-rested"
   | "filled"
   | "cancelled"
-  | "rejected";
+  | "rejected"
+  | "stop-accepted";
 
 export interface CommandResult {
   commandId: string;
@@ -118,6 +211,10 @@ export interface CommandResult {
   remainingVolume?: string;
   /** Number of events the command emitted. */
   events: number;
+  /** order.cancel-all: orders and stops it cancelled. */
+  cancelledOrders?: number;
+  /** Stops the command's trades triggered, when any did. */
+  triggeredStops?: number;
 }
 
 export interface CommandOutcome {

@@ -25,7 +25,7 @@ const problemCodes = {
   magnitude: ResultCodes.magnitudeExceeded,
 } as const;
 
-function decimalReject(field: string, error: DecimalError): PlaceReject {
+export function decimalReject(field: string, error: DecimalError): PlaceReject {
   return { code: problemCodes[error.problem], reason: `${field}: ${error.reason}` };
 }
 
@@ -82,6 +82,10 @@ export class ParsedPlace {
   quoteVolume: Scaled = 0;
   /** A market bid with quoteVolume > 0 spends a quote budget instead of buying a base volume. */
   quoteSized = false;
+  /** A stop-limit or stop-market order: it waits for a trade at its stop price. */
+  stop = false;
+  stopPrice: Scaled = 0;
+  stopPriceText = "0";
   timeInForce: TimeInForce = "gtc";
   postOnly = false;
   stp: StpMode = "none";
@@ -89,14 +93,16 @@ export class ParsedPlace {
 
 /**
  * Validates order.place payloads. Check order: envelope/payload pair, precisions, price (a
- * decimal for every order, positive for a limit), volume, volumeTotal, quoteVolume, positivity
- * of the sizing field, volume <= volumeTotal, option combinations. Parses go through per-field memos, and the result is one reused object.
+ * decimal for every order, positive for a limit), a stop's stopPrice, volume, volumeTotal,
+ * quoteVolume, positivity of the sizing field, volume <= volumeTotal, option combinations.
+ * Parses go through per-field memos, and the result is one reused object.
  */
 export class PlaceValidator {
   private readonly priceMemo = new DecimalMemo();
   private readonly volumeMemo = new DecimalMemo();
   private readonly volumeTotalMemo = new DecimalMemo();
   private readonly quoteMemo = new DecimalMemo();
+  private readonly stopPriceMemo = new DecimalMemo();
   private readonly result = new ParsedPlace();
 
   /** The returned ParsedPlace is overwritten by the next call. */
@@ -115,7 +121,9 @@ export class PlaceValidator {
         reason: `decimals must be integers 0..${MAX_DECIMALS}`,
       };
     }
-    const isLimit = payload.type === "limit";
+    const kind = payload.type;
+    const stop = kind === "stop-limit" || kind === "stop-market";
+    const isLimit = kind === "limit" || kind === "stop-limit";
     let price: Scaled = 0;
     // A market order trades at the makers' prices and ignores its own, but the field must still
     // be a decimal (producers send "0"): garbage there is a malformed command, not a default.
@@ -124,6 +132,12 @@ export class PlaceValidator {
     if (isLimit) {
       if (parsedPrice === 0) return { code: ResultCodes.nonPositive, reason: "price: zero" };
       price = parsedPrice;
+    }
+    let stopPrice: Scaled = 0;
+    if (stop) {
+      const parsedStop = this.parseStopPrice(payload.stopPrice, priceDecimals);
+      if (typeof parsedStop === "object") return parsedStop;
+      stopPrice = parsedStop;
     }
     const volume = this.volumeMemo.parse(payload.volume, amountDecimals);
     if (typeof volume === "object") return decimalReject("volume", volume);
@@ -135,7 +149,8 @@ export class PlaceValidator {
     if (typeof volumeTotal === "object") return decimalReject("volumeTotal", volumeTotal);
     const quoteVolume = this.quoteMemo.parse(payload.quoteVolume, quoteDecimals);
     if (typeof quoteVolume === "object") return decimalReject("quoteVolume", quoteVolume);
-    const quoteSized = payload.type === "market" && payload.side === "bid" && quoteVolume > 0;
+    const quoteSized =
+      (kind === "market" || kind === "stop-market") && payload.side === "bid" && quoteVolume > 0;
     if (!quoteSized) {
       if (volume === 0) return { code: ResultCodes.nonPositive, reason: "volume: zero" };
       if (volume > volumeTotal) {
@@ -144,6 +159,12 @@ export class PlaceValidator {
     }
     const timeInForce = payload.timeInForce ?? "gtc";
     const postOnly = payload.postOnly === true;
+    if (postOnly && stop) {
+      return {
+        code: ResultCodes.unsupportedCombination,
+        reason: "post-only cannot be a stop order",
+      };
+    }
     if (postOnly && (!isLimit || timeInForce !== "gtc")) {
       return {
         code: ResultCodes.unsupportedCombination,
@@ -172,6 +193,19 @@ export class PlaceValidator {
     result.timeInForce = timeInForce;
     result.postOnly = postOnly;
     result.stp = payload.stp ?? "none";
+    result.stop = stop;
+    result.stopPrice = stopPrice;
+    result.stopPriceText = stop ? this.stopPriceMemo.canonicalText() : "0";
     return result;
+  }
+
+  private parseStopPrice(text: unknown, priceDecimals: number): Scaled | PlaceReject {
+    if (text === undefined) {
+      return { code: ResultCodes.badEnvelope, reason: "stopPrice: required for stop orders" };
+    }
+    const parsed = this.stopPriceMemo.parse(text, priceDecimals);
+    if (typeof parsed === "object") return decimalReject("stopPrice", parsed);
+    if (parsed === 0) return { code: ResultCodes.nonPositive, reason: "stopPrice: zero" };
+    return parsed;
   }
 }

@@ -1,7 +1,11 @@
 // Small builders for test commands so each test states only the fields it cares about.
 
 import type {
+  AmendOrderCommand,
+  AmendOrderPayload,
+  CancelAllCommand,
   CancelOrderCommand,
+  PairControlCommand,
   PlaceOrderCommand,
   PlaceOrderPayload,
 } from "../../src/domain/index";
@@ -52,4 +56,45 @@ export function cancel(id: string, userId = "u1", pairId = 1): CancelOrderComman
     partition: 0,
     payload: { id, userId, pairId },
   };
+}
+
+function envelope(pairId: number, name: string) {
+  counter++;
+  return {
+    schemaVersion: 1 as const,
+    commandId: `${name}-${counter}`,
+    correlationId: `corr-${counter}`,
+    submittedAt: "2024-01-01T00:00:00.000Z",
+    pairId,
+    partition: 0,
+  };
+}
+
+export function amend(
+  id: string,
+  changes: Partial<Pick<AmendOrderPayload, "volume" | "price" | "stopPrice">>,
+  userId = "u1",
+  pairId = 1,
+): AmendOrderCommand {
+  return {
+    ...envelope(pairId, `amend-${id}`),
+    type: "order.amend",
+    payload: { id, userId, pairId, ...changes },
+  };
+}
+
+export function cancelAll(userId: string, pairId?: number, envelopePairId = 1): CancelAllCommand {
+  return {
+    ...envelope(envelopePairId, `cancel-all-${userId}`),
+    type: "order.cancel-all",
+    payload: pairId === undefined ? { userId } : { userId, pairId },
+  };
+}
+
+export function pairControl(
+  type: "pair.halt" | "pair.resume",
+  pairId = 1,
+  reason = "maintenance",
+): PairControlCommand {
+  return { ...envelope(pairId, type), type, payload: { pairId, reason } };
 }
