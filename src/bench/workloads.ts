@@ -1,14 +1,22 @@
 // Deterministic benchmark workloads: seeded generators of complete command envelopes with
 // UUID-shaped ids and timestamps derived from a fixed epoch, so two runs get byte-identical input.
 
-import type { CommandEnvelope, PlaceOrderPayload, Side } from "../domain/index";
+import type {
+  AmendOrderPayload,
+  CommandEnvelope,
+  OrderKind,
+  PlaceOrderPayload,
+  Side,
+} from "../domain/index";
+import { exchange } from "./workload-exchange";
 
-export type WorkloadName = "alternating" | "mixed" | "sweep" | "multi-pair";
+export type WorkloadName = "alternating" | "mixed" | "sweep" | "multi-pair" | "exchange";
 export const workloadNames: readonly WorkloadName[] = [
   "alternating",
   "mixed",
   "sweep",
   "multi-pair",
+  "exchange",
 ];
 
 export interface WorkloadOptions {
@@ -84,20 +92,21 @@ function partitionPairIds(partition: number, partitionCount: number, count: numb
   return ids;
 }
 
-interface PlaceSpec {
+export interface PlaceSpec {
   id: string;
   userId: string;
   side: Side;
-  type: "limit" | "market";
+  type: OrderKind;
   pairId: number;
   price: string;
   volume: string;
   quoteVolume?: string;
   postOnly?: boolean;
+  stopPrice?: string;
 }
 
 /** Builds envelopes for one workload: ids and times come from (seed, partition, stream, index). */
-class CommandFactory {
+export class CommandFactory {
   /**
    * The seed of the command ids, with the partition mixed in (partition 0 keeps the seed as it
    * is): two benches on two partitions of one broker share the event exchanges, and with one
@@ -144,7 +153,13 @@ class CommandFactory {
       role: "taker",
     };
     if (spec.postOnly) payload.postOnly = true;
+    if (spec.stopPrice !== undefined) payload.stopPrice = spec.stopPrice;
     return { ...base, type: "order.place", payload };
+  }
+
+  amend(stream: number, index: number, payload: AmendOrderPayload): CommandEnvelope {
+    const { ms: _ms, ...base } = this.envelopeBase(stream, index, payload.pairId);
+    return { ...base, type: "order.amend", payload };
   }
 
   cancel(
@@ -159,8 +174,8 @@ class CommandFactory {
   }
 }
 
-const STREAM_TIMED = 0;
-const STREAM_PREFILL = 1;
+export const STREAM_TIMED = 0;
+export const STREAM_PREFILL = 1;
 
 export function createWorkload(name: string, options: WorkloadOptions = {}): Workload {
   const { seed = 1, partition = 0, partitionCount = 1, pairs = 8 } = options;
@@ -177,12 +192,14 @@ export function createWorkload(name: string, options: WorkloadOptions = {}): Wor
       return sweep(factory, partitionPairIds(partition, partitionCount, 1)[0]!, orderId);
     case "multi-pair":
       return multiPair(factory, partitionPairIds(partition, partitionCount, pairs), seed, orderId);
+    case "exchange":
+      return exchange(factory, partitionPairIds(partition, partitionCount, 1)[0]!, seed, orderId);
     default:
       throw new Error(`unknown workload ${name}; known: ${workloadNames.join(", ")}`);
   }
 }
 
-type OrderIdOf = (stream: number, index: number) => string;
+export type OrderIdOf = (stream: number, index: number) => string;
 
 function alternating(factory: CommandFactory, pairId: number, orderId: OrderIdOf): Workload {
   return {
@@ -205,9 +222,9 @@ function alternating(factory: CommandFactory, pairId: number, orderId: OrderIdOf
   };
 }
 
-const MIXED_MID = 10_000;
-const priceText = (cents: number) => (cents / 100).toFixed(2);
-const volumeText = (hundredths: number) => (hundredths / 100).toFixed(2);
+export const MIXED_MID = 10_000;
+export const priceText = (cents: number) => (cents / 100).toFixed(2);
+export const volumeText = (hundredths: number) => (hundredths / 100).toFixed(2);
 
 function mixed(
   factory: CommandFactory,
@@ -225,30 +242,7 @@ function mixed(
       "once 100 newer cancels wait (~700 commands later), on top of the placements; " +
       "prefilled with 10,000 orders on 1,000 levels (500 per side, 10 per level)",
     pairIds: [pairId],
-    prefill: () => {
-      const commands: CommandEnvelope[] = [];
-      const prefillRandom = mulberry32(seed ^ 0x1b873593);
-      for (let level = 0; level < 500; level++) {
-        for (let k = 0; k < 10; k++) {
-          for (const side of ["bid", "ask"] as const) {
-            const index = commands.length;
-            const cents = side === "bid" ? MIXED_MID - 1 - level : MIXED_MID + 1 + level;
-            commands.push(
-              factory.place(STREAM_PREFILL, index, {
-                id: orderId(STREAM_PREFILL, index),
-                userId: `u${Math.floor(prefillRandom() * 1000)}`,
-                side,
-                type: "limit",
-                pairId,
-                price: priceText(cents),
-                volume: volumeText(1 + Math.floor(prefillRandom() * 500)),
-              }),
-            );
-          }
-        }
-      }
-      return commands;
-    },
+    prefill: () => prefillLevels(factory, pairId, seed, orderId),
     next: (i) => {
       if (pendingCancels.length > CANCEL_DELAY) {
         const target = pendingCancels.shift()!;
@@ -286,6 +280,37 @@ function mixed(
       });
     },
   };
+}
+
+/** 10,000 limit orders on 1,000 levels around MIXED_MID (500 a side, 10 a level): a deep book. */
+export function prefillLevels(
+  factory: CommandFactory,
+  pairId: number,
+  seed: number,
+  orderId: OrderIdOf,
+): CommandEnvelope[] {
+  const commands: CommandEnvelope[] = [];
+  const prefillRandom = mulberry32(seed ^ 0x1b873593);
+  for (let level = 0; level < 500; level++) {
+    for (let k = 0; k < 10; k++) {
+      for (const side of ["bid", "ask"] as const) {
+        const index = commands.length;
+        const cents = side === "bid" ? MIXED_MID - 1 - level : MIXED_MID + 1 + level;
+        commands.push(
+          factory.place(STREAM_PREFILL, index, {
+            id: orderId(STREAM_PREFILL, index),
+            userId: `u${Math.floor(prefillRandom() * 1000)}`,
+            side,
+            type: "limit",
+            pairId,
+            price: priceText(cents),
+            volume: volumeText(1 + Math.floor(prefillRandom() * 500)),
+          }),
+        );
+      }
+    }
+  }
+  return commands;
 }
 
 const SWEEP_LEVELS = 100;

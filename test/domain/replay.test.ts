@@ -29,6 +29,7 @@ test.each([...workloadNames])(
     expect(second.engine.digest()).toBe(first.engine.digest());
     const reloaded = new MatchingEngine();
     for (const order of first.engine.restingOrders()) reloaded.loadRestingOrder(order);
+    for (const stop of first.engine.stopOrders()) reloaded.loadStopOrder(stop);
     reloaded.check();
     expect(reloaded.digest()).toBe(first.engine.digest());
     expect(reloaded.restingOrderCount()).toBe(first.engine.restingOrderCount());
