@@ -1,0 +1,314 @@
+// order.amend in the engine: the rules of docs/orders.md for resting orders (priority kept
+// or lost, re-matched when a new price crosses) and for stops.
+
+import { formatValue, subScaled } from "./decimal-scale";
+import { EngineStops } from "./engine-stops";
+import { type OrderNode, type PairBook, toRestingOrder } from "./order-book";
+import { crosses } from "./quote-math";
+import { type ResultCode, ResultCodes, resultCodeName } from "./result-codes";
+import { type StopNode, toStopOrder } from "./stop-book";
+import type { AmendOrderCommand, BookChange, CommandOutcome, OrderStatus } from "./types";
+import { parseAmend } from "./validate-amend";
+
+export abstract class EngineAmend extends EngineStops {
+  protected amend(command: AmendOrderCommand, acceptedBefore: boolean): CommandOutcome {
+    const payload = command.payload;
+    if (payload.pairId !== command.pairId) {
+      return this.reject(command, ResultCodes.pairMismatch, "payload pairId differs from envelope");
+    }
+    if (
+      payload.volume === undefined &&
+      payload.price === undefined &&
+      payload.stopPrice === undefined
+    ) {
+      return this.reject(
+        command,
+        ResultCodes.badEnvelope,
+        "amend names none of volume, price, stopPrice",
+      );
+    }
+    const found = this.findOwnOrder(command, payload.id, payload.userId, acceptedBefore);
+    if ("outcome" in found) return found.outcome;
+    if (this.halts.has(command.pairId)) {
+      return this.reject(command, ResultCodes.pairHalted, "pair is halted");
+    }
+    return "stop" in found
+      ? this.amendStop(command, found.stop)
+      : this.amendResting(command, found.node);
+  }
+
+  protected amendResting(command: AmendOrderCommand, node: OrderNode): CommandOutcome {
+    const parsed = parseAmend(command.payload, node.amountDecimals, node.priceDecimals);
+    if ("code" in parsed) return this.reject(command, parsed.code, parsed.reason);
+    if (parsed.stopPrice !== undefined) {
+      return this.reject(
+        command,
+        ResultCodes.unsupportedCombination,
+        "only stop orders have a stopPrice",
+      );
+    }
+    const executed = subScaled(node.volumeTotal, node.remaining);
+    const total = parsed.volume ?? node.volumeTotal;
+    const price = parsed.price ?? node.price;
+    if (total < executed) {
+      return this.reject(
+        command,
+        ResultCodes.amendBelowExecuted,
+        "volume below the executed volume",
+      );
+    }
+    if (total === node.volumeTotal && price === node.price) {
+      return amendUnchanged(command, node.id, "rested", node.remainingText);
+    }
+    const book = this.bookOf(node.pairId)!;
+    const keep = price === node.price && total <= node.volumeTotal;
+    const best = book.best(node.side === "bid" ? "ask" : "bid");
+    const crossing = !keep && best !== undefined && crosses(node.side, price, best.price);
+    if (crossing && node.postOnly) {
+      return this.reject(command, ResultCodes.postOnlyWouldTake, "post-only order would take");
+    }
+    const remaining = subScaled(total, executed);
+    const after = {
+      price: parsed.price === undefined ? node.priceText : formatValue(price, node.priceDecimals),
+      volume: formatValue(remaining, node.amountDecimals),
+      volumeTotal: formatValue(total, node.amountDecimals),
+    };
+    const log = this.log;
+    log.reset(command);
+    const changes: BookChange[] = [];
+    log.push("order.amended.v1", {
+      orderId: node.id,
+      userId: node.userId,
+      pairId: node.pairId,
+      side: node.side,
+      type: "limit",
+      priorityKept: keep,
+      before: {
+        price: node.priceText,
+        volume: node.remainingText,
+        volumeTotal: node.volumeTotalText,
+      },
+      after,
+      executedVolume: formatValue(executed, node.amountDecimals),
+    });
+    if (remaining === 0) {
+      node.priceText = after.price;
+      node.volumeTotalText = after.volumeTotal;
+      this.cancelResting(node, "amend", log, changes);
+      return this.amendOutcome(command, ResultCodes.ok, "filled", "0", "0", changes);
+    }
+    if (keep) {
+      const level = node.level!;
+      level.total = subScaled(level.total, subScaled(node.remaining, remaining));
+      book.changed(level);
+    } else {
+      book.remove(node);
+      node.price = price;
+      node.priceText = after.price;
+      node.accepted = remaining;
+      node.sequence = this.nextSequence++;
+    }
+    node.remaining = remaining;
+    node.remainingText = after.volume;
+    node.volumeTotal = total;
+    node.volumeTotalText = after.volumeTotal;
+    if (crossing) return this.rematch(command, node, book, changes);
+    if (!keep) book.insert(node);
+    changes.push({ op: "put", order: toRestingOrder(node) });
+    return this.amendOutcome(command, ResultCodes.ok, "rested", "0", after.volume, changes);
+  }
+
+  /**
+   * An amended order whose new price crosses the book, out of its book but still indexed,
+   * trades as an incoming GTC limit order would; what is left rests again.
+   */
+  protected rematch(
+    command: AmendOrderCommand,
+    node: OrderNode,
+    book: PairBook,
+    changes: BookChange[],
+  ): CommandOutcome {
+    const taker = this.taker;
+    taker.id = node.id;
+    taker.userId = node.userId;
+    taker.side = node.side;
+    taker.limit = true;
+    taker.price = node.price;
+    taker.priceText = node.priceText;
+    taker.remaining = node.remaining;
+    taker.remainingText = node.remainingText;
+    taker.budget = 0;
+    taker.quoteSized = false;
+    taker.executed = 0;
+    taker.volumeTotal = node.volumeTotal;
+    taker.volumeTotalText = node.volumeTotalText;
+    taker.accepted = node.remaining;
+    taker.timestamp = node.timestamp;
+    taker.traded = false;
+    const log = this.log;
+    const stopped = this.sweep(book, taker, node.stp, node.amountDecimals, log, changes);
+    const executed = formatValue(taker.executed, node.amountDecimals);
+    let outcome: CommandOutcome;
+    if (taker.remaining === 0) {
+      this.orders.finishResting(node);
+      outcome = this.amendOutcome(command, ResultCodes.ok, "filled", executed, "0", changes);
+    } else if (stopped) {
+      this.emitTakerCancel(log, taker, node, "stp", ResultCodes.stpCancelled);
+      this.orders.finishResting(node);
+      const code = ResultCodes.stpCancelled;
+      outcome = this.amendOutcome(
+        command,
+        code,
+        "cancelled",
+        executed,
+        taker.remainingText,
+        changes,
+      );
+    } else {
+      node.remaining = taker.remaining;
+      node.remainingText = taker.remainingText;
+      book.insert(node);
+      this.emitRested(node, log, changes);
+      const status = taker.executed > 0 ? "partially-filled-rested" : "rested";
+      outcome = this.amendOutcome(
+        command,
+        ResultCodes.ok,
+        status,
+        executed,
+        node.remainingText,
+        changes,
+      );
+    }
+    this.triggerStops(book, command, outcome);
+    return outcome;
+  }
+
+  protected amendStop(command: AmendOrderCommand, stop: StopNode): CommandOutcome {
+    const parsed = parseAmend(command.payload, stop.amountDecimals, stop.priceDecimals);
+    if ("code" in parsed) return this.reject(command, parsed.code, parsed.reason);
+    const unsupported = (reason: string) =>
+      this.reject(command, ResultCodes.unsupportedCombination, reason);
+    if (parsed.price !== undefined && stop.type === "stop-market") {
+      return unsupported("a stop-market order has no price");
+    }
+    if (parsed.volume !== undefined && stop.quoteSized) {
+      return unsupported("a quote-sized order has no volume to amend");
+    }
+    const executed = subScaled(stop.volumeTotal, stop.volume);
+    const total = parsed.volume ?? stop.volumeTotal;
+    const price = parsed.price ?? stop.price;
+    const stopPrice = parsed.stopPrice ?? stop.stopPrice;
+    if (total < executed) {
+      return this.reject(
+        command,
+        ResultCodes.amendBelowExecuted,
+        "volume below the executed volume",
+      );
+    }
+    if (total === stop.volumeTotal && price === stop.price && stopPrice === stop.stopPrice) {
+      return amendUnchanged(command, stop.id, "stop-accepted", stop.volumeText);
+    }
+    const keep = price === stop.price && stopPrice === stop.stopPrice && total <= stop.volumeTotal;
+    const remaining = subScaled(total, executed);
+    const after = {
+      price: parsed.price === undefined ? stop.priceText : formatValue(price, stop.priceDecimals),
+      volume: formatValue(remaining, stop.amountDecimals),
+      volumeTotal: formatValue(total, stop.amountDecimals),
+      stopPrice:
+        parsed.stopPrice === undefined
+          ? stop.stopPriceText
+          : formatValue(stopPrice, stop.priceDecimals),
+    };
+    const log = this.log;
+    log.reset(command);
+    const changes: BookChange[] = [];
+    log.push("order.amended.v1", {
+      orderId: stop.id,
+      userId: stop.userId,
+      pairId: stop.pairId,
+      side: stop.side,
+      type: stop.type,
+      priorityKept: keep,
+      before: {
+        price: stop.priceText,
+        volume: stop.volumeText,
+        volumeTotal: stop.volumeTotalText,
+        stopPrice: stop.stopPriceText,
+      },
+      after,
+      executedVolume: formatValue(executed, stop.amountDecimals),
+    });
+    if (remaining === 0) {
+      stop.priceText = after.price;
+      stop.volumeTotalText = after.volumeTotal;
+      stop.stopPriceText = after.stopPrice;
+      this.cancelStop(stop, "amend", log, changes);
+      return this.amendOutcome(command, ResultCodes.ok, "filled", "0", "0", changes);
+    }
+    const book = this.bookOf(stop.pairId)!;
+    if (!keep) book.stops.remove(stop);
+    stop.price = price;
+    stop.priceText = after.price;
+    stop.stopPrice = stopPrice;
+    stop.stopPriceText = after.stopPrice;
+    stop.volume = remaining;
+    stop.volumeText = after.volume;
+    stop.volumeTotal = total;
+    stop.volumeTotalText = after.volumeTotal;
+    if (!keep) {
+      stop.sequence = this.nextSequence++;
+      book.stops.insert(stop);
+    }
+    changes.push({ op: "stop-put", stop: toStopOrder(stop) });
+    return this.amendOutcome(command, ResultCodes.ok, "stop-accepted", "0", after.volume, changes);
+  }
+
+  protected amendOutcome(
+    command: AmendOrderCommand,
+    code: ResultCode,
+    orderStatus: OrderStatus,
+    executedVolume: string,
+    remainingVolume: string,
+    changes: BookChange[],
+  ): CommandOutcome {
+    return {
+      result: {
+        commandId: command.commandId,
+        status: "accepted",
+        code,
+        codeName: resultCodeName(code),
+        orderId: command.payload.id,
+        orderStatus,
+        executedVolume,
+        remainingVolume,
+        events: this.log.events.length,
+      },
+      events: this.log.events,
+      changes,
+    };
+  }
+}
+
+/** An amend to the values the order has: accepted, nothing changes, no events. */
+function amendUnchanged(
+  command: AmendOrderCommand,
+  orderId: string,
+  orderStatus: OrderStatus,
+  remainingVolume: string,
+): CommandOutcome {
+  return {
+    result: {
+      commandId: command.commandId,
+      status: "accepted",
+      code: ResultCodes.amendUnchanged,
+      codeName: resultCodeName(ResultCodes.amendUnchanged),
+      orderId,
+      orderStatus,
+      executedVolume: "0",
+      remainingVolume,
+      events: 0,
+    },
+    events: [],
+    changes: [],
+  };
+}
