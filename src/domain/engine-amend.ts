@@ -149,6 +149,10 @@ export abstract class EngineAmend extends EngineStops {
     const stopped = this.sweep(book, taker, node.stp, node.amountDecimals, log, changes);
     const executed = formatValue(taker.executed, node.amountDecimals);
     let outcome: CommandOutcome;
+    if (taker.remaining === 0 || stopped) {
+      // It left the book at the amend: the datastore must drop it too.
+      changes.push({ op: "remove", order: toRestingOrder(node) });
+    }
     if (taker.remaining === 0) {
       this.orders.finishResting(node);
       outcome = this.amendOutcome(command, ResultCodes.ok, "filled", executed, "0", changes);
@@ -238,7 +242,8 @@ export abstract class EngineAmend extends EngineStops {
       after,
       executedVolume: formatValue(executed, stop.amountDecimals),
     });
-    if (remaining === 0) {
+    // A quote-sized stop has no volume to finish: its budget stays as it is.
+    if (remaining === 0 && !stop.quoteSized) {
       stop.priceText = after.price;
       stop.volumeTotalText = after.volumeTotal;
       stop.stopPriceText = after.stopPrice;

@@ -2,16 +2,27 @@
 // book; after every step events (as JSON), results and digests must agree and check() must pass.
 // A failure prints the seed; MATCHD_PROPERTY_SEED=<seed> replays it.
 
-import { expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
+import DecimalJs from "decimal.js";
 import fc from "fast-check";
 import {
+  type AmendOrderPayload,
+  type BookChange,
   type CommandEnvelope,
+  type EventEnvelope,
+  type HaltedPair,
   MatchingEngine,
   type PlaceOrderPayload,
   type RestingOrder,
+  type StopOrder,
 } from "../../src/domain/index";
 import { assertProperty, propertySeed } from "../support/property";
-import { ReferenceBook } from "./reference-book";
+import {
+  MAX_CANCEL_ALL,
+  MAX_TRIGGERED_STOPS,
+  ReferenceBook,
+  type RefLiveOrder,
+} from "./reference-book";
 
 const prices = ["9.5", "9.8", "10", "10", "10.1", "10.3", "10.5"];
 const volumes = ["1", "2", "0.33", "0.5", "3", "1.25", "0.01", "5"];
@@ -38,9 +49,13 @@ const badDecimals = [
 ];
 const users = ["u1", "u2", "u3"];
 const stps = ["none", "none", "cancel-taker", "cancel-maker", "cancel-both"] as const;
+const reasons = ["maintenance", "audit", "x"];
+
+/** The highest op kind; kinds 0..22 are today's commands, 23.. the commands of docs/orders.md. */
+const MAX_KIND = 44;
 
 const opArb = fc.record({
-  kind: fc.integer({ min: 0, max: 22 }),
+  kind: fc.integer({ min: 0, max: MAX_KIND }),
   side: fc.boolean(),
   price: fc.integer({ min: 0, max: prices.length - 1 }),
   volume: fc.integer({ min: 0, max: volumes.length - 1 }),
@@ -49,6 +64,9 @@ const opArb = fc.record({
   ref: fc.nat(),
   bad: fc.integer({ min: 0, max: badDecimals.length - 1 }),
   pair: fc.integer({ min: 1, max: 3 }),
+  // The stop price (an index into `prices`) and a free choice among a kind's variants.
+  stop: fc.integer({ min: 0, max: prices.length - 1 }),
+  alt: fc.nat({ max: 10_000 }),
 });
 
 /**
@@ -61,11 +79,20 @@ const precisions = (pairId: number) =>
     : { priceDecimals: 1, amountDecimals: 2, quoteDecimals: 2 };
 type Op = typeof opArb extends fc.Arbitrary<infer T> ? T : never;
 
-/** Turns abstract ops into concrete commands; `ids` collects every order id used so far. */
+const Decimal = DecimalJs.clone({ precision: 50 });
+
+/** The same value written another way: "1" as "1.0", "0.5" as "0.50". */
+const spelledOtherwise = (value: string) => (value.includes(".") ? `${value}0` : `${value}.0`);
+
+/**
+ * Turns abstract ops into concrete commands; `ids` collects every order id used so far, and
+ * `book` (the reference, before the command) lets amends and cancels aim at live orders.
+ */
 function toCommand(
   op: Op,
   index: number,
   ids: string[],
+  book: ReferenceBook,
 ): { command: CommandEnvelope; alreadyAccepted: boolean } {
   const commandId = `c${index}`;
   const base = {
@@ -83,6 +110,32 @@ function toCommand(
       command: { ...base, type: "order.cancel", payload: { id: refId, userId, pairId: op.pair } },
       // The shell's accepted-order marker, also for orders the engine no longer remembers.
       alreadyAccepted: op.side,
+    };
+  }
+  if (op.kind >= 29 && op.kind <= 37) return liveCommand(op, base, refId, book);
+  if (op.kind === 38 || op.kind === 39) {
+    // Cancel-all: on one pair (one in eight naming another pair than the envelope's), or, one
+    // in three of kind 39, the whole partition; otherwise of a user with nothing live.
+    if (op.kind === 39 && op.alt % 3 === 0)
+      return {
+        command: { ...base, type: "order.cancel-all", payload: { userId: users[op.user]! } },
+        alreadyAccepted: false,
+      };
+    const userId = op.kind === 39 ? "u4" : users[op.user]!;
+    const pairId = op.alt % 8 === 0 ? (op.pair % 3) + 1 : op.pair;
+    return {
+      command: { ...base, type: "order.cancel-all", payload: { userId, pairId } },
+      alreadyAccepted: false,
+    };
+  }
+  if (op.kind >= 40 && op.kind <= 42) {
+    // Halts are rarer than resumes, so a pair is halted about a sixth of the time; both meet
+    // the other state often (a second halt, a resume of a running pair).
+    const type = op.kind === 40 && op.alt % 2 === 0 ? "pair.halt" : "pair.resume";
+    const pairId = op.alt % 10 === 1 ? (op.pair % 3) + 1 : op.pair;
+    return {
+      command: { ...base, type, payload: { pairId, reason: reasons[op.alt % reasons.length]! } },
+      alreadyAccepted: false,
     };
   }
   const id = op.kind === 16 ? refId : `o${index}`;
@@ -108,6 +161,8 @@ function toCommand(
     case 3:
     case 4:
     case 5:
+    case 43:
+    case 44:
       break; // plain GTC limit
     case 6:
       payload.timeInForce = "ioc";
@@ -174,9 +229,232 @@ function toCommand(
       break;
     case 19:
       return { command: { ...base, type: "order.place", payload }, alreadyAccepted: true };
+    case 23:
+    case 24:
+      // A stop-limit near the traded prices, GTC mostly, sometimes IOC or FOK; one in six was
+      // executed in part before (volume below volumeTotal).
+      payload.type = "stop-limit";
+      payload.stopPrice = prices[op.stop]!;
+      if (op.alt % 4 === 2) payload.timeInForce = "ioc";
+      if (op.alt % 4 === 3) payload.timeInForce = "fok";
+      if (op.alt % 6 === 5) payload.volumeTotal = "9.99";
+      break;
+    case 25:
+    case 26:
+      payload.type = "stop-market";
+      payload.price = op.alt % 5 === 0 ? "12.3" : "0"; // ignored, as a market order's is
+      payload.stopPrice = prices[op.stop]!;
+      if (op.alt % 4 === 3) payload.timeInForce = "fok";
+      break;
+    case 27:
+      // A quote-sized stop-market bid; one in five with FOK (refused).
+      payload.type = "stop-market";
+      payload.side = "bid";
+      payload.price = "0";
+      payload.volume = "0";
+      payload.volumeTotal = "0";
+      payload.quoteVolume = ["10", "25.37", "0.07", "100"][op.volume % 4]!;
+      payload.stopPrice = prices[op.stop]!;
+      if (op.alt % 5 === 0) payload.timeInForce = "fok";
+      break;
+    case 28: {
+      // Stops the checks refuse, and a stopPrice on a limit order (ignored).
+      const variant = op.alt % 7;
+      payload.type = variant === 6 ? "limit" : op.side ? "stop-limit" : "stop-market";
+      payload.stopPrice = prices[op.stop]!;
+      if (variant === 0) delete payload.stopPrice;
+      if (variant === 1 || variant === 6) payload.stopPrice = badDecimals[op.bad]!;
+      if (variant === 2) payload.postOnly = true;
+      if (variant === 3) payload.stopPrice = "0";
+      if (variant === 4) payload.stopPrice = "10.05"; // two decimals: only pair 3 takes them
+      if (variant === 5) payload.price = badDecimals[op.bad]!; // price is checked first
+      break;
+    }
   }
   return { command: { ...base, type: "order.place", payload }, alreadyAccepted: false };
 }
+
+/** Kinds 29..37: amends and cancels, mostly of live orders and stops. */
+function liveCommand(
+  op: Op,
+  base: Omit<CommandEnvelope, "type" | "payload">,
+  refId: string,
+  book: ReferenceBook,
+): { command: CommandEnvelope; alreadyAccepted: boolean } {
+  const live = book.liveOrders();
+  const stops = live.filter((o) => o.kind !== "limit");
+  const postOnly = live.filter((o) => o.postOnly);
+  // One in three aims at a stop when there is one, one in six at a post-only order; kind 37 at
+  // any id used so far.
+  const pool =
+    op.ref % 3 === 0 && stops.length > 0
+      ? stops
+      : op.ref % 6 === 1 && postOnly.length > 0
+        ? postOnly
+        : live;
+  const target: RefLiveOrder | undefined =
+    op.kind === 37 || pool.length === 0 ? undefined : pool[op.ref % pool.length];
+  const id = target?.id ?? refId;
+  const pairId = target?.pairId ?? op.pair;
+  const userId = target?.userId ?? users[op.user]!;
+  const envelope = { ...base, pairId };
+  if (op.kind === 36) {
+    const owner = op.alt % 4 === 0 ? users[op.user]! : userId;
+    return {
+      command: { ...envelope, type: "order.cancel", payload: { id, userId: owner, pairId } },
+      alreadyAccepted: false,
+    };
+  }
+  const payload: AmendOrderPayload = { id, userId, pairId };
+  const volume = volumes[op.volume]!;
+  const price = prices[op.price]!;
+  const executed = new Decimal(target?.executed ?? "0");
+  const oppositeBest = target
+    ? book.bestPrice(pairId, target.side === "bid" ? "ask" : "bid")
+    : undefined;
+  const variant = op.alt % 17;
+  switch (variant) {
+    case 0:
+      payload.volume = volume; // reduces, grows, or falls below the executed part
+      break;
+    case 1:
+      payload.volume = executed.plus(volume).toFixed();
+      break;
+    case 2:
+      payload.volume = executed.toFixed(); // to the executed part ("0" when none)
+      break;
+    case 3:
+      payload.volume = executed.minus("0.01").toFixed();
+      break;
+    case 4:
+      // Unchanged, in every value it names.
+      payload.volume = target?.volumeTotal ?? volume;
+      if (op.side && target && target.kind !== "stop-market") payload.price = target.price;
+      if (op.side && target?.stopPrice !== undefined) payload.stopPrice = target.stopPrice;
+      break;
+    case 5:
+      payload.volume = spelledOtherwise(target?.volumeTotal ?? volume);
+      if (target?.stopPrice !== undefined) payload.stopPrice = spelledOtherwise(target.stopPrice);
+      break;
+    case 6:
+      payload.price = price;
+      break;
+    case 7:
+      // Onto the best opposite price (crossing), or past it.
+      payload.price = op.side ? (oppositeBest ?? price) : price;
+      break;
+    case 8:
+      payload.price = oppositeBest ?? price;
+      payload.volume = volume;
+      break;
+    case 9:
+      payload.stopPrice = prices[op.stop]!;
+      break;
+    case 10:
+      payload.stopPrice = prices[op.stop]!;
+      payload.price = price;
+      break;
+    case 11:
+      payload.volume = volume;
+      payload.stopPrice = prices[op.stop]!;
+      break;
+    case 12: {
+      const field = (["volume", "price", "stopPrice"] as const)[op.ref % 3]!;
+      payload[field] = badDecimals[op.bad]!;
+      // A good price beside a bad volume or stopPrice: the decimal problem is still named.
+      if (op.side && field !== "price") payload.price = price;
+      break;
+    }
+    case 13:
+      break; // names nothing
+    case 14:
+      payload.price = price;
+      if (op.side)
+        payload.userId = users[op.user]!; // maybe another user's
+      else payload.pairId = (pairId % 3) + 1; // the payload names another pair
+      break;
+    case 15:
+      payload.price = "10.05"; // two decimals: only pair 3 takes them
+      break;
+    case 16:
+      // The price stays, the volume goes down a little: priority kept.
+      payload.volume = Decimal.max(
+        executed.plus("0.01"),
+        new Decimal(target?.volumeTotal ?? volume).minus("0.5"),
+      ).toFixed();
+      if (target && target.kind !== "stop-market") payload.price = target.price;
+      break;
+  }
+  return {
+    command: { ...envelope, type: "order.amend", payload },
+    alreadyAccepted: target === undefined && op.side,
+  };
+}
+
+/** The state the outcomes' changes describe, which the conductor writes. */
+class Mirror {
+  orders = new Map<string, RestingOrder>();
+  stops = new Map<string, StopOrder>();
+  halts = new Map<number, string>();
+
+  apply(changes: BookChange[]): void {
+    for (const change of changes) {
+      switch (change.op) {
+        case "put":
+          this.orders.set(change.order.id, change.order);
+          break;
+        case "remove":
+          expect(this.orders.delete(change.order.id)).toBe(true);
+          break;
+        case "stop-put":
+          this.stops.set(change.stop.id, change.stop);
+          break;
+        case "stop-remove":
+          expect(this.stops.delete(change.stop.id)).toBe(true);
+          break;
+        case "halt":
+          expect(this.halts.has(change.pairId)).toBe(false);
+          this.halts.set(change.pairId, change.reason);
+          break;
+        case "resume":
+          expect(this.halts.delete(change.pairId)).toBe(true);
+          break;
+      }
+    }
+  }
+
+  haltedPairs(): HaltedPair[] {
+    return [...this.halts]
+      .sort(([a], [b]) => a - b)
+      .map(([pairId, reason]) => ({ pairId, reason }));
+  }
+
+  /** The engine's own views equal what its changes said. */
+  expectMatches(engine: MatchingEngine): void {
+    const resting = [...engine.restingOrders()];
+    expect(resting.length).toBe(this.orders.size);
+    for (const order of resting)
+      expect(JSON.stringify(order)).toBe(JSON.stringify(this.orders.get(order.id)));
+    const stops = [...engine.stopOrders()];
+    expect(stops.length).toBe(this.stops.size);
+    for (const stop of stops)
+      expect(JSON.stringify(stop)).toBe(JSON.stringify(this.stops.get(stop.id)));
+    expect(engine.haltedPairs()).toEqual(this.haltedPairs());
+  }
+
+  /** A fresh engine loaded from the mirror, each kind in reverse (priority from sequences). */
+  load(): MatchingEngine {
+    const engine = new MatchingEngine();
+    for (const order of [...this.orders.values()].reverse()) engine.loadRestingOrder(order);
+    for (const stop of [...this.stops.values()].reverse()) engine.loadStopOrder(stop);
+    for (const halt of this.haltedPairs().reverse()) engine.loadHalt(halt.pairId, halt.reason);
+    return engine;
+  }
+}
+
+/** The order id a command names, when it names one. */
+const orderIdOf = (command: CommandEnvelope): string | undefined =>
+  "id" in command.payload ? command.payload.id : undefined;
 
 test(`engine agrees with the reference book (seed ${propertySeed})`, () => {
   assertProperty(
@@ -185,10 +463,9 @@ test(`engine agrees with the reference book (seed ${propertySeed})`, () => {
       const engine = new MatchingEngine();
       const reference = new ReferenceBook();
       const ids: string[] = [];
-      // The book as the outcomes' changes describe it, which the conductor writes.
-      const mirror = new Map<string, string>();
+      const mirror = new Mirror();
       ops.forEach((op, index) => {
-        const { command, alreadyAccepted } = toCommand(op, index, ids);
+        const { command, alreadyAccepted } = toCommand(op, index, ids, reference);
         const actual = engine.apply(command, alreadyAccepted);
         const expected = reference.apply(command, alreadyAccepted);
         expect(JSON.stringify(actual.events)).toBe(JSON.stringify(expected.events));
@@ -197,13 +474,9 @@ test(`engine agrees with the reference book (seed ${propertySeed})`, () => {
         engine.checkDigest();
         expect(engine.digest()).toBe(reference.digest());
         expect(engine.restingOrderCount()).toBe(reference.restingCount());
-        for (const change of actual.changes) {
-          if (change.op === "put") mirror.set(change.order.id, JSON.stringify(change.order));
-          else expect(mirror.delete(change.order.id)).toBe(true);
-        }
-        const resting = [...engine.restingOrders()];
-        expect(resting.length).toBe(mirror.size);
-        for (const order of resting) expect(mirror.get(order.id)).toBe(JSON.stringify(order));
+        expect(engine.stopOrderCount()).toBe(reference.stopCount());
+        mirror.apply(actual.changes);
+        mirror.expectMatches(engine);
       });
     }),
     300,
@@ -212,11 +485,11 @@ test(`engine agrees with the reference book (seed ${propertySeed})`, () => {
 
 /**
  * The conductor's reload, at the domain's level: at random points the engine is replaced by a
- * fresh one loaded from the resting orders its changes described (in reverse, so priority
- * must come from the sequence numbers, not the load order), and it forgets every finished id,
- * so, as the conductor does with its stored markers, each command says whether its order id
- * was accepted before. Events, results and digests must still agree with the reference book,
- * which never reloads.
+ * fresh one loaded from the resting orders, stops and halts its changes described (in reverse,
+ * so priority and arrival must come from the sequence numbers, not the load order), and it
+ * forgets every finished id, so, as the conductor does with its stored markers, each command
+ * says whether its order id was accepted before. Events, results and digests must still agree
+ * with the reference book, which never reloads.
  */
 test(`an engine reloaded from its changes agrees with the reference book (seed ${propertySeed})`, () => {
   assertProperty(
@@ -229,20 +502,21 @@ test(`an engine reloaded from its changes agrees with the reference book (seed $
         const reference = new ReferenceBook();
         const ids: string[] = [];
         const accepted = new Set<string>();
-        const mirror = new Map<string, RestingOrder>();
+        const mirror = new Mirror();
         const reloadAt = new Set(reloadPoints.map((point) => point % ops.length));
         let reloads = 0;
         ops.forEach((op, index) => {
           if (reloadAt.has(index)) {
-            engine = new MatchingEngine();
-            for (const order of [...mirror.values()].reverse()) engine.loadRestingOrder(order);
+            engine = mirror.load();
             engine.check();
             engine.checkDigest();
             expect(engine.digest()).toBe(reference.digest());
+            mirror.expectMatches(engine);
             reloads++;
           }
-          const { command, alreadyAccepted } = toCommand(op, index, ids);
-          const marker = alreadyAccepted || accepted.has(command.payload.id);
+          const { command, alreadyAccepted } = toCommand(op, index, ids, reference);
+          const id = orderIdOf(command);
+          const marker = alreadyAccepted || (id !== undefined && accepted.has(id));
           const actual = engine.apply(command, marker);
           const expected = reference.apply(command, marker);
           expect(JSON.stringify(actual.events)).toBe(JSON.stringify(expected.events));
@@ -251,14 +525,435 @@ test(`an engine reloaded from its changes agrees with the reference book (seed $
           engine.checkDigest();
           expect(engine.digest()).toBe(reference.digest());
           if (actual.acceptedOrderId !== undefined) accepted.add(actual.acceptedOrderId);
-          for (const change of actual.changes) {
-            if (change.op === "put") mirror.set(change.order.id, change.order);
-            else expect(mirror.delete(change.order.id)).toBe(true);
-          }
+          mirror.apply(actual.changes);
         });
         expect(reloads).toBe(reloadAt.size);
       },
     ),
     200,
   );
+});
+
+// --- the reference alone, against docs/orders.md ------------------------------------------
+
+let step = 0;
+const envelope = (pairId = 1) => {
+  step++;
+  return {
+    schemaVersion: 1 as const,
+    commandId: `s${step}`,
+    correlationId: `s${step}`,
+    submittedAt: "2024-01-01T00:00:00.000Z",
+    pairId,
+    partition: 0,
+  };
+};
+const limit = (
+  id: string,
+  userId: string,
+  side: "bid" | "ask",
+  price: string,
+  volume: string,
+  extra: Partial<PlaceOrderPayload> = {},
+): CommandEnvelope => ({
+  ...envelope(extra.pairId),
+  type: "order.place",
+  payload: {
+    id,
+    userId,
+    side,
+    type: "limit",
+    pairId: 1,
+    timestamp: 5_000 + step,
+    price,
+    volume,
+    volumeTotal: volume,
+    quoteVolume: "0",
+    ...precisions(1),
+    ...extra,
+  },
+});
+const stopMarket = (
+  id: string,
+  userId: string,
+  side: "bid" | "ask",
+  stop: string,
+  volume: string,
+) => limit(id, userId, side, "0", volume, { type: "stop-market", stopPrice: stop });
+const amend = (payload: Omit<AmendOrderPayload, "pairId">): CommandEnvelope => ({
+  ...envelope(),
+  type: "order.amend",
+  payload: { ...payload, pairId: 1 },
+});
+const types = (events: EventEnvelope[]) => events.map((e) => e.type);
+const ofType = (events: EventEnvelope[], type: string) =>
+  events.filter((e) => e.type === type).map((e) => e.payload);
+
+describe("the reference book follows docs/orders.md", () => {
+  test("a stop triggers at exactly its stop price, not a tick before", () => {
+    const book = new ReferenceBook();
+    book.apply(limit("a1", "u1", "ask", "10", "2"));
+    book.apply(limit("a2", "u1", "ask", "10.1", "2"));
+    const s1 = book.apply(stopMarket("s1", "u2", "bid", "10", "0.5"));
+    expect(s1.result).toEqual({
+      commandId: s1.result.commandId,
+      status: "accepted",
+      code: 106,
+      codeName: "stop-accepted",
+      orderId: "s1",
+      orderStatus: "stop-accepted",
+      executedVolume: "0",
+      remainingVolume: "0.5",
+      events: 1,
+    });
+    expect(s1.events[0]!.payload).toEqual({
+      orderId: "s1",
+      userId: "u2",
+      pairId: 1,
+      side: "bid",
+      type: "stop-market",
+      price: "0",
+      stopPrice: "10",
+      volume: "0.5",
+      volumeTotal: "0.5",
+      quoteVolume: "0",
+      timeInForce: "gtc",
+      stp: "none",
+      timestamp: s1.events[0]!.payload.timestamp,
+    });
+    book.apply(stopMarket("s2", "u2", "bid", "10.1", "1"));
+    book.apply(stopMarket("s3", "u2", "ask", "10", "1")); // a sell stop: at or below 10
+    const t = book.apply(limit("t1", "u3", "bid", "10", "1"));
+    expect(types(t.events)).toEqual([
+      "order.updated.v1",
+      "order.filled.v1",
+      "deal.executed.v1",
+      "order.triggered.v1", // s1 (bid, 10 <= 10)
+      "order.triggered.v1", // s3 (ask, 10 >= 10), arrived after s1 at the same distance
+      "order.updated.v1", // s1 buys 0.5 of a1
+      "order.filled.v1",
+      "deal.executed.v1",
+      "order.cancelled.v1", // s3, a market ask, meets an empty bid side
+    ]);
+    const triggered = ofType(t.events, "order.triggered.v1");
+    expect(triggered.map((p) => p.orderId)).toEqual(["s1", "s3"]);
+    expect(triggered[0]).toEqual({
+      orderId: "s1",
+      userId: "u2",
+      pairId: 1,
+      side: "bid",
+      type: "stop-market",
+      price: "0",
+      stopPrice: "10",
+      volume: "0.5",
+      volumeTotal: "0.5",
+      triggerPrice: "10",
+    });
+    // The taker's own phase, plus the count.
+    expect(t.result).toMatchObject({ code: 102, executedVolume: "1", triggeredStops: 2 });
+    expect(t.result.events).toBe(t.events.length);
+    expect(book.stopCount()).toBe(1); // s2 at 10.1 waits
+  });
+
+  test("a cascade: each triggered stop's trades trigger the next", () => {
+    const book = new ReferenceBook();
+    book.apply(limit("a1", "u1", "ask", "10", "1"));
+    book.apply(limit("a2", "u1", "ask", "10.1", "1"));
+    book.apply(limit("a3", "u1", "ask", "10.3", "1"));
+    book.apply(stopMarket("s1", "u2", "bid", "10", "1"));
+    book.apply(stopMarket("s2", "u2", "bid", "10.1", "1"));
+    book.apply(limit("s3", "u2", "bid", "10.3", "1", { type: "stop-limit", stopPrice: "10.3" }));
+    const t = book.apply(limit("t1", "u3", "bid", "10", "0.5"));
+    expect(ofType(t.events, "order.triggered.v1").map((p) => [p.orderId, p.triggerPrice])).toEqual([
+      ["s1", "10"],
+      ["s2", "10.1"],
+      ["s3", "10.3"],
+    ]);
+    expect(ofType(t.events, "deal.executed.v1").map((p) => [p.takerOrderId, p.price])).toEqual([
+      ["t1", "10"],
+      ["s1", "10"],
+      ["s1", "10.1"],
+      ["s2", "10.1"],
+      ["s2", "10.3"],
+      ["s3", "10.3"],
+    ]);
+    // s3, a GTC stop-limit, rests its remainder with the stop's timestamp.
+    expect(t.events.at(-1)).toMatchObject({
+      type: "order.rested.v1",
+      payload: { orderId: "s3", volume: "0.5", executedVolume: "0.5" },
+    });
+    expect(t.result).toMatchObject({ code: 102, triggeredStops: 3 });
+  });
+
+  test("stops that trigger together go by distance from the last trade, then arrival", () => {
+    const book = new ReferenceBook();
+    book.apply(limit("a1", "u1", "ask", "10", "1"));
+    book.apply(stopMarket("far", "u2", "bid", "9.5", "1"));
+    book.apply(stopMarket("near", "u2", "bid", "10", "1"));
+    book.apply(stopMarket("mid", "u2", "ask", "10.3", "1"));
+    book.apply(stopMarket("near2", "u3", "ask", "10", "1"));
+    const t = book.apply(limit("t1", "u3", "bid", "10", "1"));
+    expect(ofType(t.events, "order.triggered.v1").map((p) => p.orderId)).toEqual([
+      "near",
+      "near2",
+      "mid",
+      "far",
+    ]);
+  });
+
+  test("at most 64 stops trigger in one command; the rest stay armed", () => {
+    const book = new ReferenceBook();
+    book.apply(limit("a0", "u1", "ask", "10", "1"));
+    for (let i = 0; i < 70; i++) book.apply(stopMarket(`s${i}`, "u2", "bid", "9.5", "1"));
+    const t = book.apply(limit("t1", "u3", "bid", "10", "1"));
+    expect(t.result.triggeredStops).toBe(MAX_TRIGGERED_STOPS);
+    expect(book.stopCount()).toBe(70 - MAX_TRIGGERED_STOPS);
+    expect(ofType(t.events, "order.triggered.v1")[0]!.orderId).toBe("s0");
+  });
+
+  test("an amend keeps priority when price stays and volume does not grow", () => {
+    const book = new ReferenceBook();
+    book.apply(limit("a", "u1", "bid", "10", "2"));
+    book.apply(limit("b", "u2", "bid", "10", "1"));
+    const down = book.apply(amend({ id: "a", userId: "u1", volume: "1.5" }));
+    expect(down.events[0]!.payload).toEqual({
+      orderId: "a",
+      userId: "u1",
+      pairId: 1,
+      side: "bid",
+      type: "limit",
+      priorityKept: true,
+      before: { price: "10", volume: "2", volumeTotal: "2" },
+      after: { price: "10", volume: "1.5", volumeTotal: "1.5" },
+      executedVolume: "0",
+    });
+    expect(down.result).toMatchObject({ code: 0, orderStatus: "rested", remainingVolume: "1.5" });
+    const hit = book.apply(limit("x1", "u3", "ask", "10", "1"));
+    expect(hit.events[0]!.payload.orderId).toBe("a");
+    // Growing goes to the back of the level: b trades first now.
+    const up = book.apply(amend({ id: "a", userId: "u1", volume: "3" }));
+    expect(up.events[0]!.payload).toMatchObject({
+      priorityKept: false,
+      after: { volume: "2", volumeTotal: "3" },
+      executedVolume: "1",
+    });
+    const hit2 = book.apply(limit("x2", "u3", "ask", "10", "1"));
+    expect(hit2.events[0]!.payload.orderId).toBe("b");
+  });
+
+  test("amend: unchanged, below executed, to executed", () => {
+    const book = new ReferenceBook();
+    book.apply(limit("a", "u1", "bid", "10", "2"));
+    book.apply(limit("x", "u2", "ask", "10", "0.5"));
+    const same = book.apply(amend({ id: "a", userId: "u1", volume: "2.0", price: "10" }));
+    expect(same).toEqual({
+      result: {
+        commandId: same.result.commandId,
+        status: "accepted",
+        code: 107,
+        codeName: "amend-unchanged",
+        orderId: "a",
+        orderStatus: "rested",
+        executedVolume: "0",
+        remainingVolume: "1.5",
+        events: 0,
+      },
+      events: [],
+    });
+    const below = book.apply(amend({ id: "a", userId: "u1", volume: "0.4" }));
+    expect(below.result).toMatchObject({ code: 305, status: "rejected" });
+    const done = book.apply(amend({ id: "a", userId: "u1", volume: "0.5" }));
+    expect(types(done.events)).toEqual(["order.amended.v1", "order.cancelled.v1"]);
+    expect(done.events[1]!.payload).toEqual({
+      orderId: "a",
+      userId: "u1",
+      pairId: 1,
+      side: "bid",
+      price: "10",
+      volume: "1.5",
+      volumeTotal: "0.5",
+      executedVolume: "0.5",
+      reason: "amend",
+      code: 0,
+    });
+    expect(done.result).toMatchObject({ code: 0, orderStatus: "filled", remainingVolume: "0" });
+    expect(book.restingCount()).toBe(0);
+  });
+
+  test("an amend that crosses re-matches as a GTC limit taker", () => {
+    const book = new ReferenceBook();
+    book.apply(limit("x", "u2", "ask", "10.1", "0.5"));
+    book.apply(limit("a", "u1", "bid", "10", "1"));
+    book.apply(stopMarket("s", "u3", "bid", "10.1", "0.1"));
+    const out = book.apply(amend({ id: "a", userId: "u1", price: "10.1" }));
+    expect(types(out.events)).toEqual([
+      "order.amended.v1",
+      "order.filled.v1", // x, the maker
+      "deal.executed.v1",
+      "order.rested.v1", // a's remainder; then its trade at 10.1 triggers s
+      "order.triggered.v1",
+      "order.cancelled.v1", // s, a market bid, meets an empty ask side
+    ]);
+    expect(out.result).toMatchObject({
+      code: 0,
+      orderStatus: "partially-filled-rested",
+      executedVolume: "0.5",
+      remainingVolume: "0.5",
+      triggeredStops: 1,
+    });
+    // A post-only order may not re-price across.
+    book.apply(limit("p", "u1", "ask", "10.5", "1", { postOnly: true }));
+    const po = book.apply(amend({ id: "p", userId: "u1", price: "10" }));
+    expect(po.result).toMatchObject({ code: 300, reason: "post-only order would take" });
+  });
+
+  test("cancel of a stop, cancel-all order and bound, halts", () => {
+    const book = new ReferenceBook();
+    book.apply(limit("s", "u1", "bid", "10", "1", { type: "stop-limit", stopPrice: "10.3" }));
+    const c = book.apply({
+      ...envelope(),
+      type: "order.cancel",
+      payload: { id: "s", userId: "u1", pairId: 1 },
+    });
+    expect(c.events[0]!.payload).toMatchObject({ reason: "user", stopPrice: "10.3", price: "10" });
+    book.apply(limit("b1", "u1", "bid", "9.5", "1"));
+    book.apply(limit("b2", "u1", "bid", "9.8", "1"));
+    book.apply(limit("k1", "u1", "ask", "10.5", "1"));
+    book.apply(stopMarket("k2", "u1", "ask", "9.5", "1"));
+    book.apply(limit("q1", "u1", "bid", "9.5", "1", { pairId: 2 }));
+    const all = book.apply({ ...envelope(), type: "order.cancel-all", payload: { userId: "u1" } });
+    expect(ofType(all.events, "order.cancelled.v1").map((p) => [p.orderId, p.reason])).toEqual([
+      ["b2", "cancel-all"],
+      ["b1", "cancel-all"],
+      ["k1", "cancel-all"],
+      ["k2", "cancel-all"],
+      ["q1", "cancel-all"],
+    ]);
+    expect(all.result).toEqual({
+      commandId: all.result.commandId,
+      status: "accepted",
+      code: 0,
+      codeName: "ok",
+      cancelledOrders: 5,
+      events: 5,
+    });
+    for (let i = 0; i <= MAX_CANCEL_ALL; i++)
+      book.apply(limit(`m${i}`, "u1", "bid", "9.5", "0.01"));
+    const partial = book.apply({
+      ...envelope(),
+      type: "order.cancel-all",
+      payload: { userId: "u1", pairId: 1 },
+    });
+    expect(partial.result).toMatchObject({ code: 108, cancelledOrders: MAX_CANCEL_ALL });
+    const rest = book.apply({
+      ...envelope(),
+      type: "order.cancel-all",
+      payload: { userId: "u1", pairId: 1 },
+    });
+    expect(rest.result).toMatchObject({ code: 0, cancelledOrders: 1 });
+
+    const halt = (type: "pair.halt" | "pair.resume") =>
+      book.apply({ ...envelope(), type, payload: { pairId: 1, reason: "maintenance" } });
+    expect(halt("pair.halt").result).toEqual({
+      commandId: `s${step}`,
+      status: "accepted",
+      code: 0,
+      codeName: "ok",
+      events: 1,
+    });
+    expect(halt("pair.halt").result.code).toBe(306);
+    expect(book.apply(limit("h1", "u1", "bid", "9.5", "1")).result.code).toBe(304);
+    expect(book.apply(stopMarket("h2", "u1", "bid", "9.5", "1")).result.code).toBe(304);
+    expect(halt("pair.resume").events[0]!.payload).toEqual({ pairId: 1, reason: "maintenance" });
+    expect(halt("pair.resume").result.code).toBe(307);
+  });
+});
+
+/**
+ * Runs a script through the engine and the reference: events and results agree at every step,
+ * digests and changes after every step too, or, for long scripts, at the end.
+ */
+function expectAgreement(commands: CommandEnvelope[], stateEveryStep = true) {
+  const engine = new MatchingEngine();
+  const reference = new ReferenceBook();
+  const mirror = new Mirror();
+  const results = commands.map((command) => {
+    const actual = engine.apply(command);
+    const expected = reference.apply(command);
+    expect(JSON.stringify(actual.events)).toBe(JSON.stringify(expected.events));
+    expect(actual.result).toEqual(expected.result);
+    mirror.apply(actual.changes);
+    if (stateEveryStep) {
+      expect(engine.digest()).toBe(reference.digest());
+      mirror.expectMatches(engine);
+    }
+    return actual.result;
+  });
+  engine.check();
+  engine.checkDigest();
+  expect(engine.digest()).toBe(reference.digest());
+  mirror.expectMatches(engine);
+  return results;
+}
+
+test("engine agrees with the reference book at the bounds: 64 triggers, 1,000 cancels", () => {
+  const cancelAll = (pairId?: number): CommandEnvelope => ({
+    ...envelope(),
+    type: "order.cancel-all",
+    payload: pairId === undefined ? { userId: "u1" } : { userId: "u1", pairId },
+  });
+  const results = expectAgreement(
+    [
+      limit("a0", "u1", "ask", "10", "2"),
+      ...Array.from({ length: 70 }, (_, i) => stopMarket(`s${i}`, "u2", "bid", "9.5", "0.01")),
+      // Each triggered stop's trade would trigger the next: the bound stops the cascade at 64.
+      limit("t1", "u3", "bid", "10", "0.01"),
+      limit("t2", "u3", "bid", "10", "0.01"), // the six left trigger with a later trade
+      ...Array.from({ length: MAX_CANCEL_ALL }, (_, i) =>
+        limit(`m${i}`, "u1", "bid", "9.5", "0.01"),
+      ),
+      stopMarket("k", "u1", "ask", "9", "1"),
+      cancelAll(),
+      cancelAll(1),
+      cancelAll(),
+    ],
+    false,
+  );
+  const at = (i: number) => results.at(i)!;
+  expect(at(71).triggeredStops).toBe(MAX_TRIGGERED_STOPS);
+  expect(at(72).triggeredStops).toBe(70 - MAX_TRIGGERED_STOPS);
+  expect(at(-3)).toMatchObject({ code: 108, cancelledOrders: MAX_CANCEL_ALL });
+  expect(at(-2)).toMatchObject({ code: 0, cancelledOrders: 2 }); // one bid and the stop
+  expect(at(-1)).toMatchObject({ code: 0, cancelledOrders: 0, events: 0 });
+});
+
+test("engine agrees: a quote-sized stop amended in its stopPrice keeps waiting", () => {
+  // Its unfilled volume is "0" by definition; only an amend naming `volume` can finish an order.
+  const results = expectAgreement([
+    limit("q", "u1", "bid", "0", "0", {
+      type: "stop-market",
+      stopPrice: "9.5",
+      volumeTotal: "0",
+      quoteVolume: "10",
+    }),
+    amend({ id: "q", userId: "u1", stopPrice: "9.8" }),
+  ]);
+  expect(results[1]).toMatchObject({ code: 0, orderStatus: "stop-accepted" });
+});
+
+test("engine agrees: an amend that re-matches and finishes removes the order in the changes", () => {
+  const filled = expectAgreement([
+    limit("b", "u1", "bid", "9.5", "1"),
+    limit("a", "u2", "ask", "9.8", "1"),
+    amend({ id: "b", userId: "u1", price: "9.8" }),
+  ]);
+  expect(filled[2]).toMatchObject({ code: 0, orderStatus: "filled", executedVolume: "1" });
+  // Self-trade prevention stops the re-match: the amended order is cancelled.
+  const stopped = expectAgreement([
+    limit("b2", "u1", "bid", "9.5", "2", { stp: "cancel-taker" }),
+    limit("x2", "u2", "ask", "9.8", "1"),
+    limit("a2", "u1", "ask", "9.8", "1"),
+    amend({ id: "b2", userId: "u1", price: "9.8" }),
+  ]);
+  expect(stopped[3]).toMatchObject({ code: 105, orderStatus: "cancelled", executedVolume: "1" });
 });

@@ -1,18 +1,33 @@
 // A deliberately naive reference book for differential tests: plain arrays re-sorted on every
 // step and decimal.js arithmetic. Slow and obvious, so disagreements point at the fast engine.
+// Stops, amends, cancel-alls and halts follow docs/orders.md, written from the page alone.
 
 import DecimalJs from "decimal.js";
 import {
+  type AmendOrderCommand,
+  type CancelAllCommand,
+  type CancelOrderCommand,
   type CommandEnvelope,
   type CommandResult,
-  digestOrders,
+  type DigestOrder,
+  type DigestStop,
+  digestBooks,
   type EventEnvelope,
   type EventType,
+  type OrderAmendedPayload,
+  type OrderCancelledPayload,
+  type OrderStatus,
+  type PairControlCommand,
+  type PairControlEventPayload,
   type PlaceOrderCommand,
   ResultCodes,
   resultCodeName,
   type Side,
+  type StopAcceptedPayload,
+  type StopKind,
+  type StopTriggeredPayload,
   type StpMode,
+  type TimeInForce,
 } from "../../src/domain/index";
 
 const Decimal = DecimalJs.clone({ precision: 100, rounding: DecimalJs.ROUND_DOWN });
@@ -32,12 +47,90 @@ interface RefOrder {
   ad: number;
   qd: number;
   stp: StpMode;
+  postOnly: boolean;
+}
+
+interface RefStop {
+  id: string;
+  userId: string;
+  pairId: number;
+  side: Side;
+  type: StopKind;
+  /** Zero for a stop-market. */
+  price: Dec;
+  stopPrice: Dec;
+  /** Unfilled volume; zero for a quote-sized stop-market bid. */
+  volume: Dec;
+  volumeTotal: Dec;
+  quoteVolume: Dec;
+  tif: TimeInForce;
+  stp: StpMode;
+  timestamp: number;
+  seq: number;
+  pd: number;
+  ad: number;
+  qd: number;
+}
+
+/** An incoming order about to match: a place, a triggered stop or a re-matching amend. */
+interface Taker {
+  id: string;
+  userId: string;
+  pairId: number;
+  side: Side;
+  limit: boolean;
+  /** Zero for market orders. */
+  price: Dec;
+  /** Unfilled base volume (zero when quote-sized). */
+  volume: Dec;
+  volumeTotal: Dec;
+  quoteVolume: Dec;
+  quoteSized: boolean;
+  tif: TimeInForce;
+  stp: StpMode;
+  timestamp: number;
+  pd: number;
+  ad: number;
+  qd: number;
+  postOnly: boolean;
+}
+
+interface TakerOutcome {
+  orderStatus: OrderStatus;
+  code: number;
+  executed: Dec;
+  remaining: Dec;
+  /** Prices of the taker's trades, in the order they happened. */
+  trades: Dec[];
 }
 
 export interface RefOutcome {
   result: CommandResult;
   events: EventEnvelope[];
 }
+
+/** A live order or stop as the generator of the property test sees it. */
+export interface RefLiveOrder {
+  id: string;
+  userId: string;
+  pairId: number;
+  side: Side;
+  kind: "limit" | StopKind;
+  price: string;
+  stopPrice?: string;
+  volumeTotal: string;
+  /** Unfilled volume. */
+  volume: string;
+  executed: string;
+  quoteSized: boolean;
+  postOnly: boolean;
+}
+
+type Emit = (type: EventType, payload: Record<string, unknown>) => void;
+
+/** The bounds of docs/orders.md. */
+export const MAX_TRIGGERED_STOPS = 64;
+export const MAX_CANCEL_ALL = 1_000;
 
 const text = (d: Dec): string => d.toFixed();
 
@@ -74,14 +167,28 @@ function parse(value: unknown, decimals: number): Dec | { problem: number; reaso
   return d;
 }
 
+const isStopKind = (type: unknown): type is StopKind =>
+  type === "stop-limit" || type === "stop-market";
+
+const stopQuoteSized = (s: RefStop) =>
+  s.type === "stop-market" && s.side === "bid" && s.quoteVolume.gt(0);
+
+/** Book order within one pair: bids best first, then asks best first, FIFO in a level. */
+const bookOrder = (a: RefOrder, b: RefOrder) =>
+  (a.side === b.side ? 0 : a.side === "bid" ? -1 : 1) ||
+  (a.side === "bid" ? b.price.cmp(a.price) : a.price.cmp(b.price)) ||
+  a.seq - b.seq;
+
 export class ReferenceBook {
   private orders: RefOrder[] = [];
+  private stops: RefStop[] = [];
+  private halts = new Map<number, string>();
   private finished = new Set<string>();
   private seq = 0;
 
   apply(command: CommandEnvelope, alreadyAccepted = false): RefOutcome {
     const events: EventEnvelope[] = [];
-    const emit = (type: EventType, payload: Record<string, unknown>) => {
+    const emit: Emit = (type, payload) => {
       events.push({
         schemaVersion: 1,
         eventId: `${command.commandId}:${events.length}:${type}`,
@@ -96,86 +203,158 @@ export class ReferenceBook {
       });
     };
     const reject = (code: number, reason: string): RefOutcome => {
-      emit("order.rejected.v1", {
-        orderId: command.payload.id,
-        userId: command.payload.userId,
-        pairId: command.pairId,
-        commandType: command.type,
+      const payload = command.payload as { id?: unknown; userId?: unknown };
+      const orderId = typeof payload.id === "string" ? payload.id : undefined;
+      const userId = typeof payload.userId === "string" ? payload.userId : undefined;
+      const rejected: Record<string, unknown> = {};
+      if (orderId !== undefined) rejected.orderId = orderId;
+      if (userId !== undefined) rejected.userId = userId;
+      rejected.pairId = command.pairId;
+      rejected.commandType = command.type;
+      rejected.code = code;
+      rejected.codeName = resultCodeName(code);
+      rejected.reason = reason;
+      emit("order.rejected.v1", rejected);
+      const result: CommandResult = {
+        commandId: command.commandId,
+        status: "rejected",
         code,
         codeName: resultCodeName(code),
         reason,
-      });
-      return {
-        result: {
-          commandId: command.commandId,
-          status: "rejected",
-          code,
-          codeName: resultCodeName(code),
-          reason,
-          orderStatus: "rejected",
-          events: 1,
-          orderId: command.payload.id,
-        },
-        events,
+        orderStatus: "rejected",
+        events: 1,
       };
+      if (orderId !== undefined) result.orderId = orderId;
+      return { result, events };
     };
-    if (command.type === "order.cancel") {
-      const p = command.payload;
-      if (p.pairId !== command.pairId)
-        return reject(ResultCodes.pairMismatch, "payload pairId differs from envelope");
-      const order = this.orders.find((o) => o.id === p.id && o.pairId === command.pairId);
-      if (!order) {
-        // Finished: remembered so, or accepted before by the shell's marker, and not resting
-        // anywhere (an order resting on another pair is unknown on this one).
-        const restingElsewhere = this.orders.some((o) => o.id === p.id);
-        if (!restingElsewhere && (this.finished.has(p.id) || alreadyAccepted))
-          return reject(ResultCodes.orderAlreadyFinished, "order already filled or cancelled");
-        return reject(ResultCodes.unknownOrder, "no such resting order");
-      }
-      if (order.userId !== p.userId)
-        return reject(ResultCodes.notOwner, "order belongs to another user");
-      this.orders = this.orders.filter((o) => o !== order);
-      this.finished.add(order.id);
-      const executed = text(order.volumeTotal.minus(order.remaining));
-      emit("order.cancelled.v1", {
-        orderId: order.id,
-        userId: order.userId,
-        pairId: order.pairId,
-        side: order.side,
-        price: text(order.price),
-        volume: text(order.remaining),
-        volumeTotal: text(order.volumeTotal),
-        executedVolume: executed,
-        reason: "user",
-        code: 0,
-      });
-      return {
-        result: {
-          commandId: command.commandId,
-          status: "accepted",
-          code: 0,
-          codeName: "ok",
-          orderId: order.id,
-          orderStatus: "cancelled",
-          executedVolume: executed,
-          remainingVolume: text(order.remaining),
-          events: 1,
-        },
-        events,
-      };
+    const ctx = { command, alreadyAccepted, emit, reject, events };
+    switch (command.type) {
+      case "order.place":
+        return this.place({ ...ctx, command });
+      case "order.cancel":
+        return this.cancel({ ...ctx, command });
+      case "order.amend":
+        return this.amend({ ...ctx, command });
+      case "order.cancel-all":
+        return this.cancelAll({ ...ctx, command });
+      case "pair.halt":
+      case "pair.resume":
+        return this.pairControl({ ...ctx, command });
     }
-    return this.place(command, alreadyAccepted, emit, reject, events);
   }
 
-  private place(
-    command: PlaceOrderCommand,
-    alreadyAccepted: boolean,
-    emit: (type: EventType, payload: Record<string, unknown>) => void,
-    reject: (code: number, reason: string) => RefOutcome,
-    events: EventEnvelope[],
-  ): RefOutcome {
+  // --- order.cancel -----------------------------------------------------------------------
+
+  private cancel(ctx: Ctx<CancelOrderCommand>): RefOutcome {
+    const { command, emit, reject, events } = ctx;
     const p = command.payload;
-    if (alreadyAccepted || this.orders.some((o) => o.id === p.id) || this.finished.has(p.id)) {
+    if (p.pairId !== command.pairId)
+      return reject(ResultCodes.pairMismatch, "payload pairId differs from envelope");
+    const order = this.orders.find((o) => o.id === p.id && o.pairId === command.pairId);
+    const stop = this.stops.find((s) => s.id === p.id && s.pairId === command.pairId);
+    if (!order && !stop) {
+      const missing = this.missing(p.id, ctx.alreadyAccepted);
+      return reject(missing.code, missing.reason);
+    }
+    if ((order ?? stop)!.userId !== p.userId)
+      return reject(ResultCodes.notOwner, "order belongs to another user");
+    const { executed, remaining } = order
+      ? this.cancelOrder(order, "user", emit)
+      : this.cancelStop(stop!, "user", emit);
+    return {
+      result: {
+        commandId: command.commandId,
+        status: "accepted",
+        code: 0,
+        codeName: "ok",
+        orderId: p.id,
+        orderStatus: "cancelled",
+        executedVolume: executed,
+        remainingVolume: remaining,
+        events: events.length,
+      },
+      events,
+    };
+  }
+
+  /**
+   * Why an order id was not found on the command's pair, as a cancel (and an amend) says it:
+   * finished when remembered so, or accepted before by the shell's marker, and not live
+   * anywhere (an order live on another pair is unknown on this one).
+   */
+  private missing(id: string, alreadyAccepted: boolean): { code: number; reason: string } {
+    const liveElsewhere =
+      this.orders.some((o) => o.id === id) || this.stops.some((s) => s.id === id);
+    if (!liveElsewhere && (this.finished.has(id) || alreadyAccepted))
+      return {
+        code: ResultCodes.orderAlreadyFinished,
+        reason: "order already filled or cancelled",
+      };
+    return { code: ResultCodes.unknownOrder, reason: "no such resting order" };
+  }
+
+  private cancelOrder(
+    order: RefOrder,
+    reason: "user" | "cancel-all",
+    emit: Emit,
+  ): { executed: string; remaining: string } {
+    this.orders = this.orders.filter((o) => o !== order);
+    this.finished.add(order.id);
+    const executed = text(order.volumeTotal.minus(order.remaining));
+    emit("order.cancelled.v1", {
+      orderId: order.id,
+      userId: order.userId,
+      pairId: order.pairId,
+      side: order.side,
+      price: text(order.price),
+      volume: text(order.remaining),
+      volumeTotal: text(order.volumeTotal),
+      executedVolume: executed,
+      reason,
+      code: 0,
+    } satisfies OrderCancelledPayload);
+    return { executed, remaining: text(order.remaining) };
+  }
+
+  private cancelStop(
+    stop: RefStop,
+    reason: "user" | "cancel-all",
+    emit: Emit,
+  ): { executed: string; remaining: string } {
+    this.stops = this.stops.filter((s) => s !== stop);
+    this.finished.add(stop.id);
+    const executed = text(stop.volumeTotal.minus(stop.volume));
+    const payload: OrderCancelledPayload = {
+      orderId: stop.id,
+      userId: stop.userId,
+      pairId: stop.pairId,
+      side: stop.side,
+      price: text(stop.price),
+      volume: text(stop.volume),
+      volumeTotal: text(stop.volumeTotal),
+      executedVolume: executed,
+      reason,
+      code: 0,
+    };
+    // A quote-sized stop-market bid is a quote-sized market bid waiting: its budget is what
+    // is left of it (see the report: the page names only stopPrice).
+    if (stopQuoteSized(stop)) payload.quoteVolume = text(stop.quoteVolume);
+    payload.stopPrice = text(stop.stopPrice);
+    emit("order.cancelled.v1", { ...payload });
+    return { executed, remaining: text(stop.volume) };
+  }
+
+  // --- order.place ------------------------------------------------------------------------
+
+  private place(ctx: Ctx<PlaceOrderCommand>): RefOutcome {
+    const { command, alreadyAccepted, emit, reject, events } = ctx;
+    const p = command.payload;
+    if (
+      alreadyAccepted ||
+      this.orders.some((o) => o.id === p.id) ||
+      this.stops.some((s) => s.id === p.id) ||
+      this.finished.has(p.id)
+    ) {
       return {
         result: {
           commandId: command.commandId,
@@ -199,13 +378,26 @@ export class ReferenceBook {
       return reject(ResultCodes.badPrecision, "decimals must be integers 0..18");
     }
     const limit = p.type === "limit";
+    const stopType = isStopKind(p.type);
+    const priced = limit || p.type === "stop-limit";
     let price = new Decimal(0);
-    // Every order's price must be a decimal; only a limit order's must be positive.
+    // Every order's price must be a decimal; only a limit order's (and a stop-limit's) must be
+    // positive.
     const v = parse(p.price, p.priceDecimals);
     if (!(v instanceof Decimal)) return reject(v.problem, `price: ${v.reason}`);
-    if (limit) {
+    if (priced) {
       if (v.isZero()) return reject(ResultCodes.nonPositive, "price: zero");
       price = v;
+    }
+    // A stop's stopPrice right after the price, with the same codes; ignored on other orders.
+    let stopPrice = new Decimal(0);
+    if (stopType) {
+      if (p.stopPrice === undefined)
+        return reject(ResultCodes.badEnvelope, "stopPrice: required for stop orders");
+      const s = parse(p.stopPrice, p.priceDecimals);
+      if (!(s instanceof Decimal)) return reject(s.problem, `stopPrice: ${s.reason}`);
+      if (s.isZero()) return reject(ResultCodes.nonPositive, "stopPrice: zero");
+      stopPrice = s;
     }
     const fields = [
       ["volume", p.volume, p.amountDecimals],
@@ -219,13 +411,16 @@ export class ReferenceBook {
       parsed.push(v);
     }
     const [volume, volumeTotal, quoteVolume] = parsed as [Dec, Dec, Dec];
-    const quoteSized = p.type === "market" && p.side === "bid" && quoteVolume.gt(0);
+    const marketLike = p.type === "market" || p.type === "stop-market";
+    const quoteSized = marketLike && p.side === "bid" && quoteVolume.gt(0);
     if (!quoteSized) {
       if (volume.isZero()) return reject(ResultCodes.nonPositive, "volume: zero");
       if (volume.gt(volumeTotal))
         return reject(ResultCodes.volumeExceedsTotal, "volume exceeds volumeTotal");
     }
     const tif = p.timeInForce ?? "gtc";
+    if (p.postOnly === true && stopType)
+      return reject(ResultCodes.unsupportedCombination, "post-only cannot be a stop order");
     if (p.postOnly === true && (!limit || tif !== "gtc"))
       return reject(ResultCodes.unsupportedCombination, "post-only needs a GTC limit order");
     if (quoteSized && volume.gt(0))
@@ -235,39 +430,156 @@ export class ReferenceBook {
       );
     if (quoteSized && tif === "fok")
       return reject(ResultCodes.unsupportedCombination, "fok needs a base-volume order");
-    const pairOrders = this.orders.filter((o) => o.pairId === command.pairId);
+    if (this.halts.has(command.pairId)) return reject(ResultCodes.pairHalted, "pair is halted");
+    const differs = (o: { pd: number; ad: number; qd: number }) =>
+      o.pd !== p.priceDecimals || o.ad !== p.amountDecimals || o.qd !== p.quoteDecimals;
     if (
-      pairOrders.some(
-        (o) => o.pd !== p.priceDecimals || o.ad !== p.amountDecimals || o.qd !== p.quoteDecimals,
-      )
+      this.orders.some((o) => o.pairId === command.pairId && differs(o)) ||
+      this.stops.some((s) => s.pairId === command.pairId && differs(s))
     ) {
       return reject(
         ResultCodes.pairPrecisionMismatch,
         "order precisions differ from the resting orders of this pair",
       );
     }
-    const makers = pairOrders
-      .filter((o) => o.side !== p.side)
-      .sort(
-        (a, b) => (p.side === "bid" ? a.price.cmp(b.price) : b.price.cmp(a.price)) || a.seq - b.seq,
-      );
-    const crosses = (m: RefOrder) =>
-      !limit || (p.side === "bid" ? m.price.lte(price) : m.price.gte(price));
-    if (p.postOnly === true && makers[0] && crosses(makers[0]))
-      return reject(ResultCodes.postOnlyWouldTake, "post-only order would take");
-
     const stp = p.stp ?? "none";
-    const priceText = limit ? text(price) : "0";
-    let remaining = quoteSized ? new Decimal(0) : volume;
-    let budget = quoteVolume;
-    let executed = new Decimal(0);
-    const executedText = () => text(quoteSized ? executed : volumeTotal.minus(remaining));
-    const cancelTaker = (reason: string, code: number) =>
-      emit("order.cancelled.v1", {
-        orderId: p.id,
+
+    if (stopType) {
+      const stop: RefStop = {
+        id: p.id,
         userId: p.userId,
         pairId: p.pairId,
         side: p.side,
+        type: p.type as StopKind,
+        price,
+        stopPrice,
+        volume,
+        volumeTotal,
+        quoteVolume,
+        tif,
+        stp,
+        timestamp: p.timestamp,
+        seq: this.seq++,
+        pd: p.priceDecimals,
+        ad: p.amountDecimals,
+        qd: p.quoteDecimals,
+      };
+      this.stops.push(stop);
+      emit("order.stop-accepted.v1", {
+        orderId: stop.id,
+        userId: stop.userId,
+        pairId: stop.pairId,
+        side: stop.side,
+        type: stop.type,
+        price: text(stop.price),
+        stopPrice: text(stop.stopPrice),
+        volume: text(stop.volume),
+        volumeTotal: text(stop.volumeTotal),
+        quoteVolume: text(stop.quoteVolume),
+        timeInForce: stop.tif,
+        stp: stop.stp,
+        timestamp: stop.timestamp,
+      } satisfies StopAcceptedPayload);
+      return {
+        result: {
+          commandId: command.commandId,
+          status: "accepted",
+          code: ResultCodes.stopAccepted,
+          codeName: resultCodeName(ResultCodes.stopAccepted),
+          orderId: p.id,
+          orderStatus: "stop-accepted",
+          executedVolume: "0",
+          remainingVolume: text(volume),
+          events: events.length,
+        },
+        events,
+      };
+    }
+
+    const taker: Taker = {
+      id: p.id,
+      userId: p.userId,
+      pairId: p.pairId,
+      side: p.side,
+      limit,
+      price,
+      volume: quoteSized ? new Decimal(0) : volume,
+      volumeTotal,
+      quoteVolume,
+      quoteSized,
+      tif,
+      stp,
+      timestamp: p.timestamp,
+      pd: p.priceDecimals,
+      ad: p.amountDecimals,
+      qd: p.quoteDecimals,
+      postOnly: p.postOnly === true,
+    };
+    if (p.postOnly === true) {
+      const best = this.makersFor(taker)[0];
+      if (best && this.crosses(taker, best))
+        return reject(ResultCodes.postOnlyWouldTake, "post-only order would take");
+    }
+    const outcome = this.take(taker, emit, false);
+    const triggered = this.runTriggers(taker.pairId, outcome.trades, emit);
+    return this.takerResult(command.commandId, p.id, outcome, events, triggered);
+  }
+
+  private takerResult(
+    commandId: string,
+    orderId: string,
+    outcome: TakerOutcome,
+    events: EventEnvelope[],
+    triggered: number,
+  ): RefOutcome {
+    const result: CommandResult = {
+      commandId,
+      status: "accepted",
+      code: outcome.code,
+      codeName: resultCodeName(outcome.code),
+      orderId,
+      orderStatus: outcome.orderStatus,
+      executedVolume: text(outcome.executed),
+      remainingVolume: text(outcome.remaining),
+      events: events.length,
+    };
+    if (triggered > 0) result.triggeredStops = triggered;
+    return { result, events };
+  }
+
+  /** The taker's pair's opposite side, best first then FIFO. */
+  private makersFor(t: Taker): RefOrder[] {
+    return this.orders
+      .filter((o) => o.pairId === t.pairId && o.side !== t.side)
+      .sort(
+        (a, b) => (t.side === "bid" ? a.price.cmp(b.price) : b.price.cmp(a.price)) || a.seq - b.seq,
+      );
+  }
+
+  private crosses(t: Taker, m: RefOrder): boolean {
+    return !t.limit || (t.side === "bid" ? m.price.lte(t.price) : m.price.gte(t.price));
+  }
+
+  /**
+   * Matches one taker against its pair's book, emitting the events an order.place emits.
+   * `amend`: the taker is a re-matching amended order (a GTC limit order): its accepted codes
+   * are 0, or 105 when self-trade prevention stopped it.
+   */
+  private take(t: Taker, emit: Emit, amend: boolean): TakerOutcome {
+    const makers = this.makersFor(t);
+    const { stp, quoteSized, volumeTotal, tif } = t;
+    const priceText = t.limit ? text(t.price) : "0";
+    let remaining = t.volume;
+    let budget = t.quoteVolume;
+    let executed = new Decimal(0);
+    const trades: Dec[] = [];
+    const executedText = () => text(quoteSized ? executed : volumeTotal.minus(remaining));
+    const cancelTaker = (reason: string, code: number) =>
+      emit("order.cancelled.v1", {
+        orderId: t.id,
+        userId: t.userId,
+        pairId: t.pairId,
+        side: t.side,
         price: priceText,
         volume: text(remaining),
         volumeTotal: text(volumeTotal),
@@ -276,29 +588,17 @@ export class ReferenceBook {
         code,
         quoteVolume: quoteSized ? text(budget) : undefined,
       });
-    const finish = (orderStatus: CommandResult["orderStatus"], code: number): RefOutcome => {
-      if (orderStatus === "filled" || orderStatus === "cancelled") this.finished.add(p.id);
-      return {
-        result: {
-          commandId: command.commandId,
-          status: "accepted",
-          code,
-          codeName: resultCodeName(code),
-          orderId: p.id,
-          orderStatus,
-          executedVolume: text(executed),
-          remainingVolume: text(remaining),
-          events: events.length,
-        },
-        events,
-      };
+    const finish = (orderStatus: OrderStatus, code: number): TakerOutcome => {
+      if (orderStatus === "filled" || orderStatus === "cancelled") this.finished.add(t.id);
+      const accepted = amend && code !== ResultCodes.stpCancelled ? ResultCodes.ok : code;
+      return { orderStatus, code: accepted, executed, remaining, trades };
     };
     if (tif === "fok") {
       let available = new Decimal(0);
       let ok = false;
       for (const m of makers) {
-        if (!crosses(m)) break;
-        if (stp !== "none" && m.userId === p.userId) {
+        if (!this.crosses(t, m)) break;
+        if (stp !== "none" && m.userId === t.userId) {
           if (stp === "cancel-maker") continue;
           break;
         }
@@ -317,8 +617,8 @@ export class ReferenceBook {
     let done = false;
     for (let i = 0; i < makers.length; i++) {
       const m = makers[i]!;
-      if (!crosses(m) || done) break;
-      if (stp !== "none" && m.userId === p.userId) {
+      if (!this.crosses(t, m) || done) break;
+      if (stp !== "none" && m.userId === t.userId) {
         if (stp !== "cancel-taker") {
           this.orders = this.orders.filter((o) => o !== m);
           this.finished.add(m.id);
@@ -356,6 +656,7 @@ export class ReferenceBook {
         .toDecimalPlaces(m.qd, m.side === "ask" ? Decimal.ROUND_UP : Decimal.ROUND_DOWN);
       m.remaining = m.remaining.minus(fill);
       executed = executed.plus(fill);
+      trades.push(m.price);
       if (quoteSized) budget = budget.minus(quote);
       else remaining = remaining.minus(fill);
       const makerDone = m.remaining.isZero();
@@ -381,10 +682,10 @@ export class ReferenceBook {
       if (!makerDone && !done) i--;
       if (done) {
         emit("order.filled.v1", {
-          orderId: p.id,
-          userId: p.userId,
+          orderId: t.id,
+          userId: t.userId,
           pairId: m.pairId,
-          side: p.side,
+          side: t.side,
           role: "taker",
           price: priceText,
           volume: "0",
@@ -403,10 +704,10 @@ export class ReferenceBook {
         makerOrderId: m.id,
         makerUserId: m.userId,
         makerSide: m.side,
-        takerOrderId: p.id,
-        takerUserId: p.userId,
-        takerSide: p.side,
-        timestamp: p.timestamp,
+        takerOrderId: t.id,
+        takerUserId: t.userId,
+        takerSide: t.side,
+        timestamp: t.timestamp,
       });
     }
     if (quoteSized ? budget.isZero() : remaining.isZero())
@@ -415,32 +716,34 @@ export class ReferenceBook {
       cancelTaker("stp", ResultCodes.stpCancelled);
       return finish("cancelled", ResultCodes.stpCancelled);
     }
-    if (limit && tif === "gtc") {
-      this.orders.push({
-        id: p.id,
-        userId: p.userId,
-        pairId: p.pairId,
-        side: p.side,
-        price,
+    if (t.limit && tif === "gtc") {
+      const order: RefOrder = {
+        id: t.id,
+        userId: t.userId,
+        pairId: t.pairId,
+        side: t.side,
+        price: t.price,
         remaining,
         volumeTotal,
-        timestamp: p.timestamp,
+        timestamp: t.timestamp,
         seq: this.seq++,
-        pd: p.priceDecimals,
-        ad: p.amountDecimals,
-        qd: p.quoteDecimals,
+        pd: t.pd,
+        ad: t.ad,
+        qd: t.qd,
         stp,
-      });
+        postOnly: t.postOnly,
+      };
+      this.orders.push(order);
       emit("order.rested.v1", {
-        orderId: p.id,
-        userId: p.userId,
-        pairId: p.pairId,
-        side: p.side,
+        orderId: t.id,
+        userId: t.userId,
+        pairId: t.pairId,
+        side: t.side,
         price: priceText,
         volume: text(remaining),
         volumeTotal: text(volumeTotal),
         executedVolume: text(volumeTotal.minus(remaining)),
-        timestamp: p.timestamp,
+        timestamp: t.timestamp,
         stp,
       });
       const partial = executed.gt(0);
@@ -449,24 +752,408 @@ export class ReferenceBook {
         partial ? ResultCodes.partiallyFilledRested : ResultCodes.rested,
       );
     }
-    cancelTaker(limit ? "ioc" : "market-remainder", ResultCodes.remainderCancelled);
+    cancelTaker(t.limit ? "ioc" : "market-remainder", ResultCodes.remainderCancelled);
     return finish("cancelled", ResultCodes.remainderCancelled);
   }
+
+  // --- triggering -------------------------------------------------------------------------
+
+  /**
+   * After a taker finished with `trades` on `pairId`: triggers the stops they reach, emits
+   * order.triggered.v1 for each at once, then executes them first triggered first, each
+   * taker's trades triggering in turn, at most 64 in the command. Returns how many triggered.
+   */
+  private runTriggers(pairId: number, trades: Dec[], emit: Emit): number {
+    const queue: RefStop[] = [];
+    let triggered = 0;
+    const trigger = (prices: Dec[]) => {
+      if (prices.length === 0) return;
+      const high = Decimal.max(...prices);
+      const low = Decimal.min(...prices);
+      const last = prices[prices.length - 1]!;
+      const reached = this.stops
+        .filter(
+          (s) =>
+            s.pairId === pairId &&
+            (s.side === "bid" ? s.stopPrice.lte(high) : s.stopPrice.gte(low)),
+        )
+        .sort(
+          (a, b) =>
+            a.stopPrice.minus(last).abs().cmp(b.stopPrice.minus(last).abs()) || a.seq - b.seq,
+        )
+        .slice(0, MAX_TRIGGERED_STOPS - triggered);
+      for (const s of reached) {
+        this.stops = this.stops.filter((x) => x !== s);
+        triggered++;
+        emit("order.triggered.v1", {
+          orderId: s.id,
+          userId: s.userId,
+          pairId: s.pairId,
+          side: s.side,
+          type: s.type,
+          price: text(s.price),
+          stopPrice: text(s.stopPrice),
+          volume: text(s.volume),
+          volumeTotal: text(s.volumeTotal),
+          triggerPrice: text(last),
+        } satisfies StopTriggeredPayload);
+        queue.push(s);
+      }
+    };
+    trigger(trades);
+    for (let s = queue.shift(); s !== undefined; s = queue.shift()) {
+      const quoteSized = stopQuoteSized(s);
+      const outcome = this.take(
+        {
+          id: s.id,
+          userId: s.userId,
+          pairId: s.pairId,
+          side: s.side,
+          limit: s.type === "stop-limit",
+          price: s.price,
+          volume: quoteSized ? new Decimal(0) : s.volume,
+          volumeTotal: s.volumeTotal,
+          quoteVolume: s.quoteVolume,
+          quoteSized,
+          tif: s.tif,
+          stp: s.stp,
+          timestamp: s.timestamp,
+          pd: s.pd,
+          ad: s.ad,
+          qd: s.qd,
+          postOnly: false,
+        },
+        emit,
+        false,
+      );
+      trigger(outcome.trades);
+    }
+    return triggered;
+  }
+
+  // --- order.amend ------------------------------------------------------------------------
+
+  private amend(ctx: Ctx<AmendOrderCommand>): RefOutcome {
+    const { command, emit, reject, events } = ctx;
+    const p = command.payload;
+    // 1, 2.
+    if (p.pairId !== command.pairId)
+      return reject(ResultCodes.pairMismatch, "payload pairId differs from envelope");
+    if (p.volume === undefined && p.price === undefined && p.stopPrice === undefined)
+      return reject(ResultCodes.badEnvelope, "amend names none of volume, price, stopPrice");
+    // 3, 4, 5.
+    const order = this.orders.find((o) => o.id === p.id && o.pairId === command.pairId);
+    const stop = this.stops.find((s) => s.id === p.id && s.pairId === command.pairId);
+    if (!order && !stop) {
+      const missing = this.missing(p.id, ctx.alreadyAccepted);
+      return reject(missing.code, missing.reason);
+    }
+    const target = (order ?? stop)!;
+    if (target.userId !== p.userId)
+      return reject(ResultCodes.notOwner, "order belongs to another user");
+    if (this.halts.has(command.pairId)) return reject(ResultCodes.pairHalted, "pair is halted");
+    // 6: each value's decimal problems, then its zero, in the order volume, price, stopPrice.
+    const given: { volume?: Dec; price?: Dec; stopPrice?: Dec } = {};
+    const checks = [
+      ["volume", p.volume, target.ad],
+      ["price", p.price, target.pd],
+      ["stopPrice", p.stopPrice, target.pd],
+    ] as const;
+    for (const [name, value, decimals] of checks) {
+      if (value === undefined) continue;
+      const v = parse(value, decimals);
+      if (!(v instanceof Decimal)) return reject(v.problem, `${name}: ${v.reason}`);
+      if (v.isZero()) return reject(ResultCodes.nonPositive, `${name}: zero`);
+      given[name] = v;
+    }
+    // 7.
+    if (stop && stop.type === "stop-market" && given.price)
+      return reject(ResultCodes.unsupportedCombination, "a stop-market order has no price");
+    if (order && given.stopPrice)
+      return reject(ResultCodes.unsupportedCombination, "only stop orders have a stopPrice");
+    if (stop && stopQuoteSized(stop) && given.volume)
+      return reject(
+        ResultCodes.unsupportedCombination,
+        "a quote-sized order has no volume to amend",
+      );
+    // 8.
+    const unfilled = order ? order.remaining : stop!.volume;
+    const executed = target.volumeTotal.minus(unfilled);
+    if (given.volume?.lt(executed))
+      return reject(ResultCodes.amendBelowExecuted, "volume below the executed volume");
+    // 9.
+    const unchanged =
+      (given.volume === undefined || given.volume.eq(target.volumeTotal)) &&
+      (given.price === undefined || given.price.eq(target.price)) &&
+      (given.stopPrice === undefined || given.stopPrice.eq(stop!.stopPrice));
+    if (unchanged) {
+      return {
+        result: {
+          commandId: command.commandId,
+          status: "accepted",
+          code: ResultCodes.amendUnchanged,
+          codeName: resultCodeName(ResultCodes.amendUnchanged),
+          orderId: target.id,
+          orderStatus: order ? "rested" : "stop-accepted",
+          executedVolume: "0",
+          remainingVolume: text(unfilled),
+          events: 0,
+        },
+        events,
+      };
+    }
+    const newTotal = given.volume ?? target.volumeTotal;
+    const newPrice = given.price ?? target.price;
+    const newUnfilled = newTotal.minus(executed);
+    const newStopPrice = stop ? (given.stopPrice ?? stop.stopPrice) : undefined;
+    const taker: Taker | undefined = order && {
+      id: order.id,
+      userId: order.userId,
+      pairId: order.pairId,
+      side: order.side,
+      limit: true,
+      price: newPrice,
+      volume: newUnfilled,
+      volumeTotal: newTotal,
+      quoteVolume: new Decimal(0),
+      quoteSized: false,
+      tif: "gtc",
+      stp: order.stp,
+      timestamp: order.timestamp,
+      pd: order.pd,
+      ad: order.ad,
+      qd: order.qd,
+      postOnly: order.postOnly,
+    };
+    const best = taker && this.makersFor(taker)[0];
+    const wouldTake = taker !== undefined && best !== undefined && this.crosses(taker, best);
+    // 10.
+    if (order?.postOnly && wouldTake)
+      return reject(ResultCodes.postOnlyWouldTake, "post-only order would take");
+
+    const priorityKept =
+      newPrice.eq(target.price) &&
+      (stop === undefined || newStopPrice!.eq(stop.stopPrice)) &&
+      newTotal.lte(target.volumeTotal);
+    const terms = (price: Dec, volume: Dec, volumeTotal: Dec, stopPrice: Dec | undefined) => ({
+      price: text(price),
+      volume: text(volume),
+      volumeTotal: text(volumeTotal),
+      ...(stopPrice === undefined ? {} : { stopPrice: text(stopPrice) }),
+    });
+    emit("order.amended.v1", {
+      orderId: target.id,
+      userId: target.userId,
+      pairId: target.pairId,
+      side: target.side,
+      type: order ? "limit" : stop!.type,
+      priorityKept,
+      before: terms(target.price, unfilled, target.volumeTotal, stop?.stopPrice),
+      after: terms(newPrice, newUnfilled, newTotal, newStopPrice),
+      executedVolume: text(executed),
+    } satisfies OrderAmendedPayload);
+    const accepted = (orderStatus: OrderStatus, remaining: Dec): RefOutcome => ({
+      result: {
+        commandId: command.commandId,
+        status: "accepted",
+        code: 0,
+        codeName: "ok",
+        orderId: target.id,
+        orderStatus,
+        executedVolume: "0",
+        remainingVolume: text(remaining),
+        events: events.length,
+      },
+      events,
+    });
+
+    // Down to the executed volume: the order finishes, the part taken off cancelled.
+    if (given.volume !== undefined && newUnfilled.isZero()) {
+      if (order) this.orders = this.orders.filter((o) => o !== order);
+      else this.stops = this.stops.filter((s) => s !== stop);
+      this.finished.add(target.id);
+      const cancelled: OrderCancelledPayload = {
+        orderId: target.id,
+        userId: target.userId,
+        pairId: target.pairId,
+        side: target.side,
+        price: text(newPrice),
+        volume: text(unfilled),
+        volumeTotal: text(newTotal),
+        executedVolume: text(executed),
+        reason: "amend",
+        code: 0,
+      };
+      if (newStopPrice !== undefined) cancelled.stopPrice = text(newStopPrice);
+      emit("order.cancelled.v1", { ...cancelled });
+      return accepted("filled", new Decimal(0));
+    }
+
+    if (stop) {
+      stop.price = newPrice;
+      stop.stopPrice = newStopPrice!;
+      stop.volume = newUnfilled;
+      stop.volumeTotal = newTotal;
+      if (!priorityKept) stop.seq = this.seq++;
+      return accepted("stop-accepted", newUnfilled);
+    }
+
+    if (wouldTake) {
+      // Re-matched as an incoming GTC limit order, with the order's own STP mode.
+      this.orders = this.orders.filter((o) => o !== order);
+      const outcome = this.take(taker!, emit, true);
+      const triggered = this.runTriggers(taker!.pairId, outcome.trades, emit);
+      return this.takerResult(command.commandId, target.id, outcome, events, triggered);
+    }
+    order!.price = newPrice;
+    order!.remaining = newUnfilled;
+    order!.volumeTotal = newTotal;
+    if (!priorityKept) order!.seq = this.seq++;
+    return accepted("rested", newUnfilled);
+  }
+
+  // --- order.cancel-all -------------------------------------------------------------------
+
+  private cancelAll(ctx: Ctx<CancelAllCommand>): RefOutcome {
+    const { command, emit, reject, events } = ctx;
+    const p = command.payload;
+    if (p.pairId !== undefined && p.pairId !== command.pairId)
+      return reject(ResultCodes.pairMismatch, "payload pairId differs from envelope");
+    const inScope = (x: { userId: string; pairId: number }) =>
+      x.userId === p.userId && (p.pairId === undefined || x.pairId === p.pairId);
+    const pairs = [
+      ...new Set(
+        [...this.orders.filter(inScope), ...this.stops.filter(inScope)].map((x) => x.pairId),
+      ),
+    ].sort((a, b) => a - b);
+    const targets: ({ order: RefOrder } | { stop: RefStop })[] = [];
+    for (const pairId of pairs) {
+      const orders = this.orders.filter((o) => inScope(o) && o.pairId === pairId).sort(bookOrder);
+      const stops = this.stops
+        .filter((s) => inScope(s) && s.pairId === pairId)
+        .sort((a, b) => a.seq - b.seq);
+      targets.push(...orders.map((order) => ({ order })), ...stops.map((stop) => ({ stop })));
+    }
+    const chosen = targets.slice(0, MAX_CANCEL_ALL);
+    for (const t of chosen) {
+      if ("order" in t) this.cancelOrder(t.order, "cancel-all", emit);
+      else this.cancelStop(t.stop, "cancel-all", emit);
+    }
+    const code = targets.length > MAX_CANCEL_ALL ? ResultCodes.cancelAllPartial : ResultCodes.ok;
+    return {
+      result: {
+        commandId: command.commandId,
+        status: "accepted",
+        code,
+        codeName: resultCodeName(code),
+        cancelledOrders: chosen.length,
+        events: events.length,
+      },
+      events,
+    };
+  }
+
+  // --- pair.halt / pair.resume ------------------------------------------------------------
+
+  private pairControl(ctx: Ctx<PairControlCommand>): RefOutcome {
+    const { command, emit, reject, events } = ctx;
+    const p = command.payload;
+    if (p.pairId !== command.pairId)
+      return reject(ResultCodes.pairMismatch, "payload pairId differs from envelope");
+    // The reason's 1 to 200 characters are the decoder's check (decode-command.ts), as every
+    // envelope shape is: apply() takes decoded commands.
+    const halted = this.halts.has(p.pairId);
+    if (command.type === "pair.halt") {
+      if (halted) return reject(ResultCodes.pairAlreadyHalted, "pair is halted already");
+      this.halts.set(p.pairId, p.reason);
+    } else {
+      if (!halted) return reject(ResultCodes.pairNotHalted, "pair is not halted");
+      this.halts.delete(p.pairId);
+    }
+    emit(command.type === "pair.halt" ? "pair.halted.v1" : "pair.resumed.v1", {
+      pairId: p.pairId,
+      reason: p.reason,
+    } satisfies PairControlEventPayload);
+    return {
+      result: {
+        commandId: command.commandId,
+        status: "accepted",
+        code: 0,
+        codeName: "ok",
+        events: events.length,
+      },
+      events,
+    };
+  }
+
+  // --- views ------------------------------------------------------------------------------
 
   restingCount(): number {
     return this.orders.length;
   }
 
+  stopCount(): number {
+    return this.stops.length;
+  }
+
+  isHalted(pairId: number): boolean {
+    return this.halts.has(pairId);
+  }
+
+  /** Live resting orders, then stops, in arrival order. */
+  liveOrders(): RefLiveOrder[] {
+    const resting = [...this.orders]
+      .sort((a, b) => a.seq - b.seq)
+      .map(
+        (o): RefLiveOrder => ({
+          id: o.id,
+          userId: o.userId,
+          pairId: o.pairId,
+          side: o.side,
+          kind: "limit",
+          price: text(o.price),
+          volumeTotal: text(o.volumeTotal),
+          volume: text(o.remaining),
+          executed: text(o.volumeTotal.minus(o.remaining)),
+          quoteSized: false,
+          postOnly: o.postOnly,
+        }),
+      );
+    const stops = [...this.stops]
+      .sort((a, b) => a.seq - b.seq)
+      .map(
+        (s): RefLiveOrder => ({
+          id: s.id,
+          userId: s.userId,
+          pairId: s.pairId,
+          side: s.side,
+          kind: s.type,
+          price: text(s.price),
+          stopPrice: text(s.stopPrice),
+          volumeTotal: text(s.volumeTotal),
+          volume: text(s.volume),
+          executed: text(s.volumeTotal.minus(s.volume)),
+          quoteSized: stopQuoteSized(s),
+          postOnly: false,
+        }),
+      );
+    return [...resting, ...stops];
+  }
+
+  /** The best resting price of one side of a pair. */
+  bestPrice(pairId: number, side: Side): string | undefined {
+    const prices = this.orders.filter((o) => o.pairId === pairId && o.side === side);
+    if (prices.length === 0) return undefined;
+    const best = prices
+      .map((o) => o.price)
+      .reduce((a, b) => (side === "bid" ? Decimal.max(a, b) : Decimal.min(a, b)));
+    return text(best);
+  }
+
   digest(): string {
-    const sorted = [...this.orders].sort(
-      (a, b) =>
-        a.pairId - b.pairId ||
-        (a.side === b.side ? 0 : a.side === "bid" ? -1 : 1) ||
-        (a.side === "bid" ? b.price.cmp(a.price) : a.price.cmp(b.price)) ||
-        a.seq - b.seq,
-    );
-    return digestOrders(
-      sorted.map((o) => ({
+    const sorted = [...this.orders].sort((a, b) => a.pairId - b.pairId || bookOrder(a, b));
+    const orders = sorted.map(
+      (o): DigestOrder => ({
         id: o.id,
         userId: o.userId,
         pairId: o.pairId,
@@ -479,7 +1166,42 @@ export class ReferenceBook {
         priceDecimals: o.pd,
         amountDecimals: o.ad,
         quoteDecimals: o.qd,
-      })),
+        ...(o.postOnly ? { postOnly: true } : {}),
+      }),
     );
+    const stops = [...this.stops]
+      .sort((a, b) => a.pairId - b.pairId || a.seq - b.seq)
+      .map(
+        (s): DigestStop => ({
+          id: s.id,
+          userId: s.userId,
+          pairId: s.pairId,
+          side: s.side,
+          type: s.type,
+          price: text(s.price),
+          stopPrice: text(s.stopPrice),
+          volume: text(s.volume),
+          volumeTotal: text(s.volumeTotal),
+          quoteVolume: text(s.quoteVolume),
+          timeInForce: s.tif,
+          stp: s.stp,
+          timestamp: s.timestamp,
+          priceDecimals: s.pd,
+          amountDecimals: s.ad,
+          quoteDecimals: s.qd,
+        }),
+      );
+    const halts = [...this.halts]
+      .sort(([a], [b]) => a - b)
+      .map(([pairId, reason]) => ({ pairId, reason }));
+    return digestBooks(orders, stops, halts);
   }
+}
+
+interface Ctx<C extends CommandEnvelope> {
+  command: C;
+  alreadyAccepted: boolean;
+  emit: Emit;
+  reject: (code: number, reason: string) => RefOutcome;
+  events: EventEnvelope[];
 }
