@@ -29,4 +29,5 @@ export const benchValuedFlags: readonly string[] = [
   "--series",
   "--sample-seconds",
   "--restart-replica-at",
+  "--cells",
 ];

@@ -14,6 +14,7 @@ import { stackDown, stackStatus } from "../stack/index";
 import { runBrokerEventFloor } from "./broker-event-floor";
 import { runBrokerFloor } from "./broker-floor";
 import { capacityDefaults, capacityReport } from "./capacity-report";
+import { cellsProblems, runCellsBench } from "./cells";
 import { runDatastoreBench } from "./datastore-bench";
 import { runDomainBench, runRestingMemoryBench } from "./domain-bench";
 import { collectEnvironment, environmentFacts } from "./environment";
@@ -52,6 +53,7 @@ export const benchBoundaries: readonly string[] = [
   "failover",
   "ha-cost",
   "soak",
+  "cells",
 ];
 
 export interface BenchRunOptions {
@@ -136,6 +138,7 @@ export async function runBench(boundary: string, options: BenchRunOptions): Prom
   if (boundary === "failover") return runFailoverBench({ ...options, progress });
   if (boundary === "ha-cost") return runHaCostBench({ ...options, progress });
   if (boundary === "soak") return runSoakBench({ ...options, progress });
+  if (boundary === "cells") return runCellsBench({ ...options, progress });
   const seed = intFlag(flags, "--seed", 1);
   if (boundary === "domain") return finish(runDomainBoundary(options, workload, seed), options);
   return await runWithStack(boundary, options, workload, seed, progress);
@@ -154,6 +157,11 @@ const ownStackBoundaries: Record<
     starts: "a plain and an HA stack of its own",
     problems: haCostProblems,
     flags: ["--rounds"],
+  },
+  cells: {
+    starts: "a stack of its own for each cell",
+    problems: cellsProblems,
+    flags: ["--cells"],
   },
   soak: {
     starts: "a stack of its own",

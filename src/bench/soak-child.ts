@@ -16,6 +16,8 @@ export interface PipelineOutcome {
   commandsPerSecond: number;
   /** The child's exit: 0, or 1 with a failed invariant; anything else is a failed run. */
   exitCode: number;
+  /** CPU seconds of the child and the services it started and reaped (wait4's rusage). */
+  cpuSeconds: number;
 }
 
 export interface PipelineChild {
@@ -34,11 +36,16 @@ export function spawnPipeline(options: {
   args: string[];
   durability: string;
   seriesFile?: string;
+  /** Runs the child (and so the services it starts) on these CPUs only: `taskset -c`. */
+  cpus?: string;
+  /** More settings for the child, such as its partition. */
+  env?: Record<string, string>;
 }): PipelineChild {
   const { services, seriesFile } = options;
   const { MATCHING_REPLICA_URL: _replica, ...env } = process.env;
   const child = Bun.spawn(
     [
+      ...(options.cpus === undefined ? [] : ["taskset", "-c", options.cpus]),
       ...selfCommand(),
       ...["bench", "full-pipeline", "--json", ...options.args],
       ...(seriesFile === undefined ? [] : ["--series", seriesFile]),
@@ -54,6 +61,7 @@ export function spawnPipeline(options: {
         MATCHING_DATASTORE_URL: options.urls.datastoreUrl,
         MATCHING_BROKER_URL: options.urls.brokerUrl,
         MATCHING_DURABILITY: options.durability,
+        ...options.env,
       },
     },
   );
@@ -86,6 +94,7 @@ export function spawnPipeline(options: {
         throw new Error(`full-pipeline exited ${code} without a report:\n${errTail.join("\n")}`);
       }
       pipeline.exitCode = code;
+      pipeline.cpuSeconds = Number(child.resourceUsage()?.cpuTime.total ?? 0) / 1e6;
       if (seriesFile === undefined) return { pipeline, timeline: [] };
       const series = JSON.parse(readFileSync(seriesFile, "utf8")) as { timeline: TimelinePoint[] };
       return { pipeline, timeline: series.timeline };

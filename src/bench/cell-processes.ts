@@ -1,0 +1,81 @@
+/**
+ * What the OS says about a cell's processes: their descendants, the CPUs each may run on
+ * (Cpus_allowed_list, read back from /proc) and the CPU time each has used, so a cells
+ * report shows rather than asserts that no two cells shared a core.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+
+/** Clock ticks a second for /proc/<pid>/stat times (USER_HZ, 100 on Linux). */
+const TICKS_PER_SECOND = 100;
+
+export interface ProcessFacts {
+  pid: number;
+  name: string;
+  cpusAllowed: string;
+}
+
+function readText(path: string): string | undefined {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return undefined;
+  }
+}
+
+/** Every live process with its parent, from /proc. */
+function parents(): Map<number, number> {
+  const map = new Map<number, number>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const status = readText(`/proc/${entry}/status`);
+    const ppid = status?.match(/^PPid:\s+(\d+)/m)?.[1];
+    if (ppid !== undefined) map.set(Number(entry), Number(ppid));
+  }
+  return map;
+}
+
+/** The given processes and all their live descendants. */
+export function withDescendants(roots: readonly number[]): number[] {
+  const parentOf = parents();
+  const found = new Set(roots.filter((pid) => parentOf.has(pid)));
+  let grew = true;
+  while (grew) {
+    grew = false;
+    for (const [pid, ppid] of parentOf) {
+      if (!found.has(pid) && found.has(ppid)) {
+        found.add(pid);
+        grew = true;
+      }
+    }
+  }
+  return [...found].sort((a, b) => a - b);
+}
+
+/** Name and allowed CPUs of each live process of `pids`. */
+export function processFacts(pids: readonly number[]): ProcessFacts[] {
+  const facts: ProcessFacts[] = [];
+  for (const pid of pids) {
+    const status = readText(`/proc/${pid}/status`);
+    if (status === undefined) continue;
+    facts.push({
+      pid,
+      name: status.match(/^Name:\s+(.*)$/m)?.[1] ?? "?",
+      cpusAllowed: status.match(/^Cpus_allowed_list:\s+(.*)$/m)?.[1] ?? "?",
+    });
+  }
+  return facts;
+}
+
+/** User plus system CPU seconds of each live process (all its threads), by pid. */
+export function cpuSeconds(pids: readonly number[]): Map<number, number> {
+  const seconds = new Map<number, number>();
+  for (const pid of pids) {
+    const stat = readText(`/proc/${pid}/stat`);
+    if (stat === undefined) continue;
+    // Fields after the command name, which may hold spaces, closed by the last ')'.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    seconds.set(pid, ticks / TICKS_PER_SECOND);
+  }
+  return seconds;
+}

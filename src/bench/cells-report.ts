@@ -1,0 +1,132 @@
+/**
+ * The cells bench's report: each cell's figures, the affinity read back from the OS, and per
+ * cell count the total throughput and its ratio to one cell in the same invocation.
+ */
+import type { ProcessFacts } from "./cell-processes";
+import type { CellsFlags } from "./cells";
+import { environmentFacts, machineEnvironment } from "./environment";
+
+export interface CellRun {
+  cells: number;
+  round: number;
+  cell: number;
+  partition: number;
+  cpu: string;
+  commandsPerSecond: number;
+  p50: number;
+  p99: number;
+  p999: number;
+  invariantsOk: boolean;
+  invariants: Record<string, unknown>;
+  /** The full-pipeline child with its conductor and outbox. */
+  pipelineCpuSeconds: number;
+  /** The cell's Valkey primary and replica and RabbitMQ node, over the run. */
+  serversCpuSeconds: number;
+  wallSeconds: number;
+  processes: (ProcessFacts & { shared: boolean })[];
+}
+
+export interface CellsSummary {
+  cells: number;
+  /** Medians over the rounds of the sum of the cells' rates. */
+  totalPerSecond: number;
+  perCellPerSecond: number[];
+  p99PerPartitionMs: number[];
+  /** Against the one-cell run of the same invocation (the smallest count when 1 is absent). */
+  ratio: number;
+  /** CPU time of every process of the cells (servers included) per command. */
+  cpuMsPerCommand: number;
+}
+
+const round2 = (value: number) => Math.round(value * 100) / 100;
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+export function cellsReport(runs: readonly CellRun[], flags: CellsFlags) {
+  const counts = [...new Set(runs.map((r) => r.cells))].sort((a, b) => a - b);
+  const summary: CellsSummary[] = counts.map((cells) => {
+    const of = runs.filter((r) => r.cells === cells);
+    const rounds = [...new Set(of.map((r) => r.round))];
+    const totals = rounds.map((round) =>
+      of.filter((r) => r.round === round).reduce((sum, r) => sum + r.commandsPerSecond, 0),
+    );
+    const cellIds = [...new Set(of.map((r) => r.cell))].sort((a, b) => a - b);
+    const perCell = (pick: (r: CellRun) => number) =>
+      cellIds.map((cell) => median(of.filter((r) => r.cell === cell).map(pick)));
+    const cpu = of.reduce((sum, r) => sum + r.pipelineCpuSeconds + r.serversCpuSeconds, 0);
+    return {
+      cells,
+      totalPerSecond: Math.round(median(totals)),
+      perCellPerSecond: perCell((r) => r.commandsPerSecond).map(Math.round),
+      p99PerPartitionMs: perCell((r) => r.p99).map((v) => Math.round(v * 10) / 10),
+      ratio: 0,
+      cpuMsPerCommand: Math.round((cpu / (of.length * flags["--commands"])) * 1e6) / 1e3,
+    };
+  });
+  const base = summary[0]!;
+  for (const row of summary) row.ratio = round2(row.totalPerSecond / base.totalPerSecond);
+  const failed = runs.filter((r) => !r.invariantsOk).length;
+  const shared = runs.flatMap((r) => r.processes.filter((p) => p.shared));
+  return {
+    boundary: "cells",
+    boundaryStatement:
+      "each cell a full production path of its own: its own Valkey primary + replica and RabbitMQ node (own data dirs and ports), its own conductor and outbox, bench full-pipeline as its load generator and sink, its own partition of the trace; every process of cell k pinned to CPU k with taskset",
+    durability: "aof-replicated (each cell's replica fsyncs)",
+    workload: `${flags["--workload"]}, partition k of N per cell (pairId mod N = k), ${flags["--commands"]} commands per cell, closed loop, ${flags["--rounds"]} round(s)`,
+    stillShared:
+      "the disk (every cell's AOF fsyncs go to one device), the kernel, memory bandwidth and the last-level cache",
+    summary,
+    runs,
+    invariants: {
+      ok: failed === 0 && shared.length === 0,
+      cellRunsWithAFailedInvariant: failed,
+      processesOnAnotherCellsCpu: shared.length,
+    },
+    environment: Object.fromEntries(environmentFacts(machineEnvironment())),
+  };
+}
+
+export type CellsReport = ReturnType<typeof cellsReport>;
+
+export function renderCells(report: CellsReport): string {
+  const lines = [
+    `boundary    ${report.boundary}: ${report.boundaryStatement}`,
+    `durability  ${report.durability}`,
+    `workload    ${report.workload}`,
+    `shared      ${report.stillShared}`,
+    "",
+    "cells  total /s  (x 1 cell)  per cell /s      p99 ms per partition  CPU ms/command",
+    ...report.summary.map(
+      (s) =>
+        `${String(s.cells).padStart(5)}  ${String(s.totalPerSecond).padStart(8)}  ${String(s.ratio).padStart(10)}  ${s.perCellPerSecond.join(", ").padEnd(15)}  ${s.p99PerPartitionMs.join(", ").padEnd(20)}  ${s.cpuMsPerCommand}`,
+    ),
+    "",
+    "runs: cells round cell cpu commands/s p50 p99 p99.9 cpu-s(pipeline+servers) invariants",
+    ...report.runs.map(
+      (r) =>
+        `  ${r.cells} ${r.round} ${r.cell} ${r.cpu} ${r.commandsPerSecond} ${r.p50.toFixed(1)} ${r.p99.toFixed(1)} ${r.p999.toFixed(1)} ${r.pipelineCpuSeconds.toFixed(1)}+${r.serversCpuSeconds.toFixed(1)} ${r.invariantsOk ? "ok" : "FAILED"}`,
+    ),
+    "",
+    "affinity read back (Cpus_allowed_list), last run of each cell:",
+    ...lastRuns(report.runs).map(
+      (r) =>
+        `  cells=${r.cells} cell ${r.cell}: ${r.processes.map((p) => `${p.name}=${p.cpusAllowed}`).join(" ")}`,
+    ),
+    "",
+    `invariants  ok=${report.invariants.ok}  cellRunsWithAFailedInvariant=${report.invariants.cellRunsWithAFailedInvariant}  processesOnAnotherCellsCpu=${report.invariants.processesOnAnotherCellsCpu}`,
+    `environment ${Object.entries(report.environment)
+      .map(([k, v]) => `${k}=${v}`)
+      .join("; ")}`,
+  ];
+  return lines.join("\n");
+}
+
+function lastRuns(runs: readonly CellRun[]): CellRun[] {
+  const last = new Map<string, CellRun>();
+  for (const run of runs) last.set(`${run.cells}/${run.cell}`, run);
+  return [...last.values()];
+}

@@ -1,0 +1,150 @@
+/**
+ * `matchd bench cells`: independent cells, each a full production path of its own (its own
+ * Valkey primary and replica, RabbitMQ node, conductor, outbox, load generator and sink, and
+ * its own partition of a multi-pair trace), every process of cell k pinned to CPU k. Runs 1
+ * cell, then N at once, and reports each cell's figures, the CPUs each process may use as the
+ * OS reports them, and the ratio of total throughput to one cell's.
+ */
+import { availableParallelism } from "node:os";
+import { join } from "node:path";
+import { z } from "zod";
+import type { StackInfo } from "../stack/index";
+import { readRecord, toInfo } from "../stack/record";
+import { cpuSeconds, type ProcessFacts, processFacts, withDescendants } from "./cell-processes";
+import { type CellRun, cellsReport, renderCells } from "./cells-report";
+import { ownFlagProblems, parseOwnFlags } from "./own-flags";
+import { type OwnBenchOptions, OwnRun } from "./own-run";
+import { selfCommand } from "./services";
+import { type PipelineChild, spawnPipeline } from "./soak-child";
+import { type WorkloadName, workloadNames } from "./workloads";
+
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+
+export const cellsFlags = z.object({
+  "--cells": z
+    .string()
+    .regex(/^[1-9]\d*(,[1-9]\d*)*$/, "a list of cell counts, e.g. 1,2")
+    .default("1,2"),
+  "--commands": int(1000, 1_000_000).default(20_000),
+  "--rounds": int(1, 10).default(1),
+  "--workload": z.enum(workloadNames as [WorkloadName, ...WorkloadName[]]).default("multi-pair"),
+});
+export type CellsFlags = z.infer<typeof cellsFlags>;
+
+export function cellsProblems(flags: ReadonlyMap<string, string>): string[] {
+  const problems = ownFlagProblems("cells", cellsFlags, flags, "each cell is a stack of its own");
+  const counts = (flags.get("--cells") ?? "1,2").split(",").map(Number);
+  const cpus = availableParallelism();
+  if (counts.some((count) => count > cpus)) {
+    problems.push(`--cells: each cell needs a CPU of its own, and this machine has ${cpus}`);
+  }
+  return problems;
+}
+
+export async function runCellsBench(options: OwnBenchOptions): Promise<number> {
+  const { progress } = options;
+  const flags = parseOwnFlags(cellsFlags, options.flags);
+  const counts = flags["--cells"].split(",").map(Number);
+  const cells = Math.max(...counts);
+  const own = new OwnRun(options, "cells");
+  const dirs = own.stacksIn(...Array.from({ length: cells }, (_, k) => `cell-${k}`));
+  return own.run(async () => {
+    const stacks: StackInfo[] = [];
+    for (let k = 0; k < cells; k++) {
+      progress(`starting cell ${k}'s stack on CPU ${k} in ${dirs[k]}`);
+      stacks.push(await pinnedStackUp(dirs[k]!, k));
+    }
+    const runs: CellRun[] = [];
+    for (let round = 1; round <= flags["--rounds"]; round++) {
+      for (const count of counts) {
+        progress(`round ${round}: ${count} cell(s) at once, ${flags["--commands"]} commands each`);
+        runs.push(...(await runCells(count, stacks, round, flags, own.dir)));
+      }
+    }
+    const report = cellsReport(runs, flags);
+    process.stdout.write(`${options.json ? JSON.stringify(report) : renderCells(report)}\n`);
+    return report.invariants.ok ? 0 : 1;
+  });
+}
+
+/** `matchd stack up` under `taskset -c cpu`: every server it starts inherits the CPU. */
+async function pinnedStackUp(dir: string, cpu: number): Promise<StackInfo> {
+  const child = Bun.spawn(
+    ["taskset", "-c", String(cpu), ...selfCommand(), "stack", "up", "--dir", dir, "--no-tap"],
+    { stdout: "pipe", stderr: "pipe" },
+  );
+  const [code, errors] = await Promise.all([child.exited, new Response(child.stderr).text()]);
+  const record = readRecord(dir);
+  if (code !== 0 || record?.status !== "up") {
+    throw new Error(`cell stack in ${dir} did not start (exit ${code}):\n${errors.slice(-2000)}`);
+  }
+  return toInfo(record);
+}
+
+/** Runs `count` cells at once, each its own full-pipeline child on its own CPU. */
+async function runCells(
+  count: number,
+  stacks: readonly StackInfo[],
+  round: number,
+  flags: CellsFlags,
+  dir: string,
+): Promise<CellRun[]> {
+  const started = performance.now();
+  const cells = stacks.slice(0, count).map((stack, k) => {
+    const servers = withDescendants(Object.values(stack.pids));
+    const child = spawnPipeline({
+      urls: stack,
+      args: ["--workload", flags["--workload"], "--commands", String(flags["--commands"])],
+      durability: "aof-replicated",
+      cpus: String(k),
+      env: { MATCHING_PARTITION: String(k), MATCHING_PARTITION_COUNT: String(count) },
+      seriesFile: join(dir, `cell-${k}-of-${count}-round-${round}.json`),
+    });
+    return { k, child, servers, serversBefore: cpuSeconds(servers) };
+  });
+  const affinity = await sampleWhileLoaded(cells.map((c) => c.child));
+  const finished = await Promise.all(cells.map((c) => c.child.finished()));
+  const wallSeconds = (performance.now() - started) / 1000;
+  return cells.map(({ k, child, servers, serversBefore }, i) => {
+    const { pipeline } = finished[i]!;
+    const after = cpuSeconds(servers);
+    let serversCpu = 0;
+    for (const [pid, seconds] of after) serversCpu += seconds - (serversBefore.get(pid) ?? 0);
+    const processes = [...processFacts(servers), ...(affinity.get(child.pid) ?? [])];
+    return {
+      cells: count,
+      round,
+      cell: k,
+      partition: k,
+      cpu: String(k),
+      commandsPerSecond: Math.round(pipeline.commandsPerSecond),
+      p50: pipeline.latencyMs.p50,
+      p99: pipeline.latencyMs.p99,
+      p999: pipeline.latencyMs.p999,
+      invariantsOk: pipeline.exitCode === 0 && pipeline.invariants.ok,
+      invariants: pipeline.invariants,
+      pipelineCpuSeconds: pipeline.cpuSeconds,
+      serversCpuSeconds: Math.round(serversCpu * 100) / 100,
+      wallSeconds,
+      processes: processes.map((p) => ({ ...p, shared: p.cpusAllowed !== String(k) })),
+    };
+  });
+}
+
+/**
+ * Once every child has begun its timed load, each child and its descendants (the conductor
+ * and outbox it started) as the OS reports them while they run: the affinity read-back.
+ */
+async function sampleWhileLoaded(
+  children: readonly PipelineChild[],
+): Promise<Map<number, ProcessFacts[]>> {
+  const sampled = new Map<number, ProcessFacts[]>();
+  while (children.some((c) => c.running() && c.loadStartedAt() === undefined)) {
+    await Bun.sleep(200);
+  }
+  await Bun.sleep(500);
+  for (const child of children) {
+    sampled.set(child.pid, processFacts(withDescendants([child.pid])));
+  }
+  return sampled;
+}
