@@ -79,3 +79,58 @@ export function cpuSeconds(pids: readonly number[]): Map<number, number> {
   }
   return seconds;
 }
+
+/** The matchd subcommand a process runs, from its command line, or undefined. */
+function matchdRole(pid: number): string | undefined {
+  const args = readText(`/proc/${pid}/cmdline`)?.split("\0") ?? [];
+  if (args.includes("conductor")) return "conductor";
+  if (args.includes("outbox")) return "outbox";
+  return undefined;
+}
+
+/**
+ * CPU seconds of a cell's components over one run, sampled from /proc: each server with its
+ * descendants (RabbitMQ's beam.smp under its start script), and the bench child with the
+ * conductor and outbox it starts. A process that exits keeps its last sample, so up to one
+ * sampling interval of its end is missed.
+ */
+export class CellCpu {
+  private readonly first = new Map<number, number>();
+  private readonly last = new Map<number, { component: string; seconds: number }>();
+
+  constructor(
+    private readonly servers: Record<string, number>,
+    private readonly benchPid: number,
+  ) {
+    for (const pid of withDescendants(Object.values(servers))) {
+      this.first.set(pid, cpuSeconds([pid]).get(pid) ?? 0);
+    }
+  }
+
+  sample(): void {
+    for (const [component, root] of Object.entries(this.servers)) {
+      this.record(component, withDescendants([root]));
+    }
+    for (const pid of withDescendants([this.benchPid])) {
+      this.record(matchdRole(pid) ?? "bench", [pid]);
+    }
+  }
+
+  /** CPU seconds per component since the tracker was made. */
+  totals(): Record<string, number> {
+    const totals: Record<string, number> = {};
+    for (const [pid, { component, seconds }] of this.last) {
+      const used = seconds - (this.first.get(pid) ?? 0);
+      totals[component] = Math.round(((totals[component] ?? 0) + used) * 100) / 100;
+    }
+    return totals;
+  }
+
+  private record(component: string, pids: readonly number[]): void {
+    for (const [pid, seconds] of cpuSeconds(pids)) {
+      // A process already counted under its own component keeps it (the bench's children).
+      const known = this.last.get(pid);
+      this.last.set(pid, { component: known?.component ?? component, seconds });
+    }
+  }
+}

@@ -22,6 +22,8 @@ export interface CellRun {
   pipelineCpuSeconds: number;
   /** The cell's Valkey primary and replica and RabbitMQ node, over the run. */
   serversCpuSeconds: number;
+  /** CPU seconds per component (valkey-primary, valkey-replica, rabbitmq, epmd, conductor, outbox, bench), sampled. */
+  cpuByComponent: Record<string, number>;
   wallSeconds: number;
   processes: (ProcessFacts & { shared: boolean })[];
 }
@@ -36,6 +38,8 @@ export interface CellsSummary {
   ratio: number;
   /** CPU time of every process of the cells (servers included) per command. */
   cpuMsPerCommand: number;
+  /** The same per component, the median over the cells. */
+  cpuMsPerCommandByComponent: Record<string, number>;
 }
 
 const round2 = (value: number) => Math.round(value * 100) / 100;
@@ -58,6 +62,15 @@ export function cellsReport(runs: readonly CellRun[], flags: CellsFlags) {
     const perCell = (pick: (r: CellRun) => number) =>
       cellIds.map((cell) => median(of.filter((r) => r.cell === cell).map(pick)));
     const cpu = of.reduce((sum, r) => sum + r.pipelineCpuSeconds + r.serversCpuSeconds, 0);
+    const components = [...new Set(of.flatMap((r) => Object.keys(r.cpuByComponent)))].sort();
+    const byComponent = Object.fromEntries(
+      components.map((name) => [
+        name,
+        Math.round(
+          (median(of.map((r) => r.cpuByComponent[name] ?? 0)) / flags["--commands"]) * 1e6,
+        ) / 1e3,
+      ]),
+    );
     return {
       cells,
       totalPerSecond: Math.round(median(totals)),
@@ -65,6 +78,7 @@ export function cellsReport(runs: readonly CellRun[], flags: CellsFlags) {
       p99PerPartitionMs: perCell((r) => r.p99).map((v) => Math.round(v * 10) / 10),
       ratio: 0,
       cpuMsPerCommand: Math.round((cpu / (of.length * flags["--commands"])) * 1e6) / 1e3,
+      cpuMsPerCommandByComponent: byComponent,
     };
   });
   const base = summary[0]!;
@@ -103,6 +117,14 @@ export function renderCells(report: CellsReport): string {
     ...report.summary.map(
       (s) =>
         `${String(s.cells).padStart(5)}  ${String(s.totalPerSecond).padStart(8)}  ${String(s.ratio).padStart(10)}  ${s.perCellPerSecond.join(", ").padEnd(15)}  ${s.p99PerPartitionMs.join(", ").padEnd(20)}  ${s.cpuMsPerCommand}`,
+    ),
+    "",
+    "CPU ms per command by component (median over the cells, sampled every 0.5 s):",
+    ...report.summary.map(
+      (s) =>
+        `  cells=${s.cells}: ${Object.entries(s.cpuMsPerCommandByComponent)
+          .map(([name, ms]) => `${name} ${ms}`)
+          .join(", ")}`,
     ),
     "",
     "runs: cells round cell cpu commands/s p50 p99 p99.9 cpu-s(pipeline+servers) invariants",

@@ -10,7 +10,13 @@ import { join } from "node:path";
 import { z } from "zod";
 import type { StackInfo } from "../stack/index";
 import { readRecord, toInfo } from "../stack/record";
-import { cpuSeconds, type ProcessFacts, processFacts, withDescendants } from "./cell-processes";
+import {
+  CellCpu,
+  cpuSeconds,
+  type ProcessFacts,
+  processFacts,
+  withDescendants,
+} from "./cell-processes";
 import { type CellRun, cellsReport, renderCells } from "./cells-report";
 import { ownFlagProblems, parseOwnFlags } from "./own-flags";
 import { type OwnBenchOptions, OwnRun } from "./own-run";
@@ -100,12 +106,18 @@ async function runCells(
       env: { MATCHING_PARTITION: String(k), MATCHING_PARTITION_COUNT: String(count) },
       seriesFile: join(dir, `cell-${k}-of-${count}-round-${round}.json`),
     });
-    return { k, child, servers, serversBefore: cpuSeconds(servers) };
+    const cpu = new CellCpu(stack.pids, child.pid);
+    return { k, child, servers, serversBefore: cpuSeconds(servers), cpu };
   });
+  const sampler = setInterval(() => {
+    for (const cell of cells) cell.cpu.sample();
+  }, 500);
   const affinity = await sampleWhileLoaded(cells.map((c) => c.child));
-  const finished = await Promise.all(cells.map((c) => c.child.finished()));
+  const finished = await Promise.all(cells.map((c) => c.child.finished())).finally(() =>
+    clearInterval(sampler),
+  );
   const wallSeconds = (performance.now() - started) / 1000;
-  return cells.map(({ k, child, servers, serversBefore }, i) => {
+  return cells.map(({ k, child, servers, serversBefore, cpu }, i) => {
     const { pipeline } = finished[i]!;
     const after = cpuSeconds(servers);
     let serversCpu = 0;
@@ -125,6 +137,7 @@ async function runCells(
       invariants: pipeline.invariants,
       pipelineCpuSeconds: pipeline.cpuSeconds,
       serversCpuSeconds: Math.round(serversCpu * 100) / 100,
+      cpuByComponent: cpu.totals(),
       wallSeconds,
       processes: processes.map((p) => ({ ...p, shared: p.cpusAllowed !== String(k) })),
     };

@@ -48,6 +48,7 @@ const run = (cells: number, cell: number, rate: number, cpusAllowed = String(cel
   invariants: { ok: true },
   pipelineCpuSeconds: 1,
   serversCpuSeconds: 1,
+  cpuByComponent: { conductor: 0.5 },
   wallSeconds: 1,
   processes: [{ pid: 1, name: "valkey-server", cpusAllowed, shared: cpusAllowed !== String(cell) }],
 });
