@@ -20,27 +20,66 @@ const userIdText = z.union([idText, z.number().int().nonnegative()]).transform((
 const pairId = z.number().int().positive();
 const decimals = z.number().int().min(0).max(18);
 
-const placePayload = z.looseObject({
-  id: idText,
-  userId: userIdText,
-  side: z.enum(["bid", "ask"]),
-  type: z.enum(["limit", "market"]),
-  pairId,
-  timestamp: z.number().int().nonnegative(),
-  price: z.string(),
-  volume: z.string(),
-  volumeTotal: z.string(),
-  quoteVolume: z.string(),
-  priceDecimals: decimals,
-  amountDecimals: decimals,
-  quoteDecimals: decimals,
-  role: z.string().optional(),
-  timeInForce: z.enum(["gtc", "ioc", "fok"]).optional(),
-  postOnly: z.boolean().optional(),
-  stp: z.enum(["none", "cancel-taker", "cancel-maker", "cancel-both"]).optional(),
-});
+const placePayload = z
+  .looseObject({
+    id: idText,
+    userId: userIdText,
+    side: z.enum(["bid", "ask"]),
+    type: z.enum(["limit", "market", "stop-limit", "stop-market"]),
+    pairId,
+    timestamp: z.number().int().nonnegative(),
+    price: z.string(),
+    volume: z.string(),
+    volumeTotal: z.string(),
+    quoteVolume: z.string(),
+    priceDecimals: decimals,
+    amountDecimals: decimals,
+    quoteDecimals: decimals,
+    role: z.string().optional(),
+    timeInForce: z.enum(["gtc", "ioc", "fok"]).optional(),
+    postOnly: z.boolean().optional(),
+    stp: z.enum(["none", "cancel-taker", "cancel-maker", "cancel-both"]).optional(),
+    // Checked only on stop orders (below): a limit or market order ignores it, as it always
+    // ignored extra fields, so today's commands decode as before (and the fast path agrees).
+    stopPrice: z.unknown().optional(),
+  })
+  .superRefine((payload, context) => {
+    const stop = payload.type === "stop-limit" || payload.type === "stop-market";
+    if (stop && typeof payload.stopPrice !== "string") {
+      context.addIssue({
+        code: "custom",
+        path: ["stopPrice"],
+        message: "a stop order needs stopPrice, a decimal string",
+      });
+    }
+  });
 
 const cancelPayload = z.looseObject({ id: idText, userId: userIdText, pairId });
+
+// At least one of volume, price and stopPrice is the engine's check: a pair mismatch is
+// reported first (docs/orders.md), so an amend without any decodes.
+const amendPayload = z.looseObject({
+  id: idText,
+  userId: userIdText,
+  pairId,
+  volume: z.string().optional(),
+  price: z.string().optional(),
+  stopPrice: z.string().optional(),
+});
+
+const cancelAllPayload = z.looseObject({ userId: userIdText, pairId: pairId.optional() });
+
+const pairControlPayload = z.looseObject({ pairId, reason: z.string().min(1).max(200) });
+
+/** Every command type the contract knows; any other is unknown-command-type, not a bad envelope. */
+const commandTypes: ReadonlySet<unknown> = new Set([
+  "order.place",
+  "order.cancel",
+  "order.amend",
+  "order.cancel-all",
+  "pair.halt",
+  "pair.resume",
+]);
 
 const base = {
   schemaVersion: z.literal(1),
@@ -54,6 +93,10 @@ const base = {
 const envelopeSchema = z.discriminatedUnion("type", [
   z.object({ ...base, type: z.literal("order.place"), payload: placePayload }),
   z.object({ ...base, type: z.literal("order.cancel"), payload: cancelPayload }),
+  z.object({ ...base, type: z.literal("order.amend"), payload: amendPayload }),
+  z.object({ ...base, type: z.literal("order.cancel-all"), payload: cancelAllPayload }),
+  z.object({ ...base, type: z.literal("pair.halt"), payload: pairControlPayload }),
+  z.object({ ...base, type: z.literal("pair.resume"), payload: pairControlPayload }),
 ]);
 
 export type DecodeResult =
@@ -93,7 +136,7 @@ export function decodeWithSchema(value: unknown): DecodeResult {
   if (parsed.success) return { ok: true, command: parsed.data as CommandEnvelope };
   const hints = salvageHints(value);
   const type = isRecord(value) ? value.type : undefined;
-  const unknownType = type !== "order.place" && type !== "order.cancel" && type !== undefined;
+  const unknownType = type !== undefined && !commandTypes.has(type);
   const reason = parsed.error.issues
     .slice(0, 5)
     .map((issue) => `${issue.path.join(".") || "(root)"}: ${issue.message}`)

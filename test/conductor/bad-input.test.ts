@@ -60,7 +60,7 @@ test("malformed bodies: dead-lettered or rejected, all acknowledged, conductor k
         code: 204,
       },
       exponent: { body: valid(3, (c) => (c.payload.price = "1e2")), code: 202 },
-      "unknown-type": { body: { ...valid(4), type: "order.amend" }, code: 201 },
+      "unknown-type": { body: { ...valid(4), type: "order.replace" }, code: 201 },
       "wrong-partition-field": { body: valid(5, (c) => (c.partition = partition + 1)), code: 206 },
       "wrong-pair": {
         body: valid(6, (c) => {
