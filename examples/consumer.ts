@@ -15,6 +15,7 @@ const exchanges = [
   "messages:order:delete",
   "messages:deal:create",
   "messages:order:reject",
+  "messages:pair:update",
 ];
 const inboxTtlSeconds = 7 * 24 * 3600; // longer than any redelivery can come late
 

@@ -6,13 +6,13 @@
 
 import type { Config } from "../config/schema";
 import {
-  type BookChange,
   type CommandEnvelope,
   type CommandOutcome,
   type CommandResult,
   decodeCommand,
   type MatchingEngine,
   MatchingInvariantError,
+  type RestingOrder,
   ResultCodes,
   resultCodeName,
 } from "../domain/index";
@@ -22,6 +22,7 @@ import type { PartitionKeys } from "../infra/valkey/keys";
 import { CommitBuilder } from "./commit-script";
 import type { Delivery } from "./consumer";
 import type { ConductorMetrics } from "./metrics";
+import { commandOrderId, NetChanges } from "./net-changes";
 import type { ConductorStore } from "./store";
 
 export interface BatchItem {
@@ -112,9 +113,10 @@ export async function commitBatch(
   for (const item of decoded) {
     if (item.kind === "command") {
       commandIds.push(item.command.commandId);
-      // A place's id for the duplicate check, a cancel's target to tell a finished order
-      // from an unknown one after a restart (the engine's memory of finished ids is lost).
-      orderIds.push(item.command.payload.id);
+      // A place's id for the duplicate check, a cancel's or amend's target to tell a finished
+      // order from an unknown one after a restart (the engine's memory of finished ids is lost).
+      const orderId = commandOrderId(item.command);
+      if (orderId !== undefined) orderIds.push(orderId);
     } else if (item.kind === "invalid") {
       commandIds.push(item.commandId);
     }
@@ -128,8 +130,7 @@ export async function commitBatch(
   // Results of commands seen earlier in this same batch: a redelivery inside one batch.
   const batchResults = new Map<string, string>();
   const items: BatchItem[] = [];
-  // The last change of each order in the batch, and whether the batch accepted it.
-  const bookChanges = new Map<string, { change: BookChange; created: boolean }>();
+  const net = new NetChanges();
   const committed: [commandId: string, events: number][] = [];
   const tally: OutcomeTally = {
     events: 0,
@@ -163,7 +164,8 @@ export async function commitBatch(
       // longer than the dedup retention (a long replica outage under aof-replicated) would
       // otherwise find them expired at a later redelivery and be applied a second time.
       batch.expire(keys.processedCommand(commandId), ttl);
-      if (item.kind === "command") batch.expire(keys.acceptedOrder(item.command.payload.id), ttl);
+      const orderId = item.kind === "command" ? commandOrderId(item.command) : undefined;
+      if (orderId !== undefined) batch.expire(keys.acceptedOrder(orderId), ttl);
       if (ownEvents !== undefined) {
         // This process committed it but never acknowledged it: count it now, once.
         tally.events += ownEvents;
@@ -176,11 +178,18 @@ export async function commitBatch(
       continue;
     }
     let outcome: CommandOutcome;
+    // An amend may send its order to the back of the queue, a new book member: the state it
+    // had before is the stored one whose member must go.
+    let amended: RestingOrder | undefined;
     try {
-      outcome =
-        item.kind === "command"
-          ? engine.apply(item.command, accepted.has(item.command.payload.id))
-          : item.outcome();
+      if (item.kind === "command") {
+        const command = item.command;
+        const orderId = commandOrderId(command);
+        if (command.type === "order.amend") amended = engine.getOrder(command.payload.id);
+        outcome = engine.apply(command, orderId !== undefined && accepted.has(orderId));
+      } else {
+        outcome = item.outcome();
+      }
     } catch (error) {
       // A broken invariant: the commit below is never staged nor sent, so nothing of this
       // batch reaches Valkey; the books in memory may hold part of it, and the conductor
@@ -194,14 +203,7 @@ export async function commitBatch(
     if (outcome.acceptedOrderId !== undefined) {
       batch.setWithTtl(keys.acceptedOrder(outcome.acceptedOrderId), "1", ttl);
     }
-    for (const change of outcome.changes) {
-      const prior = bookChanges.get(change.order.id);
-      bookChanges.set(change.order.id, {
-        change,
-        // Accepted by this very command: it cannot have rested before this batch.
-        created: prior?.created ?? outcome.acceptedOrderId === change.order.id,
-      });
-    }
+    for (const change of outcome.changes) net.add(change, outcome.acceptedOrderId, amended);
     // Extension of the contract's envelope: `commandEvents`, how many events the command
     // emitted, so a consumer knows when it has all of a command's events.
     const suffix = `,"commandEvents":${outcome.events.length}}`;
@@ -214,16 +216,7 @@ export async function commitBatch(
     committed.push([commandId, outcome.events.length]);
     items.push({ delivery, commandId, correlationId, fresh: true, resultJson });
   }
-  // Only each order's net change is written: the commit is atomic, so the states an
-  // order passed through inside the batch are never visible. An order that rested and
-  // left the book within the batch writes nothing but its pair (as if committed alone).
-  const pairs = new Set<number>();
-  for (const { change, created } of bookChanges.values()) {
-    if (change.op === "put") store.stageRestingOrder(batch, change.order);
-    else if (!created) store.stageRemovedOrder(batch, change.order);
-    if (change.op === "put" || created) pairs.add(change.order.pairId);
-  }
-  for (const pairId of pairs) store.stagePair(batch, pairId);
+  net.stage(store, batch);
   const t3 = performance.now();
 
   // A batch of pure redeliveries still writes one marker, so that WAITAOF covers the
@@ -367,7 +360,7 @@ function decodeDeliveryUnguarded(context: BatchContext, delivery: Delivery): Dec
             partition: config.partition,
             pairId: command.pairId,
             submittedAt: command.submittedAt,
-            orderId: command.payload.id,
+            orderId: commandOrderId(command),
           },
           ResultCodes.partitionMismatch,
           `command for partition ${command.partition} (pair ${command.pairId} mod ${config.partitionCount} = ${
@@ -376,5 +369,20 @@ function decodeDeliveryUnguarded(context: BatchContext, delivery: Delivery): Dec
         ),
     };
   }
+  if (command.type === "pair.halt" || command.type === "pair.resume") {
+    // The broker checks a message's user-id against its connection's user, so it names the
+    // sender; a message without one names nobody, and nobody is allowed.
+    const sender = delivery.message.properties.userId as string | undefined;
+    if (sender === undefined || !config.operatorUsers.includes(sender)) {
+      return {
+        kind: "invalid",
+        commandId: command.commandId,
+        correlationId: command.correlationId,
+        outcome: () => engine.reject(command, ResultCodes.notAuthorised, notAuthorisedReason),
+      };
+    }
+  }
   return { kind: "command", command };
 }
+
+const notAuthorisedReason = "pair commands need a broker user listed in MATCHING_OPERATOR_USERS";

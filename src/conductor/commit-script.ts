@@ -23,11 +23,36 @@ export const orderHashFields = [
   "amountDecimals",
   "quoteDecimals",
   "stp",
+  // "1" or "0". Hashes written before post-only orders were kept have no such field: a load
+  // reads its absence as "0" (decodeOrder).
+  "postOnly",
 ] as const;
 
-const orderHashArgs = orderHashFields
-  .map((field, j) => `'${field}', ARGV[i + ${j + 2}]`)
-  .join(", ");
+/** The fields of a stop order's hash, in the order the `P` op sends their values. */
+export const stopHashFields = [
+  "id",
+  "userId",
+  "pairId",
+  "side",
+  "type",
+  "price",
+  "stopPrice",
+  "volume",
+  "volumeTotal",
+  "quoteVolume",
+  "timeInForce",
+  "stp",
+  "timestamp",
+  "sequence",
+  "priceDecimals",
+  "amountDecimals",
+  "quoteDecimals",
+] as const;
+
+/** HSET's field/value arguments for an op whose values follow its key index. */
+function hashArgs(fields: readonly string[]): string {
+  return fields.map((field, j) => `'${field}', ARGV[i + ${j + 2}]`).join(", ");
+}
 
 /*
  * KEYS[1]        owner-epoch key of the partition
@@ -40,9 +65,12 @@ const orderHashArgs = orderHashFields
  *                XADD KEYS[2] * event json, in order
  * ARGV[5+nm+ne..] ops, each an op code followed by its arguments (k: a KEYS index):
  *                S k ttl value        SET KEYS[k] value EX ttl
- *                O k v1 .. v13        HSET an order hash: every field of orderHashFields
+ *                O k v1 .. v14        HSET an order hash: every field of orderHashFields
  *                                     (an order hash always has the same fields, so no
  *                                     stale field survives)
+ *                P k v1 .. v17        HSET a stop order's hash: every field of stopHashFields
+ *                H k field value      HSET KEYS[k] field value
+ *                F k field            HDEL KEYS[k] field
  *                Z k score member     ZADD KEYS[k] score member
  *                R k member           ZREM KEYS[k] member
  *                D k                  DEL KEYS[k]
@@ -69,7 +97,10 @@ if nm == nil or ne == nil or nm < 0 or ne < 0 or 4 + nm + ne > n or 2 + nm > #KE
   return redis.error_reply('BADOP header')
 end
 local markerBase = #KEYS - nm
-local width = { S = 4, Z = 4, R = 3, D = 2, X = 3, A = 3, E = 3, O = ${2 + orderHashFields.length} }
+local width = {
+  S = 4, Z = 4, R = 3, D = 2, X = 3, A = 3, E = 3, H = 4, F = 3,
+  O = ${2 + orderHashFields.length}, P = ${2 + stopHashFields.length}
+}
 local first = 5 + nm + ne
 -- Validate every op before the first write: a script error after a write would leave
 -- the batch half applied, because scripts are atomic but not rolled back.
@@ -108,8 +139,17 @@ while i <= n do
   local op = ARGV[i]
   local key = KEYS[tonumber(ARGV[i + 1])]
   if op == 'O' then
-    redis.call('HSET', key, ${orderHashArgs})
+    redis.call('HSET', key, ${hashArgs(orderHashFields)})
     i = i + ${2 + orderHashFields.length}
+  elseif op == 'P' then
+    redis.call('HSET', key, ${hashArgs(stopHashFields)})
+    i = i + ${2 + stopHashFields.length}
+  elseif op == 'H' then
+    redis.call('HSET', key, ARGV[i + 2], ARGV[i + 3])
+    i = i + 4
+  elseif op == 'F' then
+    redis.call('HDEL', key, ARGV[i + 2])
+    i = i + 3
   elseif op == 'Z' then
     redis.call('ZADD', key, ARGV[i + 2], ARGV[i + 3])
     i = i + 4
@@ -213,6 +253,19 @@ export class CommitBuilder {
       throw new Error(`an order hash has ${orderHashFields.length} values, got ${values.length}`);
     }
     this.ops.push("O", this.key(key), ...values);
+  }
+  /** Replaces a stop order's hash; `values` follow `stopHashFields`. */
+  replaceStopHash(key: string, values: readonly string[]): void {
+    if (values.length !== stopHashFields.length) {
+      throw new Error(`a stop hash has ${stopHashFields.length} values, got ${values.length}`);
+    }
+    this.ops.push("P", this.key(key), ...values);
+  }
+  hset(key: string, field: string, value: string): void {
+    this.ops.push("H", this.key(key), field, value);
+  }
+  hdel(key: string, field: string): void {
+    this.ops.push("F", this.key(key), field);
   }
   zadd(key: string, score: string, member: string): void {
     this.ops.push("Z", this.key(key), score, member);

@@ -133,8 +133,13 @@ export class Conductor {
     this.loaded = false;
     const started = performance.now();
     const orders = await this.store.loadRestingOrders();
+    const stops = await this.store.loadStopOrders();
+    const halts = await this.store.loadHalts();
     this.engine.clear();
     for (const order of orders) this.engine.loadRestingOrder(order);
+    // After the resting orders: a stop's precisions are checked against its pair's.
+    for (const stop of stops) this.engine.loadStopOrder(stop);
+    for (const halt of halts) this.engine.loadHalt(halt.pairId, halt.reason);
     this.engine.check();
     // Hashed now, while nothing is served: a first GET /digest would otherwise hash every
     // loaded order, in steps between batches, and slow them while it lasts.
@@ -145,6 +150,8 @@ export class Conductor {
     this.loaded = true;
     this.log.info("books loaded from valkey", {
       restingOrders: orders.length,
+      stopOrders: stops.length,
+      haltedPairs: halts.map((halt) => halt.pairId),
       seconds,
     });
   }

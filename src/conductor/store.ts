@@ -1,14 +1,22 @@
 /**
  * The conductor's view of Valkey, the source of truth: ownership epochs for fencing,
  * batch lookups of dedup markers, the fenced atomic commit, the durability wait, and
- * loading the partition's books back into the engine.
+ * loading the partition's books (resting orders, stops and halts) back into the engine.
  */
-import type { RestingOrder, Side, StpMode } from "../domain/index";
+import type {
+  HaltedPair,
+  RestingOrder,
+  Side,
+  StopKind,
+  StopOrder,
+  StpMode,
+  TimeInForce,
+} from "../domain/index";
 import { connectionGeneration, type Valkey } from "../infra/valkey/client";
 import { waitDurable, writeMarkerAndWaitDurable } from "../infra/valkey/durability";
 import type { PartitionKeys } from "../infra/valkey/keys";
 import { luaScript, runEncodedScript, runScript } from "../infra/valkey/lua-script";
-import { type CommitBuilder, commitScript, orderHashFields } from "./commit-script";
+import { type CommitBuilder, commitScript, orderHashFields, stopHashFields } from "./commit-script";
 
 /** The commit script, run by SHA (its source once, after a restart or SCRIPT FLUSH). */
 const commitLua = luaScript("commit", commitScript);
@@ -158,7 +166,7 @@ export class ConductorStore {
 
   /** Reads every resting order of the partition, in FIFO order per book side. */
   async loadRestingOrders(): Promise<RestingOrder[]> {
-    const pairIds = (await this.writer.smembers(this.keys.pairs)).map(Number).sort((a, b) => a - b);
+    const pairIds = await this.pairIds();
     const members: string[] = [];
     for (const pairId of pairIds) {
       for (const side of ["bid", "ask"] as const) {
@@ -184,13 +192,67 @@ export class ConductorStore {
     return orders;
   }
 
+  /** Reads every stop order of the partition: pairs ascending, arrival order within a pair. */
+  async loadStopOrders(): Promise<StopOrder[]> {
+    const ids: string[] = [];
+    for (const pairId of await this.pairIds()) {
+      // Scored by sequence: ZRANGE gives arrival order.
+      ids.push(...(await this.writer.zrange(this.keys.stopBook(pairId), 0, -1)));
+    }
+    const stops: StopOrder[] = [];
+    const chunk = 5000;
+    for (let start = 0; start < ids.length; start += chunk) {
+      const pipeline = this.writer.pipeline();
+      for (const id of ids.slice(start, start + chunk)) {
+        pipeline.hmget(this.keys.stopOrder(id), ...stopHashFields);
+      }
+      const replies = (await pipeline.exec()) ?? [];
+      for (const [error, values] of replies) {
+        if (error) throw error;
+        stops.push(decodeStop(values as (string | null)[]));
+      }
+    }
+    return stops;
+  }
+
+  /** Reads every halted pair of the partition, ascending. */
+  async loadHalts(): Promise<HaltedPair[]> {
+    const halts = await this.writer.hgetall(this.keys.haltedPairs);
+    return Object.entries(halts)
+      .map(([pairId, reason]) => ({ pairId: Number(pairId), reason }))
+      .sort((a, b) => a.pairId - b.pairId);
+  }
+
+  private async pairIds(): Promise<number[]> {
+    return (await this.writer.smembers(this.keys.pairs)).map(Number).sort((a, b) => a - b);
+  }
+
   stageRestingOrder(batch: CommitBuilder, order: RestingOrder): void {
     batch.replaceOrderHash(this.keys.order(order.id), encodeOrder(order));
     batch.zadd(this.keys.bookRates(order.pairId, order.side), order.price, bookMember(order));
   }
 
+  stageStopOrder(batch: CommitBuilder, stop: StopOrder): void {
+    batch.replaceStopHash(this.keys.stopOrder(stop.id), encodeStop(stop));
+    // Rescored when an amend makes the stop arrive anew: the member is the order id alone.
+    batch.zadd(this.keys.stopBook(stop.pairId), String(stop.sequence), stop.id);
+  }
+
+  stageRemovedStop(batch: CommitBuilder, stop: StopOrder): void {
+    batch.zrem(this.keys.stopBook(stop.pairId), stop.id);
+    batch.del(this.keys.stopOrder(stop.id));
+  }
+
+  stageHalt(batch: CommitBuilder, pairId: number, reason: string): void {
+    batch.hset(this.keys.haltedPairs, String(pairId), reason);
+  }
+
+  stageResume(batch: CommitBuilder, pairId: number): void {
+    batch.hdel(this.keys.haltedPairs, String(pairId));
+  }
+
   /**
-   * Records a pair that had a resting order (also one that rested and left within a batch).
+   * Records a pair that had a resting order or a stop (also one that left within a batch).
    * The caller stages each pair once per batch, in every batch that touches it: the set may be
    * deleted under a running conductor (a harness deleting keys in chunks), and an order
    * resting in a pair missing from it would be skipped by the next load.
@@ -226,6 +288,15 @@ export class ConductorStore {
     batch.zrem(this.keys.bookRates(order.pairId, order.side), bookMember(order));
     batch.del(this.keys.order(order.id));
   }
+
+  /**
+   * Removes the book member an order had under an earlier sequence: an amend that sent it to
+   * the back of the queue changed its member, and the stored one would otherwise stay behind
+   * (and load the order twice).
+   */
+  stageStaleMember(batch: CommitBuilder, order: RestingOrder, sequence: number): void {
+    batch.zrem(this.keys.bookRates(order.pairId, order.side), bookMember({ ...order, sequence }));
+  }
 }
 
 /** Zero-padded sequence first, so members with equal price (score) sort in time order. */
@@ -253,12 +324,82 @@ function encodeOrder(order: RestingOrder): string[] {
     String(order.amountDecimals),
     String(order.quoteDecimals),
     order.stp,
+    order.postOnly === true ? "1" : "0",
   ];
+}
+
+/** The stop's hash values, in the order of `stopHashFields`. */
+function encodeStop(stop: StopOrder): string[] {
+  return [
+    stop.id,
+    stop.userId,
+    String(stop.pairId),
+    stop.side,
+    stop.type,
+    stop.price,
+    stop.stopPrice,
+    stop.volume,
+    stop.volumeTotal,
+    stop.quoteVolume,
+    stop.timeInForce,
+    stop.stp,
+    String(stop.timestamp),
+    String(stop.sequence),
+    String(stop.priceDecimals),
+    String(stop.amountDecimals),
+    String(stop.quoteDecimals),
+  ];
+}
+
+/** As decodeOrder: a stop book member without its whole hash fails the load loudly. */
+function decodeStop(values: (string | null)[]): StopOrder {
+  if (values.some((value) => value === null)) {
+    throw new Error(`stop order hash incomplete while loading books: ${JSON.stringify(values)}`);
+  }
+  const [
+    id,
+    userId,
+    pairId,
+    side,
+    type,
+    price,
+    stopPrice,
+    volume,
+    volumeTotal,
+    quoteVolume,
+    timeInForce,
+    stp,
+    timestamp,
+    sequence,
+    pd,
+    ad,
+    qd,
+  ] = values as string[];
+  return {
+    id: id!,
+    userId: userId!,
+    pairId: Number(pairId),
+    side: side as Side,
+    type: type as StopKind,
+    price: price!,
+    stopPrice: stopPrice!,
+    volume: volume!,
+    volumeTotal: volumeTotal!,
+    quoteVolume: quoteVolume!,
+    timeInForce: timeInForce as TimeInForce,
+    stp: stp as StpMode,
+    timestamp: Number(timestamp),
+    sequence: Number(sequence),
+    priceDecimals: Number(pd),
+    amountDecimals: Number(ad),
+    quoteDecimals: Number(qd),
+  };
 }
 
 /** A book member without its order hash means the keyspace changed under us: fail the load loudly. */
 function decodeOrder(values: (string | null)[]): RestingOrder {
-  if (values.some((value) => value === null)) {
+  // The last field, postOnly, is absent from hashes written before it was kept.
+  if (values.some((value, i) => value === null && i < orderHashFields.length - 1)) {
     throw new Error(`order hash incomplete while loading books: ${JSON.stringify(values)}`);
   }
   // HMGET answered in orderHashFields' order.
@@ -276,8 +417,9 @@ function decodeOrder(values: (string | null)[]): RestingOrder {
     ad,
     qd,
     stp,
+    postOnly,
   ] = values as string[];
-  return {
+  const order: RestingOrder = {
     id: id!,
     userId: userId!,
     pairId: Number(pairId),
@@ -292,4 +434,7 @@ function decodeOrder(values: (string | null)[]): RestingOrder {
     quoteDecimals: Number(qd),
     stp: stp as StpMode,
   };
+  // Only when set, as the engine reports it: a plain order has no postOnly field at all.
+  if (postOnly === "1") order.postOnly = true;
+  return order;
 }

@@ -12,6 +12,8 @@ const conductorOnly = [
   "--expected-rate",
   "--command-max-bytes",
 ];
+/** Read by the conductor alone: the bench starts its conductors without pair commands. */
+const operatorOnly = ["--operator-users"];
 /** The conductor's settings that check reads too: it states what the dedup window costs. */
 const sizing = ["--dedup-retention-s", "--expected-rate"];
 const outboxOnly = ["--window", "--read-count", "--claim-idle-ms", "--lease-ttl-ms"];
@@ -23,6 +25,11 @@ const outboxOnly = ["--window", "--read-count", "--claim-idle-ms", "--lease-ttl-
 export const clientSettingsRead: Record<string, readonly string[]> = {
   "order place": ["--broker-url", "--partition-count"],
   "order cancel": ["--broker-url", "--partition-count"],
+  "order amend": ["--broker-url", "--partition-count"],
+  // Without --pair it names its partition.
+  "order cancel-all": ["--broker-url", "--partition-count", "--partition"],
+  "pair halt": ["--broker-url", "--partition-count"],
+  "pair resume": ["--broker-url", "--partition-count"],
   events: ["--broker-url"],
   book: [],
   result: ["--http-token"],
@@ -34,17 +41,18 @@ const readByAClient = new Set(Object.values(clientSettingsRead).flat());
 const unread: Record<Exclude<Subcommand, "stack">, readonly string[]> = {
   conductor: outboxOnly,
   // The outbox serves no order or command query.
-  outbox: [...conductorOnly, "--http-token"],
+  outbox: [...conductorOnly, ...operatorOnly, "--http-token"],
   // check runs the durability checks against the datastore and reaches the broker: no service.
   check: [
     ...conductorOnly.filter((flag) => !sizing.includes(flag)),
+    ...operatorOnly,
     ...outboxOnly,
     "--http-port",
     "--http-host",
     "--http-token",
   ],
   // bench gives each service it starts a free port of its own, on loopback.
-  bench: ["--http-port", "--http-host"],
+  bench: ["--http-port", "--http-host", ...operatorOnly],
   // What no client command reads; each one's own list is clientSettingsRead.
   client: [...configFlags].filter((flag) => !readByAClient.has(flag)),
 };

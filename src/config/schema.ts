@@ -33,6 +33,8 @@ export interface Config {
   outboxReadCount: number;
   outboxClaimIdleMs: number;
   outboxLeaseTtlMs: number;
+  /** Broker users whose `pair.halt` and `pair.resume` the conductor executes; empty: nobody's. */
+  operatorUsers: readonly string[];
   logLevel: LogLevel;
 }
 
@@ -281,6 +283,29 @@ export const settings = [
     accepted: "milliseconds 1000..600000 of the outbox publishing lease",
     schema: integer(1000, 600_000),
     defaultFor: always("10000"),
+  },
+  {
+    key: "operatorUsers",
+    env: "MATCHING_OPERATOR_USERS",
+    flag: "--operator-users",
+    accepted:
+      "broker user names, comma-separated, whose pair.halt and pair.resume are executed (the message's AMQP user-id, which the broker checks); unset: nobody's",
+    // The broker refuses a publish whose user-id is not its connection's own user, so the
+    // property names who sent the command; an empty list leaves every pair command refused.
+    schema: z
+      .string()
+      .transform((value) =>
+        value
+          .split(",")
+          .map((name) => name.trim())
+          .filter((name) => name !== ""),
+      )
+      .pipe(
+        z
+          .array(z.string().regex(/^[^\s,]{1,255}$/, "a user name of 1..255 characters, no spaces"))
+          .max(100, "more than 100 users"),
+      ),
+    defaultFor: always(""),
   },
   {
     key: "logLevel",

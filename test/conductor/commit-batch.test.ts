@@ -1,7 +1,8 @@
 /**
  * The group commit writes only each order's net change per batch (an order that rests
- * and leaves the book inside one batch writes nothing), and the commit script's compact
- * encoding. A differential test: the same commands committed one per batch and many per
+ * and leaves the book inside one batch writes nothing), stops, halts and post-only orders
+ * so that a reload gets them back, the authorisation of pair commands, and the commit
+ * script's compact encoding. A differential test: the same commands committed one per batch and many per
  * batch must leave the same keyspace behind, key by key.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -11,12 +12,14 @@ import { commitBatch } from "../../src/conductor/batch";
 import { CommitBuilder, commitScript, orderHashFields } from "../../src/conductor/commit-script";
 import type { Delivery } from "../../src/conductor/consumer";
 import { createConductorMetrics } from "../../src/conductor/metrics";
-import { ConductorStore } from "../../src/conductor/store";
+import { commandOrderId } from "../../src/conductor/net-changes";
+import { bookMember, ConductorStore } from "../../src/conductor/store";
 import { resolveConfig } from "../../src/config/resolve";
 import type { Config } from "../../src/config/schema";
-import { type CommandEnvelope, MatchingEngine } from "../../src/domain/index";
+import { type CommandEnvelope, MatchingEngine, ResultCodes } from "../../src/domain/index";
 import { stackStartTimeoutMs, type TestStack, testStack, uniquePartition } from "../support/stack";
 import { PartitionStore, partitionCount } from "./helpers";
+import { OrderCommands, scenario } from "./order-commands";
 
 let stack: TestStack;
 
@@ -24,9 +27,13 @@ beforeAll(async () => {
   stack = await testStack();
 }, stackStartTimeoutMs);
 
+/** The broker user these tests' pair commands come from, and the one the config lists. */
+const operator = "ops";
+
 function conductorConfig(partition: number): Config {
   const resolved = resolveConfig(
     {
+      MATCHING_OPERATOR_USERS: `someone, ${operator}`,
       MATCHING_PARTITION: String(partition),
       MATCHING_PARTITION_COUNT: String(partitionCount),
       MATCHING_DATASTORE_URL: stack.datastoreUrl,
@@ -40,11 +47,15 @@ function conductorConfig(partition: number): Config {
   return resolved.config;
 }
 
-function delivery(command: CommandEnvelope): Delivery {
+/**
+ * `userId`: the AMQP user-id property, which the broker checks against the connection's user
+ * (null: a message without one).
+ */
+function delivery(command: CommandEnvelope, userId: string | null = operator): Delivery {
   const message = {
     content: Buffer.from(JSON.stringify(command)),
     fields: {},
-    properties: { headers: {}, correlationId: command.correlationId },
+    properties: { headers: {}, correlationId: command.correlationId, userId: userId ?? undefined },
   } as unknown as ConsumeMessage;
   return { message, generation: 1, receivedAtMs: 0 };
 }
@@ -105,6 +116,13 @@ describe("group commit", () => {
     commands: readonly CommandEnvelope[],
     batchSize: number,
   ): Promise<Record<string, unknown>> {
+    return (await commitAllWith(commands, batchSize)).keyspace;
+  }
+
+  async function commitAllWith(
+    commands: readonly CommandEnvelope[],
+    batchSize: number,
+  ): Promise<{ keyspace: Record<string, unknown>; engine: MatchingEngine }> {
     await store.deleteAll();
     const config = conductorConfig(partition);
     const engine = new MatchingEngine();
@@ -125,9 +143,23 @@ describe("group commit", () => {
       unacknowledged: new Map<string, number>(),
     };
     for (let start = 0; start < commands.length; start += batchSize) {
-      await commitBatch(context, commands.slice(start, start + batchSize).map(delivery));
+      await commitBatch(
+        context,
+        commands.slice(start, start + batchSize).map((command) => delivery(command)),
+      );
     }
-    return dump(store);
+    return { keyspace: await dump(store), engine };
+  }
+
+  /** The partition's books as a conductor's reload reads them, into a fresh engine. */
+  async function reloaded(): Promise<MatchingEngine> {
+    const conductorStore = new ConductorStore(store.valkey, store.keys);
+    const engine = new MatchingEngine();
+    for (const order of await conductorStore.loadRestingOrders()) engine.loadRestingOrder(order);
+    for (const stop of await conductorStore.loadStopOrders()) engine.loadStopOrder(stop);
+    for (const halt of await conductorStore.loadHalts()) engine.loadHalt(halt.pairId, halt.reason);
+    engine.check();
+    return engine;
   }
 
   test("many commands per batch leave the same keyspace as one command per batch", async () => {
@@ -153,7 +185,7 @@ describe("group commit", () => {
       throw new Error("reply lost");
     };
     const workload = createWorkload("alternating", { seed: 3, partition, partitionCount });
-    const deliveries = [workload.next(0), workload.next(1)].map(delivery);
+    const deliveries = [workload.next(0), workload.next(1)].map((command) => delivery(command));
     await expect(commitBatch({ ...context, store: lossy }, deliveries)).rejects.toThrow(
       "reply lost",
     );
@@ -170,14 +202,20 @@ describe("group commit", () => {
     const { config, epoch } = context;
     const workload = createWorkload("alternating", { seed: 5, partition, partitionCount });
     const commands = [workload.next(0), workload.next(1)];
-    await commitBatch(context, commands.map(delivery));
+    await commitBatch(
+      context,
+      commands.map((command) => delivery(command)),
+    );
     const markers = commands.flatMap((command) => [
       store.keys.processedCommand(command.commandId),
-      store.keys.acceptedOrder(command.payload.id),
+      store.keys.acceptedOrder(commandOrderId(command)!),
     ]);
     // Most of the retention gone while the commands wait, unacknowledged, for durability.
     for (const marker of markers) expect(await store.valkey.expire(marker, 5)).toBe(1);
-    const again = await commitBatch(context, commands.map(delivery));
+    const again = await commitBatch(
+      context,
+      commands.map((command) => delivery(command)),
+    );
     expect(again.tally.duplicates).toBe(2);
     for (const marker of markers) {
       expect(await store.valkey.ttl(marker)).toBeGreaterThan(config.dedupRetentionSeconds - 60);
@@ -223,6 +261,103 @@ describe("group commit", () => {
     expect(items[2]!.deadLetterReason).toContain("injected decoder fault");
     expect(results[2]).toMatchObject({ commandId: "unidentified", status: "rejected" });
     expect(results[3]).toMatchObject({ commandId: good.commandId, status: "accepted" });
+  });
+
+  test("stops, amends, cancel-alls and halts: many per batch leave the keyspace of one per batch, and it reloads whole", async () => {
+    for (const seed of [1, 2]) {
+      const commands = scenario(new OrderCommands(partition), seed, 600);
+      const single = await commitAllWith(commands, 1);
+      const grouped = await commitAllWith(commands, 250);
+      expect(Object.keys(grouped.keyspace).filter((key) => !(key in single.keyspace))).toEqual([]);
+      expect(Object.keys(single.keyspace).filter((key) => !(key in grouped.keyspace))).toEqual([]);
+      expect(grouped.keyspace).toEqual(single.keyspace);
+      // What a restart loads is what the engine held: every order once, at its own place.
+      const engine = grouped.engine;
+      const fresh = await reloaded();
+      expect([...fresh.restingOrders()]).toEqual([...engine.restingOrders()]);
+      expect([...fresh.stopOrders()]).toEqual([...engine.stopOrders()]);
+      expect(fresh.haltedPairs()).toEqual(engine.haltedPairs());
+      expect(fresh.digest()).toBe(engine.digest());
+      expect(engine.stopOrderCount()).toBeGreaterThan(0);
+    }
+  }, 120_000);
+
+  test("an amend that sends its order to the back of the queue leaves no stale book member", async () => {
+    const b = new OrderCommands(partition);
+    const { engine } = await commitAllWith(
+      [
+        b.place("o1", "bid", "99", "1"),
+        b.place("o2", "bid", "99", "1"),
+        b.amend("o1", { volume: "2" }),
+        b.place("o3", "ask", "100", "1"),
+        b.amend("o3", { price: "99" }),
+      ],
+      1,
+    );
+    // o1 grew (to the back of its level), o3 re-matched with o2 and filled: o1 alone rests.
+    const members = await store.valkey.zrange(store.keys.bookRates(partition, "bid"), 0, -1);
+    expect(members).toEqual([bookMember(engine.getOrder(b.id("o1"))!)]);
+    expect(await store.valkey.zcard(store.keys.bookRates(partition, "ask"))).toBe(0);
+    expect(await store.valkey.exists(store.keys.order(b.id("o3")))).toBe(0);
+    expect((await reloaded()).digest()).toBe(engine.digest());
+  });
+
+  test("a pair command from a broker user not listed is refused as not-authorised, like any reject", async () => {
+    const context = await freshContext();
+    const b = new OrderCommands(partition);
+    const [stranger, none, listed] = [b.halt("by a stranger"), b.halt("by nobody"), b.halt("ops")];
+    const { items } = await commitBatch(context, [
+      delivery(stranger, "guest"),
+      delivery(none, null),
+      delivery(listed, operator),
+    ]);
+    const results = items.map((item) => JSON.parse(item.resultJson ?? "{}"));
+    for (const result of results.slice(0, 2)) {
+      expect(result).toMatchObject({
+        status: "rejected",
+        code: ResultCodes.notAuthorised,
+        codeName: "not-authorised",
+        reason: "pair commands need a broker user listed in MATCHING_OPERATOR_USERS",
+      });
+    }
+    expect(results[2]).toMatchObject({ status: "accepted", code: ResultCodes.ok });
+    const events = (await store.events()).map(({ event }) => event);
+    expect(events.map((event) => event.type)).toEqual([
+      "order.rejected.v1",
+      "order.rejected.v1",
+      "pair.halted.v1",
+    ]);
+    expect(events[0]).toMatchObject({
+      commandId: stranger.commandId,
+      payload: { code: ResultCodes.notAuthorised, commandType: "pair.halt" },
+    });
+    expect(await store.valkey.hgetall(store.keys.haltedPairs)).toEqual({
+      [String(partition)]: "ops",
+    });
+    expect(await store.storedResults([stranger.commandId])).toEqual(
+      new Map([[stranger.commandId, results[0]]]),
+    );
+  });
+
+  test("post-only is kept in the order hash, and a hash written before it loads as a plain order", async () => {
+    const context = await freshContext();
+    const b = new OrderCommands(partition);
+    await commitBatch(context, [delivery(b.place("po", "bid", "99", "1", { postOnly: true }))]);
+    expect(await store.valkey.hget(store.keys.order(b.id("po")), "postOnly")).toBe("1");
+    // An order hash as the conductor wrote it before post-only was kept: no postOnly field.
+    const old = { ...context.engine.getOrder(b.id("po"))!, id: b.id("old"), sequence: 99 };
+    const fields = orderHashFields.filter((field) => field !== "postOnly");
+    await store.valkey.hset(
+      store.keys.order(old.id),
+      ...fields.flatMap((field) => [field, String(old[field as keyof typeof old])]),
+    );
+    await store.valkey.zadd(store.keys.bookRates(partition, "bid"), "99", bookMember(old));
+    const loaded = await new ConductorStore(store.valkey, store.keys).loadRestingOrders();
+    expect(loaded.map((order) => [order.id, order.postOnly])).toEqual([
+      [b.id("po"), true],
+      [b.id("old"), undefined],
+    ]);
+    expect("postOnly" in loaded[1]!).toBe(false);
   });
 
   test("an order that rests and fills inside one batch writes no order hash", async () => {

@@ -1,10 +1,12 @@
 /**
  * kill -9 under load, then restart: every command ends with exactly one stored result,
  * no command's events are written twice, and the books equal those of an uninterrupted
- * run of the same commands (the pure engine applying them once, in order).
+ * run of the same commands (the pure engine applying them once, in order). Stops and halts
+ * come back with the books: a reloaded stop still triggers, a reloaded halt still refuses.
  */
 import { describe, expect, test } from "bun:test";
 import { createWorkload } from "../../src/bench/workloads";
+import { brokerUser } from "../../src/cli/client/rpc";
 import type { CommandEnvelope } from "../../src/domain/index";
 import { uniquePartition } from "../support/stack";
 import {
@@ -20,6 +22,7 @@ import {
   settledDigest,
   startConductor,
 } from "./helpers";
+import { OrderCommands, scenario } from "./order-commands";
 
 const suite = conductorSuite();
 
@@ -33,13 +36,17 @@ async function runWithCrashes(
   commands: readonly CommandEnvelope[],
   killAfter: readonly number[],
   store: PartitionStore,
+  /** Pair commands are published as the broker user the conductors list as an operator. */
+  { operators = false }: { operators?: boolean } = {},
 ): Promise<{ digest: string; restingOrders: number }> {
   await suite.publisher.declare(partition);
-  await suite.publisher.publish(partition, commands);
+  const user = brokerUser(suite.stack.brokerUrl);
+  await suite.publisher.publish(partition, commands, operators ? { userId: user } : {});
   const ids = commands.map((c) => c.commandId);
+  const env: Record<string, string> = operators ? { MATCHING_OPERATOR_USERS: user } : {};
   // Small batches keep a conductor that is about to be killed busy long enough for the
   // kill to land mid-run, whatever the machine's speed; the last one runs with defaults.
-  const crashing = { extraArgs: ["--batch-max", "20"] };
+  const crashing = { extraArgs: ["--batch-max", "20"], env };
   let conductor: ConductorProcess = await startConductor(suite.stack, partition, crashing);
   for (const [index, threshold] of killAfter.entries()) {
     await eventually(
@@ -52,7 +59,7 @@ async function runWithCrashes(
     console.log(`kill -9 after ${threshold}+ processed: ${stored} of ${ids.length} stored`);
     expect(stored).toBeLessThan(ids.length);
     const last = index === killAfter.length - 1;
-    conductor = await startConductor(suite.stack, partition, last ? {} : crashing);
+    conductor = await startConductor(suite.stack, partition, last ? { env } : crashing);
   }
   const digest = await settledDigest(conductor, store, suite.publisher, partition, ids);
   expect(await conductor.stop()).toBe(0);
@@ -98,6 +105,136 @@ describe("kill -9 and restart", () => {
       await removePartition(store, suite.publisher, partition);
     }
   }, 120_000);
+});
+
+describe("kill -9 and restart with stops and halts", () => {
+  test("stops, amends, cancel-alls and halts killed twice: same books, events and results as an uninterrupted run", async () => {
+    const partition = uniquePartition();
+    const store = new PartitionStore(suite.stack.datastoreUrl, partition);
+    try {
+      const commands = scenario(new OrderCommands(partition), 44, 2500);
+      const expected = reference(commands);
+      const after = await runWithCrashes(partition, commands, [600, 500], store, {
+        operators: true,
+      });
+      expect(after.digest).toBe(expected.digest);
+      expect(after.restingOrders).toBe(expected.resting);
+      expect(await store.eventCount()).toBe(expected.events);
+      await expectEventsOnce(store, commands);
+      expect(await resultsDiffering(store, commands, expected)).toEqual([]);
+    } finally {
+      await removePartition(store, suite.publisher, partition);
+    }
+  }, 120_000);
+
+  test("stops and a halt survive kill -9: the reloaded stop triggers, the halted pair refuses", async () => {
+    const partition = uniquePartition();
+    const store = new PartitionStore(suite.stack.datastoreUrl, partition);
+    // Two pairs of the partition: one trades and triggers, the other is halted.
+    const trading = new OrderCommands(partition);
+    const halted = new OrderCommands(partition, partition + partitionCount, `${trading.tag}-h`);
+    const user = brokerUser(suite.stack.brokerUrl);
+    const env = { MATCHING_OPERATOR_USERS: user };
+    try {
+      const first = [
+        trading.place("a101", "ask", "101", "1"),
+        trading.place("a103", "ask", "103", "1"),
+        trading.place("b99", "bid", "99", "1"),
+        trading.stopLimit("s-buy", "bid", "101", "102", "0.5", { userId: "stopper" }),
+        trading.stopMarket("s-sell", "ask", "98", "0.5"),
+        halted.place("h-bid", "bid", "50", "1"),
+        halted.halt("maintenance window"),
+      ];
+      await suite.publisher.declare(partition);
+      await suite.publisher.publish(partition, first, { userId: user });
+      const conductor = await startConductor(suite.stack, partition, { env });
+      const ids = first.map((c) => c.commandId);
+      const before = await settledDigest(conductor, store, suite.publisher, partition, ids);
+      const firstResults = await store.storedResults(ids);
+      expect(ids.map((id) => firstResults.get(id)?.codeName)).toEqual([
+        "rested",
+        "rested",
+        "rested",
+        "stop-accepted",
+        "stop-accepted",
+        "rested",
+        "ok",
+      ]);
+      await conductor.kill9();
+
+      const restarted = await startConductor(suite.stack, partition, { env });
+      const digest = (await (await fetch(`${restarted.url}/digest`)).json()) as typeof before;
+      expect(digest).toEqual(before);
+      expect(restarted.log()).toContain('"stopOrders":2');
+      const book = await (await fetch(`${restarted.url}/books/${trading.pairId}`)).json();
+      expect(book).toMatchObject({
+        halted: false,
+        stops: [
+          { side: "bid", stopPrice: "101", volume: "0.5", orders: 1 },
+          { side: "ask", stopPrice: "98", volume: "0.5", orders: 1 },
+        ],
+      });
+      expect(await (await fetch(`${restarted.url}/books/${halted.pairId}`)).json()).toMatchObject({
+        halted: true,
+        haltReason: "maintenance window",
+        bids: [{ price: "50", volume: "1", orders: 1 }],
+      });
+      expect(
+        await (await fetch(`${restarted.url}/orders/${trading.id("s-buy")}`)).json(),
+      ).toMatchObject({
+        kind: "stop",
+        type: "stop-limit",
+        stopPrice: "101",
+        userId: "stopper",
+      });
+
+      // A trade at 101 triggers the reloaded buy stop, which takes the rest of the ask.
+      const second = [
+        trading.place("t1", "bid", "101", "0.25", { userId: "taker" }),
+        halted.place("refused", "bid", "50", "1"),
+        halted.amend("h-bid", { price: "51" }),
+        halted.cancel("h-bid"),
+      ];
+      await suite.publisher.publish(partition, second);
+      const all = [...first, ...second];
+      const after = await settledDigest(
+        restarted,
+        store,
+        suite.publisher,
+        partition,
+        all.map((c) => c.commandId),
+      );
+      const results = await store.storedResults(second.map((c) => c.commandId));
+      expect(results.get(second[0]!.commandId)).toMatchObject({
+        codeName: "filled",
+        triggeredStops: 1,
+      });
+      expect(results.get(second[1]!.commandId)).toMatchObject({
+        status: "rejected",
+        codeName: "pair-halted",
+        code: 304,
+      });
+      expect(results.get(second[2]!.commandId)).toMatchObject({ codeName: "pair-halted" });
+      expect(results.get(second[3]!.commandId)).toMatchObject({
+        status: "accepted",
+        orderStatus: "cancelled",
+      });
+      const triggered = (await store.events()).filter(
+        ({ event }) => event.type === "order.triggered.v1",
+      );
+      expect(triggered.map(({ event }) => (event.payload as { orderId: string }).orderId)).toEqual([
+        trading.id("s-buy"),
+      ]);
+      expect(after).toEqual({
+        digest: reference(all).digest,
+        restingOrders: reference(all).resting,
+      });
+      await expectEventsOnce(store, all);
+      expect(await restarted.stop()).toBe(0);
+    } finally {
+      await removePartition(store, suite.publisher, partition);
+    }
+  }, 90_000);
 });
 
 describe("graceful stop mid-run", () => {

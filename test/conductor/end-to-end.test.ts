@@ -1,12 +1,18 @@
 /**
  * The conductor end to end against the real stack: the contract's reference counts for
  * the alternating workload, the keys of a resting order, RPC replies, redelivery of a
- * processed command and an order retried under a new command id.
+ * processed command and an order retried under a new command id; and, with an outbox, stop
+ * orders, amend, cancel-all and a halt, their results by RPC and their events on the
+ * exchanges docs/orders.md names.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import amqp, { type ChannelModel } from "amqplib";
 import { createWorkload } from "../../src/bench/workloads";
+import { brokerUser } from "../../src/cli/client/rpc";
 import { bookMember } from "../../src/conductor/store";
+import type { EventEnvelope } from "../../src/domain/index";
+import { allEventExchanges, eventExchanges } from "../../src/infra/amqp/topology";
+import { startOutbox } from "../outbox/helpers";
 import { stackStartTimeoutMs, testStack, uniquePartition } from "../support/stack";
 import {
   conductorSuite,
@@ -17,6 +23,7 @@ import {
   removePartition,
   startConductor,
 } from "./helpers";
+import { OrderCommands } from "./order-commands";
 
 const suite = conductorSuite();
 
@@ -321,3 +328,137 @@ test("a request with replyTo but no AMQP correlationId gets its reply under the 
     await removePartition(store, suite.publisher, partition);
   }
 }, 60_000);
+
+test("amend, cancel-all, stops and a halt over the real pipeline: results by RPC, events on their exchanges", async () => {
+  const partition = uniquePartition();
+  const store = new PartitionStore(suite.stack.datastoreUrl, partition);
+  const rpc: ChannelModel = await amqp.connect(suite.stack.brokerUrl);
+  const { queue, replies, close } = await openReplies(rpc);
+  // Every event exchange into one queue, each event kept with the exchange it came by.
+  const events: { exchange: string; event: EventEnvelope }[] = [];
+  const sink = await rpc.createChannel();
+  const { queue: eventQueue } = await sink.assertQueue("", { exclusive: true, autoDelete: true });
+  for (const exchange of allEventExchanges) {
+    await sink.assertExchange(exchange, "direct", { durable: true });
+    await sink.bindQueue(eventQueue, exchange, exchange);
+  }
+  await sink.consume(
+    eventQueue,
+    (message) => {
+      if (message === null) return;
+      const event = JSON.parse(message.content.toString()) as EventEnvelope;
+      // Other tests share the exchanges: this partition's events only.
+      if (event.partition === partition) events.push({ exchange: message.fields.exchange, event });
+    },
+    { noAck: true },
+  );
+  const user = brokerUser(suite.stack.brokerUrl);
+  const outbox = await startOutbox(suite.stack, partition);
+  try {
+    await startConductor(suite.stack, partition, { env: { MATCHING_OPERATOR_USERS: user } });
+    const b = new OrderCommands(partition);
+    const call = async (command: ReturnType<OrderCommands["place"]>) => {
+      await suite.publisher.publish(partition, [command], {
+        replyTo: queue,
+        correlationId: command.commandId,
+        userId: user,
+      });
+      await eventually(`the reply to ${command.commandId}`, () => replies.has(command.commandId));
+      return replies.get(command.commandId)!;
+    };
+    const alice = { userId: "alice" };
+    expect(await call(b.place("b1", "bid", "99", "1", alice))).toMatchObject({ code: 100 });
+    expect(await call(b.place("b2", "bid", "98", "1", alice))).toMatchObject({ code: 100 });
+    expect(await call(b.stopLimit("s1", "ask", "97", "96", "1", alice))).toMatchObject({
+      code: 106,
+      codeName: "stop-accepted",
+      orderStatus: "stop-accepted",
+    });
+    expect(await call(b.amend("b1", { price: "99.5" }, "alice"))).toMatchObject({
+      status: "accepted",
+      code: 0,
+      orderId: b.id("b1"),
+      orderStatus: "rested",
+      remainingVolume: "1",
+    });
+    expect(await call(b.place("a1", "ask", "99.5", "0.4", { userId: "bob" }))).toMatchObject({
+      codeName: "filled",
+    });
+    // A trade at 100 triggers carol's buy stop, which buys from the same ask.
+    expect(await call(b.place("a100", "ask", "100", "1", { userId: "bob" }))).toMatchObject({
+      code: 100,
+    });
+    expect(await call(b.stopMarket("s2", "bid", "100", "0.2"))).toMatchObject({ code: 106 });
+    expect(await call(b.place("t1", "bid", "100", "0.1", { userId: "dave" }))).toMatchObject({
+      codeName: "filled",
+      triggeredStops: 1,
+    });
+    expect(await call(b.cancelAll("alice"))).toMatchObject({
+      status: "accepted",
+      code: 0,
+      cancelledOrders: 3,
+      events: 3,
+    });
+    expect(await call(b.cancelAll("nobody", false))).toMatchObject({ code: 0, cancelledOrders: 0 });
+    expect(await call(b.halt("maintenance"))).toMatchObject({ status: "accepted", code: 0 });
+    expect(await call(b.place("late", "bid", "1", "1"))).toMatchObject({ code: 304 });
+    expect(await call(b.resume("done"))).toMatchObject({ status: "accepted", code: 0 });
+
+    const expected = await store.eventCount();
+    await eventually(
+      "every event published",
+      () => events.length >= expected,
+      30_000,
+      () => `(${events.length} of ${expected})`,
+    );
+    // Each type on the exchange docs/orders.md names.
+    for (const { exchange, event } of events) {
+      expect({ type: event.type, exchange }).toEqual({
+        type: event.type,
+        exchange: eventExchanges[event.type as keyof typeof eventExchanges],
+      });
+    }
+    const byType = (type: string): Record<string, unknown>[] =>
+      events
+        .filter(({ event }) => event.type === type)
+        .map(({ exchange, event }) => ({ exchange, ...event.payload }));
+    expect(byType("order.stop-accepted.v1")).toMatchObject([
+      {
+        exchange: "messages:order:create",
+        orderId: b.id("s1"),
+        stopPrice: "97",
+        type: "stop-limit",
+      },
+      { exchange: "messages:order:create", orderId: b.id("s2"), price: "0", type: "stop-market" },
+    ]);
+    expect(byType("order.amended.v1")).toMatchObject([
+      {
+        exchange: "messages:order:update",
+        orderId: b.id("b1"),
+        priorityKept: false,
+        before: { price: "99" },
+        after: { price: "99.5" },
+      },
+    ]);
+    expect(byType("order.triggered.v1")).toMatchObject([
+      { exchange: "messages:order:update", orderId: b.id("s2"), triggerPrice: "100" },
+    ]);
+    const cancelled = byType("order.cancelled.v1");
+    expect(cancelled.map((c) => [c.orderId, c.reason, c.exchange])).toEqual([
+      [b.id("b1"), "cancel-all", "messages:order:delete"],
+      [b.id("b2"), "cancel-all", "messages:order:delete"],
+      [b.id("s1"), "cancel-all", "messages:order:delete"],
+    ]);
+    expect(cancelled[0]).toMatchObject({ volume: "0.6" });
+    expect(cancelled[2]).toMatchObject({ stopPrice: "97" });
+    expect([...byType("pair.halted.v1"), ...byType("pair.resumed.v1")]).toEqual([
+      { exchange: "messages:pair:update", pairId: b.pairId, reason: "maintenance" },
+      { exchange: "messages:pair:update", pairId: b.pairId, reason: "done" },
+    ]);
+  } finally {
+    await outbox.stop();
+    await close();
+    await rpc.close().catch(() => undefined);
+    await removePartition(store, suite.publisher, partition);
+  }
+}, 90_000);

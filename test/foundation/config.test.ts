@@ -45,6 +45,22 @@ describe("resolveConfig", () => {
     expect(defaults.ok && defaults.config.dedupRetentionSeconds).toBe(3600);
   });
 
+  test("MATCHING_OPERATOR_USERS: broker user names, comma-separated; nobody by default", () => {
+    const defaults = resolveConfig({}, new Map(), "conductor");
+    expect(defaults.ok && defaults.config.operatorUsers).toEqual([]);
+    const listed = resolveConfig(
+      { MATCHING_OPERATOR_USERS: " ops, desk-2 ,," },
+      new Map(),
+      "conductor",
+    );
+    expect(listed.ok && listed.config.operatorUsers).toEqual(["ops", "desk-2"]);
+    const flag = resolveConfig({}, new Map([["--operator-users", "root"]]), "conductor");
+    expect(flag.ok && flag.config.operatorUsers).toEqual(["root"]);
+    expect(problemsFor("MATCHING_OPERATOR_USERS", "an operator")).toContain(
+      "MATCHING_OPERATOR_USERS (--operator-users)",
+    );
+  });
+
   test("a URL without a host, or a datastore URL whose path is no database number, is refused", () => {
     for (const [env, value] of [
       ["MATCHING_DATASTORE_URL", "redis://"],

@@ -3,6 +3,7 @@
  * quorum queues, the event exchanges, and the conductor's dead-letter queue.
  */
 import type { Channel, ChannelModel } from "amqplib";
+import type { EventType } from "../../domain/types";
 import type { Logger } from "../log";
 
 export const commandExchange = "matching:commands";
@@ -19,7 +20,13 @@ export const eventExchanges = {
   "order.updated.v1": "messages:order:update",
   "deal.executed.v1": "messages:deal:create",
   "order.rejected.v1": "messages:order:reject",
-} as const;
+  // docs/orders.md
+  "order.stop-accepted.v1": "messages:order:create",
+  "order.triggered.v1": "messages:order:update",
+  "order.amended.v1": "messages:order:update",
+  "pair.halted.v1": "messages:pair:update",
+  "pair.resumed.v1": "messages:pair:update",
+} as const satisfies Record<EventType, string>;
 
 export const allEventExchanges: readonly string[] = [...new Set(Object.values(eventExchanges))];
 

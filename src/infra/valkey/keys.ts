@@ -12,12 +12,18 @@ export interface PartitionKeys {
   acceptedOrder(orderId: string): string;
   bookRates(pairId: number, side: "bid" | "ask"): string;
   order(orderId: string): string;
+  /** Extension: a stop order's hash (docs/orders.md), its fields those of `stopHashFields`. */
+  stopOrder(orderId: string): string;
+  /** Extension: a pair's stop book, order ids scored by sequence (arrival order). */
+  stopBook(pairId: number): string;
+  /** Extension: hash of halted pair ids to the halt's reason. */
+  haltedPairs: string;
   events: string;
   eventsDeadLetter: string;
   outboxLease: string;
   /** Extension: the conductor's ownership epoch (fencing token). */
   ownerEpoch: string;
-  /** Extension: set of pair ids with resting orders, so a reload knows which books to read. */
+  /** Extension: set of pair ids with resting orders or stops, so a reload knows which books to read. */
   pairs: string;
   /** Extension: the outbox's per-event publish attempt counters. */
   outboxAttempts: string;
@@ -44,6 +50,9 @@ export function partitionKeys(partition: number): PartitionKeys {
     acceptedOrder: (orderId) => `${prefix}accepted-order:${orderId}`,
     bookRates: (pairId, side) => `${prefix}book:${pairId}:${side}:rates`,
     order: (orderId) => `${prefix}order:${orderId}`,
+    stopOrder: (orderId) => `${prefix}stop:${orderId}`,
+    stopBook: (pairId) => `${prefix}book:${pairId}:stops`,
+    haltedPairs: `${prefix}halted-pairs`,
     events: `${prefix}events`,
     eventsDeadLetter: `${prefix}events:dead-letter`,
     outboxLease: `${prefix}outbox-lease`,
