@@ -32,7 +32,8 @@ commands:
   check       run the datastore and broker checks of the durability policy, start nothing
 
 client commands (speak the wire contract to a running conductor and outbox):
-  order       place | cancel: send a command and print its durable result
+  order       place | cancel | amend | cancel-all: send a command and print its durable result
+  pair        halt | resume: an operator's command (MATCHING_OPERATOR_USERS)
   book        a pair's depth ladder, from the conductor
   result      a command's stored result, from the conductor
   events      print events as they are published

@@ -1,6 +1,7 @@
 /**
  * The client commands against a real conductor, outbox and broker: a resting bid, a trade,
- * an empty book, a rejection (exit 6), a result read later, and the events printed; and each
+ * an empty book, a rejection (exit 6), a result read later, and the events printed; stop
+ * orders, amend, cancel-all, and pair halt (authorised by the broker URL's user); and each
  * missing or refusing server named in one line with its exit code.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -281,6 +282,153 @@ describe("client commands", () => {
     });
     expect(missing.code).toBe(5);
     expect(missing.stderr).toContain('refused vhost "no-such-vhost": it does not exist');
+  }, 60_000);
+
+  test("a stop order, its amend and a cancel-all; the book shows the stop", async () => {
+    const url = ["--conductor-url", conductor.url];
+    const user = ["--user", "carol"];
+    const stop = await matchd([
+      "order",
+      "place",
+      "--pair",
+      String(pair),
+      "--side",
+      "bid",
+      "--type",
+      "stop-limit",
+      "--stop-price",
+      "105",
+      "--price",
+      "106",
+      "--volume",
+      "1",
+      "--json",
+      ...user,
+    ]);
+    expect(stop.stderr).toBe("");
+    const placed = JSON.parse(stop.stdout) as { orderId: string; codeName: string };
+    expect(placed).toMatchObject({ status: "accepted", code: 106, codeName: "stop-accepted" });
+    const amend = await matchd([
+      "order",
+      "amend",
+      "--id",
+      placed.orderId,
+      "--pair",
+      String(pair),
+      "--stop-price",
+      "104",
+      ...user,
+    ]);
+    expect(amend.code).toBe(0);
+    expect(amend.stdout).toMatch(/^accepted ok \(0\), order \S+, .*1 event, command /);
+    const book = await matchd(["book", String(pair), ...url]);
+    expect(book.stdout).toContain("  stop bid at 104: 1, 1 order\n");
+    const order = await fetch(`${conductor.url}/orders/${placed.orderId}`);
+    expect(await order.json()).toMatchObject({ kind: "stop", stopPrice: "104", userId: "carol" });
+    const rest = await placeOrder(pair, "ask", "200", "1", user);
+    expect(rest.code).toBe(0);
+    const all = await matchd(["order", "cancel-all", "--pair", String(pair), "--json", ...user]);
+    expect(all.code).toBe(0);
+    expect(JSON.parse(all.stdout)).toMatchObject({ code: 0, cancelledOrders: 2, events: 2 });
+    const again = await matchd(["order", "cancel-all", "--pair", String(pair), ...user]);
+    expect(again.stdout).toMatch(/^accepted ok \(0\), cancelled 0, 0 events, command /);
+  }, 60_000);
+
+  test("pair halt is not-authorised unless the conductor lists the broker URL's user", async () => {
+    const refused = await matchd(["pair", "halt", "--pair", String(pair), "--reason", "test"]);
+    expect(refused.code).toBe(6);
+    expect(refused.stderr).toContain("rejected not-authorised (308)");
+    // A partition of its own, whose conductor lists the stack's broker user (guest).
+    const operated = uniquePartition();
+    const own = await startConductor(stack, operated, {
+      env: { MATCHING_OPERATOR_USERS: new URL(stack.brokerUrl).username },
+    });
+    try {
+      const halt = await matchd(["pair", "halt", "--pair", String(operated), "--reason", "test"]);
+      expect(halt.stderr).toBe("");
+      expect(halt.stdout).toMatch(/^accepted ok \(0\), 1 event, command /);
+      const book = await matchd(["book", String(operated), "--conductor-url", own.url]);
+      expect(book.stdout).toBe(`pair ${operated} is halted: test\npair ${operated}: empty book\n`);
+      const place = await placeOrder(operated, "bid", "1", "1");
+      expect(place.code).toBe(6);
+      expect(place.stderr).toContain("rejected pair-halted (304)");
+      const resume = await matchd(["pair", "resume", "--pair", String(operated), "--reason", "ok"]);
+      expect(resume.code).toBe(0);
+      const again = await matchd(["pair", "resume", "--pair", String(operated), "--reason", "ok"]);
+      expect(again.stderr).toContain("rejected pair-not-halted (307)");
+    } finally {
+      await own.stop();
+      const connection = await amqp.connect(stack.brokerUrl);
+      await (await connection.createChannel()).deleteQueue(commandQueue(operated));
+      await connection.close();
+    }
+  }, 60_000);
+
+  test("stop, amend, cancel-all and pair flags are checked before anything is sent", async () => {
+    const order = (args: string[]) => matchd(["order", ...args, "--pair", String(pair)]);
+    const noStopPrice = await order([
+      "place",
+      "--side",
+      "bid",
+      "--type",
+      "stop-limit",
+      "--price",
+      "1",
+      "--volume",
+      "1",
+    ]);
+    expect(noStopPrice.code).toBe(2);
+    expect(noStopPrice.stderr).toContain("--stop-price: a stop-limit order needs --stop-price");
+    const limitStop = await order([
+      "place",
+      "--side",
+      "bid",
+      "--price",
+      "1",
+      "--volume",
+      "1",
+      "--stop-price",
+      "2",
+    ]);
+    expect(limitStop.stderr).toContain(
+      "--stop-price: only stop-limit and stop-market orders take --stop-price",
+    );
+    const marketPrice = await order([
+      "place",
+      "--side",
+      "bid",
+      "--type",
+      "stop-market",
+      "--stop-price",
+      "2",
+      "--price",
+      "1",
+      "--volume",
+      "1",
+    ]);
+    expect(marketPrice.stderr).toContain("--price: a stop-market order takes no --price");
+    const bare = await order(["amend", "--id", "x"]);
+    expect(bare.code).toBe(2);
+    expect(bare.stderr).toContain(
+      "an amend needs --volume (the new total), --price or --stop-price",
+    );
+    const noUser = await order(["cancel-all"]);
+    expect(noUser.stderr).toContain("--user: required");
+    const both = await order(["cancel-all", "--user", "u", "--partition", "3"]);
+    expect(both.stderr).toContain(
+      "--partition: names the partition of a cancel-all without --pair",
+    );
+    const noReason = await matchd(["pair", "halt", "--pair", "1"]);
+    expect(noReason.code).toBe(2);
+    expect(noReason.stderr).toContain("--reason: required");
+    const unknown = await matchd(["pair", "freeze"]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain("matchd: pair needs halt or resume");
+    const orderUnknown = await matchd(["order", "replace"]);
+    expect(orderUnknown.stderr).toContain("matchd: order needs place, cancel, amend or cancel-all");
+    const help = await matchd(["pair", "--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain("usage: matchd pair halt --pair P --reason TEXT");
   }, 60_000);
 
   test("bad flags are listed together, with a did-you-mean, and nothing is sent", async () => {

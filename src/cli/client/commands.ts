@@ -5,8 +5,14 @@
  */
 
 import type { z } from "zod";
-import type { CommandEnvelope, PlaceOrderPayload } from "../../domain/index";
-import type { cancelSchema, placeSchema } from "./options";
+import type { AmendOrderPayload, CommandEnvelope, PlaceOrderPayload } from "../../domain/index";
+import type {
+  amendSchema,
+  cancelAllSchema,
+  cancelSchema,
+  pairSchema,
+  placeSchema,
+} from "./options";
 
 export interface Stamp {
   commandId: string;
@@ -52,6 +58,7 @@ export function placeCommand(
   if (o["--tif"] !== undefined) payload.timeInForce = o["--tif"];
   if (o["--post-only"]) payload.postOnly = true;
   if (o["--stp"] !== undefined) payload.stp = o["--stp"];
+  if (o["--stop-price"] !== undefined) payload.stopPrice = o["--stop-price"];
   return { ...envelopeBase(pairId, partitionCount, stamp), type: "order.place", payload };
 }
 
@@ -66,5 +73,52 @@ export function cancelCommand(
     ...envelopeBase(pairId, partitionCount, stamp),
     type: "order.cancel",
     payload: { id: orderId, userId: o["--user"], pairId },
+  };
+}
+
+export function amendCommand(
+  o: z.output<typeof amendSchema>,
+  partitionCount: number,
+  stamp: Stamp,
+): CommandEnvelope {
+  const pairId = o["--pair"];
+  const payload: AmendOrderPayload = { id: o["--id"], userId: o["--user"], pairId };
+  if (o["--volume"] !== undefined) payload.volume = o["--volume"];
+  if (o["--price"] !== undefined) payload.price = o["--price"];
+  if (o["--stop-price"] !== undefined) payload.stopPrice = o["--stop-price"];
+  return { ...envelopeBase(pairId, partitionCount, stamp), type: "order.amend", payload };
+}
+
+/**
+ * Without --pair the command goes to `partition` and names none in its payload. Its envelope
+ * still needs a pair of that partition: the partition's own number, or (partition 0 has no
+ * pair 0) the partition count, which is pair 0 mod the count.
+ */
+export function cancelAllCommand(
+  o: z.output<typeof cancelAllSchema>,
+  partition: number,
+  partitionCount: number,
+  stamp: Stamp,
+): CommandEnvelope {
+  const onePair = o["--pair"];
+  const pairId = onePair ?? (partition === 0 ? partitionCount : partition);
+  return {
+    ...envelopeBase(pairId, partitionCount, stamp),
+    type: "order.cancel-all",
+    payload: onePair === undefined ? { userId: o["--user"] } : { userId: o["--user"], pairId },
+  };
+}
+
+export function pairCommand(
+  action: "halt" | "resume",
+  o: z.output<typeof pairSchema>,
+  partitionCount: number,
+  stamp: Stamp,
+): CommandEnvelope {
+  const pairId = o["--pair"];
+  return {
+    ...envelopeBase(pairId, partitionCount, stamp),
+    type: action === "halt" ? "pair.halt" : "pair.resume",
+    payload: { pairId, reason: o["--reason"] },
   };
 }

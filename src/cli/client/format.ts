@@ -1,6 +1,7 @@
 /**
  * Results, books and events as a person reads them: one line a result or an event, and a
- * depth ladder for a book (asks above the spread, highest first; bids below it).
+ * depth ladder for a book (asks above the spread, highest first; bids below it), with its
+ * halt above and its stop levels below.
  */
 import type { CommandResult, Depth, EventEnvelope } from "../../domain/index";
 
@@ -11,13 +12,37 @@ export function resultLine(result: CommandResult): string {
   if (result.orderId !== undefined) parts.push(`order ${result.orderId}`);
   if (result.executedVolume !== undefined) parts.push(`executed ${result.executedVolume}`);
   if (result.remainingVolume !== undefined) parts.push(`remaining ${result.remainingVolume}`);
+  if (result.cancelledOrders !== undefined) parts.push(`cancelled ${result.cancelledOrders}`);
+  if (result.triggeredStops !== undefined) parts.push(`triggered ${result.triggeredStops} stops`);
   if (result.reason !== undefined) parts.push(result.reason);
   parts.push(`${result.events} event${result.events === 1 ? "" : "s"}`);
   parts.push(`command ${result.commandId}`);
   return parts.join(", ");
 }
 
-export function bookLadder(pairId: number, depth: Depth): string {
+/** GET /books' answer: the depth, and (a conductor that knows them) stop levels and the halt. */
+export interface BookView extends Depth {
+  stops?: {
+    side: string;
+    stopPrice: string;
+    volume: string;
+    quoteVolume: string;
+    orders: number;
+  }[];
+  halted?: boolean;
+  haltReason?: string;
+}
+
+export function bookLadder(pairId: number, book: BookView): string {
+  const halt = book.halted === true ? `pair ${pairId} is halted: ${book.haltReason ?? ""}\n` : "";
+  const stops = (book.stops ?? []).map(
+    (level) =>
+      `  stop ${level.side} at ${level.stopPrice}: ${level.quoteVolume === "0" ? level.volume : `${level.volume} (quote ${level.quoteVolume})`}, ${level.orders} order${level.orders === 1 ? "" : "s"}\n`,
+  );
+  return halt + depthLadder(pairId, book) + stops.join("");
+}
+
+function depthLadder(pairId: number, depth: Depth): string {
   if (depth.asks.length === 0 && depth.bids.length === 0) return `pair ${pairId}: empty book\n`;
   const rows = [
     ...[...depth.asks].reverse().map((level) => ["ask", level.price, level.volume, level.orders]),
@@ -60,6 +85,24 @@ export function eventLine(event: EventEnvelope, offset: string | undefined): str
       break;
     case "order.rejected.v1":
       what = `order ${text("orderId")} rejected: ${text("codeName")}: ${text("reason")}`;
+      break;
+    case "order.stop-accepted.v1":
+      what = `order ${text("orderId")} ${text("side")} ${text("type")} ${text("volume")} @ ${text("price")} waits for ${text("stopPrice")} (user ${text("userId")})`;
+      break;
+    case "order.triggered.v1":
+      what = `order ${text("orderId")} ${text("side")} ${text("type")} triggered at ${text("triggerPrice")} (stop ${text("stopPrice")})`;
+      break;
+    case "order.amended.v1": {
+      const terms = (key: string) => {
+        const t = (p[key] ?? {}) as Record<string, unknown>;
+        return `${String(t.volume ?? "?")} @ ${String(t.price ?? "?")}`;
+      };
+      what = `order ${text("orderId")} ${text("side")} amended ${terms("before")} -> ${terms("after")}${p.priorityKept === true ? ", priority kept" : ""}`;
+      break;
+    }
+    case "pair.halted.v1":
+    case "pair.resumed.v1":
+      what = `${event.type === "pair.halted.v1" ? "halted" : "resumed"}: ${text("reason")}`;
       break;
     default:
       what = JSON.stringify(p);

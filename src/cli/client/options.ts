@@ -1,6 +1,6 @@
 /**
- * The client subcommands' own flags (`order place`, `order cancel`, `book`, `result`,
- * `events`), each command's as one zod schema, so every bad flag is named at once and the
+ * The client subcommands' own flags (`order place|cancel|amend|cancel-all`, `pair
+ * halt|resume`, `book`, `result`, `events`), each command's as one zod schema, so every bad flag is named at once and the
  * help text lists the same defaults the schema applies.
  */
 import { z } from "zod";
@@ -41,8 +41,9 @@ export const placeSchema = z
     "--id": id.optional(),
     "--pair": pair,
     "--side": z.enum(["bid", "ask"]),
-    "--type": z.enum(["limit", "market"]).default("limit"),
+    "--type": z.enum(["limit", "market", "stop-limit", "stop-market"]).default("limit"),
     "--price": decimal.optional(),
+    "--stop-price": decimal.optional(),
     "--volume": decimal.optional(),
     "--quote-volume": decimal.optional(),
     "--tif": z.enum(["gtc", "ioc", "fok"]).optional(),
@@ -55,19 +56,67 @@ export const placeSchema = z
   .superRefine((o, context) => {
     const problem = (path: string, message: string) =>
       context.addIssue({ code: "custom", path: [path], message });
-    if (o["--type"] === "limit" && o["--price"] === undefined)
-      problem("--price", "a limit order needs --price");
+    const type = o["--type"];
+    const stop = type === "stop-limit" || type === "stop-market";
+    const market = type === "market" || type === "stop-market";
+    if ((type === "limit" || type === "stop-limit") && o["--price"] === undefined)
+      problem("--price", `a ${type} order needs --price`);
     if (o["--quote-volume"] === undefined && o["--volume"] === undefined)
       problem("--volume", "needs --volume (or --quote-volume for a market bid)");
-    if (o["--quote-volume"] !== undefined && (o["--type"] !== "market" || o["--side"] !== "bid"))
-      problem("--quote-volume", "only a market bid is sized by --quote-volume");
+    if (o["--quote-volume"] !== undefined && (!market || o["--side"] !== "bid"))
+      problem("--quote-volume", "only a market or stop-market bid is sized by --quote-volume");
     if (o["--quote-volume"] !== undefined && o["--volume"] !== undefined)
       problem("--volume", "give --volume or --quote-volume, not both");
-    if (o["--type"] === "market" && o["--price"] !== undefined)
-      problem("--price", "a market order takes no --price (it trades at the makers' prices)");
+    if (market && o["--price"] !== undefined)
+      problem("--price", `a ${type} order takes no --price (it trades at the makers' prices)`);
+    if (stop && o["--stop-price"] === undefined)
+      problem("--stop-price", `a ${type} order needs --stop-price`);
+    if (!stop && o["--stop-price"] !== undefined)
+      problem("--stop-price", "only stop-limit and stop-market orders take --stop-price");
   });
 
 export const cancelSchema = z.object({ ...common, ...rpc, "--pair": pair });
+
+export const amendSchema = z
+  .object({
+    ...common,
+    ...rpc,
+    "--id": id,
+    "--pair": pair,
+    "--volume": decimal.optional(),
+    "--price": decimal.optional(),
+    "--stop-price": decimal.optional(),
+  })
+  .superRefine((o, context) => {
+    if (
+      o["--volume"] === undefined &&
+      o["--price"] === undefined &&
+      o["--stop-price"] === undefined
+    )
+      context.addIssue({
+        code: "custom",
+        path: ["--volume"],
+        message: "an amend needs --volume (the new total), --price or --stop-price",
+      });
+  });
+
+/** Without --pair: every pair of the partition (MATCHING_PARTITION, --partition). */
+export const cancelAllSchema = z.object({
+  ...common,
+  ...rpc,
+  // Required: cancelling every order of a default user by accident is too easy.
+  "--user": id,
+  "--pair": pair.optional(),
+});
+
+/** `pair halt|resume`: the broker user of the URL sends it, so --user has no place here. */
+export const pairSchema = z.object({
+  ...common,
+  "--no-wait": rpc["--no-wait"],
+  "--timeout-ms": rpc["--timeout-ms"],
+  "--pair": pair,
+  "--reason": z.string().min(1).max(200, "at most 200 characters"),
+});
 
 export const bookSchema = z.object({
   ...common,

@@ -2,9 +2,10 @@
  * `matchd book` and `matchd result`: the conductor's HTTP queries, with a conductor that is
  * not there, or cannot answer yet, named in one line.
  */
-import type { CommandResult, Depth } from "../../domain/index";
+import type { CommandResult } from "../../domain/index";
 import { bearerHeaders } from "../../infra/http/bearer";
 import { ClientError } from "./client-error";
+import type { BookView } from "./format";
 
 const requestTimeoutMs = 5000;
 
@@ -43,11 +44,11 @@ export async function fetchBook(
   baseUrl: string,
   pairId: number,
   depth: number,
-): Promise<Depth & { pairId: number }> {
+): Promise<BookView & { pairId: number }> {
   const { status, body } = await getJson(baseUrl, `/books/${pairId}?depth=${depth}`);
   if (status !== 200)
     throw new ClientError(`the conductor cannot show pair ${pairId}: ${errorOf(body)}`);
-  return body as Depth & { pairId: number };
+  return body as BookView & { pairId: number };
 }
 
 /** `token`: MATCHING_HTTP_TOKEN, which a conductor that has one requires here. */

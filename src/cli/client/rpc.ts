@@ -16,6 +16,24 @@ export interface SendOptions {
   /** Wait for the durable result; false returns once the broker confirmed the command. */
   wait: boolean;
   timeoutMs: number;
+  /**
+   * The AMQP user-id property: the broker refuses it unless it is the connection's own user,
+   * so the conductor can trust it (pair commands are authorised by it).
+   */
+  userId?: string;
+}
+
+/**
+ * The user a broker URL logs in as: the first node's (a cluster's nodes share their users),
+ * guest when it names none, as amqplib logs in then.
+ */
+export function brokerUser(brokerUrl: string): string {
+  const first = brokerUrl.split(",")[0]!.trim();
+  try {
+    return decodeURIComponent(new URL(first).username) || "guest";
+  } catch {
+    return "guest";
+  }
 }
 
 /** Opens a broker connection, naming a broker that is not there in one line. */
@@ -35,7 +53,7 @@ export async function openBroker(brokerUrl: string, name: string): Promise<Chann
 /** Publishes the command; resolves with its durable result, or null when not waiting. */
 export async function sendCommand(
   envelope: CommandEnvelope,
-  { brokerUrl, wait, timeoutMs }: SendOptions,
+  { brokerUrl, wait, timeoutMs, userId }: SendOptions,
 ): Promise<CommandResult | null> {
   const connection = await openBroker(brokerUrl, "matchd-cli");
   try {
@@ -77,6 +95,7 @@ export async function sendCommand(
           messageId: envelope.commandId,
           correlationId: envelope.commandId,
           replyTo: reply?.queue,
+          ...(userId === undefined ? {} : { userId }),
         },
         (error) =>
           error ? reject(new ClientError(`the broker refused the command: ${error}`)) : resolve(),

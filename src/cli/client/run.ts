@@ -1,5 +1,6 @@
 /**
- * The client commands (`order place|cancel`, `book`, `result`, `events`): their flags and
+ * The client commands (`order place|cancel|amend|cancel-all`, `pair halt|resume`, `book`,
+ * `result`, `events`): their flags and
  * the shared settings resolved at once (every problem listed, nothing sent), then one
  * command run, its outcome printed for a person or, with --json, for a script.
  */
@@ -11,20 +12,29 @@ import { configFlags } from "../../config/schema";
 import type { CommandEnvelope, CommandResult } from "../../domain/index";
 import { parseArgs } from "../args";
 import { ClientError, rejectedExitCode } from "./client-error";
-import { cancelCommand, placeCommand } from "./commands";
+import {
+  amendCommand,
+  cancelAllCommand,
+  cancelCommand,
+  pairCommand,
+  placeCommand,
+} from "./commands";
 import { followEvents } from "./events";
 import { bookLadder, resultLine } from "./format";
 import {
+  amendSchema,
   bookSchema,
+  cancelAllSchema,
   cancelSchema,
   eventsSchema,
   flagsOf,
+  pairSchema,
   parseOptions,
   placeSchema,
   resultSchema,
 } from "./options";
 import { fetchBook, fetchResult } from "./queries";
-import { sendCommand } from "./rpc";
+import { brokerUser, sendCommand } from "./rpc";
 import { clientUsage } from "./usage";
 
 interface Io {
@@ -35,19 +45,33 @@ interface Io {
   stopped: Promise<unknown>;
 }
 
-const schemaOf = (command: string, action: string | undefined): z.ZodType | undefined =>
-  command === "order"
-    ? action === "place"
-      ? placeSchema
-      : action === "cancel"
-        ? cancelSchema
-        : undefined
-    : { book: bookSchema, result: resultSchema, events: eventsSchema }[command];
+/** Each command's flags, by its name and (order, pair) its action. */
+const schemas: Record<string, z.ZodType> = {
+  "order place": placeSchema,
+  "order cancel": cancelSchema,
+  "order amend": amendSchema,
+  "order cancel-all": cancelAllSchema,
+  "pair halt": pairSchema,
+  "pair resume": pairSchema,
+  book: bookSchema,
+  result: resultSchema,
+  events: eventsSchema,
+};
 
-/** Positionals each command takes after its name (and after order's action). */
+/** The commands that take an action first, and the actions each takes. */
+const actionsOf: Record<string, string[]> = {
+  order: ["place", "cancel", "amend", "cancel-all"],
+  pair: ["halt", "resume"],
+};
+
+/** Positionals each command takes after its name (and after its action). */
 const positionalsOf: Record<string, string[]> = {
   "order place": [],
   "order cancel": ["ORDER_ID"],
+  "order amend": [],
+  "order cancel-all": [],
+  "pair halt": [],
+  "pair resume": [],
   book: ["PAIR"],
   result: ["COMMAND_ID"],
   events: [],
@@ -55,15 +79,17 @@ const positionalsOf: Record<string, string[]> = {
 
 export async function runClient(command: string, argv: string[], io: Io): Promise<number> {
   const usage = clientUsage[command]!;
-  const action = command === "order" ? argv[0] : undefined;
-  const rest = command === "order" ? argv.slice(1) : argv;
+  const actions = actionsOf[command];
+  const action = actions === undefined ? undefined : argv[0];
+  const rest = actions === undefined ? argv : argv.slice(1);
   if (argv.includes("--help") || argv.includes("-h")) {
     io.out(usage);
     return 0;
   }
-  const schema = schemaOf(command, action);
+  const schema = schemas[action === undefined ? command : `${command} ${action}`];
   if (schema === undefined) {
-    io.err(`matchd: order needs place or cancel\n\n${usage}`);
+    const list = (actions ?? []).join(", ").replace(/, ([^,]+)$/, " or $1");
+    io.err(`matchd: ${command} needs ${list}\n\n${usage}`);
     return 2;
   }
   const own = flagsOf(schema);
@@ -85,6 +111,9 @@ export async function runClient(command: string, argv: string[], io: Io): Promis
     ...(parsed.ok ? [] : parsed.problems),
     ...names.slice(args.positionals.length).map((name) => `${key} needs ${name}`),
     ...args.positionals.slice(names.length).map((extra) => `unexpected argument ${extra}`),
+    ...(key === "order cancel-all" && ownFlags.has("--pair") && settingFlags.has("--partition")
+      ? ["--partition: names the partition of a cancel-all without --pair; give one of them"]
+      : []),
     ...(command === "book" &&
     args.positionals[0] !== undefined &&
     !/^[1-9]\d{0,15}$/.test(args.positionals[0])
@@ -116,28 +145,27 @@ async function runParsed(
   key: string,
   positionals: string[],
   options: Record<string, unknown>,
-  config: { brokerUrl: string; partitionCount: number; httpToken: string },
+  config: { brokerUrl: string; partition: number; partitionCount: number; httpToken: string },
   io: Io,
 ): Promise<number> {
   const json = options["--json"] === true;
   const stamp = { commandId: randomUUID(), orderId: randomUUID(), nowMs: Date.now() };
   switch (key) {
     case "order place":
-    case "order cancel": {
-      const envelope: CommandEnvelope =
-        key === "order place"
-          ? placeCommand(options as z.output<typeof placeSchema>, config.partitionCount, stamp)
-          : cancelCommand(
-              positionals[0]!,
-              options as z.output<typeof cancelSchema>,
-              config.partitionCount,
-              stamp,
-            );
+    case "order cancel":
+    case "order amend":
+    case "order cancel-all":
+    case "pair halt":
+    case "pair resume": {
+      const envelope = commandOf(key, positionals, options, config, stamp);
       const wait = options["--no-wait"] !== true;
       const result = await sendCommand(envelope, {
         brokerUrl: config.brokerUrl,
         wait,
         timeoutMs: options["--timeout-ms"] as number,
+        // The conductor executes a pair command only from a broker user it lists; the broker
+        // lets a message name its connection's own user and no other.
+        ...(key.startsWith("pair ") ? { userId: brokerUser(config.brokerUrl) } : {}),
       });
       if (result === null) {
         io.out(
@@ -173,6 +201,39 @@ async function runParsed(
         print: (line) => io.out(`${line}\n`),
         stopped: io.stopped,
       });
+  }
+}
+
+/** The envelope a command line sends. */
+function commandOf(
+  key: string,
+  positionals: string[],
+  options: Record<string, unknown>,
+  config: { partition: number; partitionCount: number },
+  stamp: { commandId: string; orderId: string; nowMs: number },
+): CommandEnvelope {
+  const count = config.partitionCount;
+  switch (key) {
+    case "order place":
+      return placeCommand(options as z.output<typeof placeSchema>, count, stamp);
+    case "order cancel":
+      return cancelCommand(positionals[0]!, options as z.output<typeof cancelSchema>, count, stamp);
+    case "order amend":
+      return amendCommand(options as z.output<typeof amendSchema>, count, stamp);
+    case "order cancel-all":
+      return cancelAllCommand(
+        options as z.output<typeof cancelAllSchema>,
+        config.partition,
+        count,
+        stamp,
+      );
+    default:
+      return pairCommand(
+        key === "pair halt" ? "halt" : "resume",
+        options as z.output<typeof pairSchema>,
+        count,
+        stamp,
+      );
   }
 }
 

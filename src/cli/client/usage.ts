@@ -16,6 +16,8 @@ const rpcFlags = `  --user U             the order's user id [default ${defaultU
 export const clientUsage: Record<string, string> = {
   order: `usage: matchd order place --pair P --side bid|ask --price X --volume V [flags]
        matchd order cancel ORDER_ID --pair P [--user U]
+       matchd order amend --id ORDER_ID --pair P [--volume V] [--price X] [--stop-price S]
+       matchd order cancel-all --user U [--pair P]
 
 Sends the command to matching:commands.p<pairId mod partition count> as RPC (replyTo) and
 prints its durable result: the conductor replies once the commit is fsynced as its durability
@@ -25,10 +27,11 @@ policy promises. Exit 0 accepted, 6 rejected (the line names the result code and
 place flags:
   --pair P             the pair id (a positive integer)
   --side S             bid | ask
-  --type T             limit | market [default limit]
-  --price X            limit price (required for limit)
+  --type T             limit | market | stop-limit | stop-market [default limit]
+  --price X            limit price (required for limit and stop-limit)
+  --stop-price S       the trade price that triggers a stop-limit or stop-market order
   --volume V           base volume (a market bid may give --quote-volume instead)
-  --quote-volume Q     a market bid's quote budget
+  --quote-volume Q     a market (or stop-market) bid's quote budget
   --tif T              gtc | ioc | fok [default gtc for limit; market orders never rest]
   --post-only          refuse to take liquidity
   --stp M              none | cancel-taker | cancel-maker | cancel-both [default none]
@@ -42,9 +45,37 @@ cancel flags:
   --pair P             the order's pair
 ${rpcFlags}
 
+amend flags (at least one of --volume, --price, --stop-price; docs/orders.md):
+  --id ID              the order to amend, resting or a stop
+  --pair P             the order's pair
+  --volume V           the new total volume, executed part included
+  --price X            the new limit price
+  --stop-price S       a stop's new stop price
+${rpcFlags}
+
+cancel-all flags:
+  --user U             whose orders and stops to cancel (required)
+  --pair P             only this pair's [default every pair of partition --partition]
+  --partition N        without --pair: the partition (MATCHING_PARTITION) [default 0]
+${rpcFlags.split("\n").slice(1).join("\n")}
+
 The precisions are the bench's; every order of a pair must use the same ones.
 
 ${settingsUsage((flag) => clientSettingsRead["order place"]!.includes(flag), "client")}`,
+  pair: `usage: matchd pair halt --pair P --reason TEXT [--no-wait] [--json]
+       matchd pair resume --pair P --reason TEXT [--no-wait] [--json]
+
+Halts or resumes a pair: a halted pair refuses places and amends (cancels still work). The
+command is published with the AMQP user-id of the broker URL's user, which the broker checks;
+the conductor executes it only when that user is in its MATCHING_OPERATOR_USERS, and answers
+not-authorised (308) otherwise. Exit codes as for matchd order.
+  --pair P             the pair
+  --reason TEXT        why, 1..200 characters (in the pair.halted.v1 or pair.resumed.v1 event)
+  --no-wait            print the command id once the broker confirmed it, without waiting
+  --timeout-ms T       how long to wait for the durable result [default ${defaultTimeoutMs}]
+  --json               print the result as JSON
+
+${settingsUsage((flag) => clientSettingsRead["pair halt"]!.includes(flag), "client")}`,
   book: `usage: matchd book PAIR [--depth N] [--json] [--conductor-url URL]
 
 Prints the pair's aggregated depth as a ladder: asks above the spread, bids below it.
