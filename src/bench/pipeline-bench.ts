@@ -94,8 +94,12 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
   const reference = new MatchingEngine();
   let referenceRejected = 0;
   let referenceEventsTimed = 0;
+  // Commands that emit no event (an unchanged amend, a cancel-all that finds nothing): no
+  // event completes them, so the first event of a later command does (see completeSilent).
+  const silent: number[] = [];
   const encode = (command: CommandEnvelope) => {
     const outcome = reference.apply(command);
+    if (outcome.events.length === 0) silent.push(bodies.length);
     if (outcome.result.status === "rejected") referenceRejected++;
     if (bodies.length >= timedFrom) referenceEventsTimed += outcome.events.length;
     commandIds.push(command.commandId);
@@ -167,6 +171,17 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
     latency.record(ns);
     recorder.record(ns, end * 1e6);
   };
+  // Events arrive in stream order, and the stream holds commands in queue order: a later
+  // command's event means every earlier command is committed, its empty share of events too.
+  let silentHead = 0;
+  const completeSilent = (before: number, now: number) => {
+    while (silentHead < silent.length && silent[silentHead]! < before) {
+      const i = silent[silentHead++]!;
+      expectedEvents[i] = 0;
+      lastEventAt[i] = now;
+      complete(i);
+    }
+  };
   const isComplete = (i: number) =>
     useReplies
       ? repliedAt[i]! > 0
@@ -219,7 +234,12 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
         if (expectedEvents[i]! < 0) expectedEvents[i] = commandEventsOf(message.body);
         const now = performance.now();
         if (now > lastEventAt[i]!) lastEventAt[i] = now;
+        completeSilent(i, now);
         if (isComplete(i)) complete(i);
+        // The last commands may be silent ones: once the rest completed, nothing follows.
+        if (completed + silent.length - silentHead === bodies.length) {
+          completeSilent(bodies.length, now);
+        }
       },
     });
     consumers.push(sink);

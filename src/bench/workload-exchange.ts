@@ -20,8 +20,12 @@ export const exchangeMix = {
   market: 10,
   stop: 10,
   amend: 20,
-  cancel: 25,
+  cancel: 24,
+  cancelAll: 1,
 } as const;
+
+/** Market makers: they place a tenth of the limits and send the cancel-alls. */
+const MAKERS = 10;
 
 /** Orders an amend or cancel may name: the most recent limit and stop orders placed. */
 const POOL = 2000;
@@ -55,7 +59,9 @@ export function exchange(
       `${m.limit}% limit (a tenth post-only), ${m.market}% market, ${m.stop}% stop orders ` +
       `(half stop-limit, 0.2-1.5 away from mid), ${m.amend}% amends (half volume, half price ` +
       `or stop price), ${m.cancel}% cancels, both of recent stops and limits placed behind the ` +
-      "touch (some filled meanwhile: those are rejected); prefilled with 10,000 orders on 1,000 levels",
+      `touch (some filled meanwhile: those are rejected), ${m.cancelAll}% cancel-alls by one of ` +
+      `${MAKERS} market makers, who place a tenth of the limits; prefilled with 10,000 orders ` +
+      "on 1,000 levels",
     pairIds: [pairId],
     prefill: () => prefillLevels(factory, pairId, seed, orderId),
     next: (i) => {
@@ -64,10 +70,13 @@ export function exchange(
       const userId = `u${Math.floor(random() * 1000)}`;
       const id = orderId(STREAM_TIMED, i);
       const volume = volumeText(1 + Math.floor(random() * 300));
+      // A market maker pulling its quotes, often when it has none left: a silent command.
+      const maker = `mm${Math.floor(random() * MAKERS)}`;
+      if (roll >= 100 - m.cancelAll) return factory.cancelAll(STREAM_TIMED, i, pairId, maker);
       if (roll >= m.limit + m.market + m.stop) {
         const target = pick();
         if (target !== undefined) {
-          if (roll >= 100 - m.cancel) {
+          if (roll >= 100 - m.cancelAll - m.cancel) {
             pool.splice(pool.indexOf(target), 1);
             return factory.cancel(STREAM_TIMED, i, pairId, target.id, target.userId);
           }
@@ -76,14 +85,16 @@ export function exchange(
       }
       if (roll < m.limit) {
         const postOnly = random() < 0.1;
+        // A tenth of the limits are the market makers' quotes.
+        const owner = random() < 0.1 ? maker : userId;
         const offset = postOnly ? 1 + Math.floor(random() * 200) : Math.floor(random() * 300) - 100;
         const cents = side === "bid" ? MIXED_MID - offset : MIXED_MID + offset;
         // Only orders placed behind the touch are managed later: most others trade at once.
-        if (offset > 0) remember({ id, userId, cents, stop: false });
+        if (offset > 0) remember({ id, userId: owner, cents, stop: false });
         const price = priceText(cents);
         return factory.place(STREAM_TIMED, i, {
           id,
-          userId,
+          userId: owner,
           side,
           type: "limit",
           pairId,

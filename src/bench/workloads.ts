@@ -157,6 +157,11 @@ export class CommandFactory {
     return { ...base, type: "order.place", payload };
   }
 
+  cancelAll(stream: number, index: number, pairId: number, userId: string): CommandEnvelope {
+    const { ms: _ms, ...base } = this.envelopeBase(stream, index, pairId);
+    return { ...base, type: "order.cancel-all", payload: { userId, pairId } };
+  }
+
   amend(stream: number, index: number, payload: AmendOrderPayload): CommandEnvelope {
     const { ms: _ms, ...base } = this.envelopeBase(stream, index, payload.pairId);
     return { ...base, type: "order.amend", payload };

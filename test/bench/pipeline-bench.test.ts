@@ -9,6 +9,7 @@ import { join } from "node:path";
 import amqp from "amqplib";
 import Redis from "ioredis";
 import { createWorkload } from "../../src/bench/workloads";
+import { MatchingEngine } from "../../src/domain/index";
 import { commandQueue, commandQueueArguments } from "../../src/infra/amqp/topology";
 import { partitionKeys } from "../../src/infra/valkey/keys";
 import { freePorts } from "../../src/stack/process";
@@ -204,6 +205,25 @@ describe("matchd bench pipeline boundaries", () => {
     expect(multiInvariants.ok).toBe(true);
     expect(multiInvariants.eventsCreated).toBe(multiInvariants.eventsExpected!);
     expect(multi.code).toBe(0);
+  }, 150_000);
+
+  test("full-pipeline with the exchange workload: amends, stops, cancel-alls and silent commands complete", async () => {
+    // The timed commands include some that emit no event (a cancel-all that finds nothing):
+    // the run completes only if a later command's events complete them.
+    const engine = new MatchingEngine();
+    const workload = createWorkload("exchange", { seed: 1 });
+    for (const command of workload.prefill()) engine.apply(command);
+    let silent = 0;
+    for (let i = 0; i < 3000; i++) if (engine.apply(workload.next(i)).events.length === 0) silent++;
+    expect(silent).toBeGreaterThan(0);
+    const exchange = await bench([
+      "full-pipeline",
+      ...["--workload", "exchange", "--commands", "3000", "--warmup", "0"],
+    ]);
+    const invariants = exchange.report.invariants as Record<string, number | boolean | string>;
+    expect(invariants.ok).toBe(true);
+    expect(invariants.finalBookDigest).toBe(invariants.expectedBookDigest!);
+    expect(exchange.code).toBe(0);
   }, 150_000);
 
   test("commands an earlier run left in the partition's queue are purged before the run", async () => {
