@@ -36,7 +36,7 @@ export abstract class EngineStops extends EngineCore {
     acceptedBefore: boolean,
   ): OwnOrder {
     const node = this.orders.get(id);
-    const stop = this.stops.size > 0 ? this.stops.get(id) : undefined;
+    const stop = this.extras !== 0 ? this.stops.get(id) : undefined;
     const found =
       node !== undefined && node !== FINISHED && node.pairId === command.pairId
         ? node
@@ -123,6 +123,7 @@ export abstract class EngineStops extends EngineCore {
   protected removeStop(stop: StopNode, changes: BookChange[]): void {
     this.bookOf(stop.pairId)!.stops.remove(stop);
     this.stops.delete(stop.id);
+    this.recountExtras();
     changes.push({ op: "stop-remove", stop: toStopOrder(stop) });
   }
 
@@ -161,6 +162,7 @@ export abstract class EngineStops extends EngineCore {
     };
     book.stops.insert(stop);
     this.stops.set(stop.id, stop);
+    this.recountExtras();
     const log = this.log;
     log.reset(command);
     log.push("order.stop-accepted.v1", {
@@ -202,7 +204,7 @@ export abstract class EngineStops extends EngineCore {
    * MAX_STOP_TRIGGERS in the command. Adds the events to the outcome and counts them.
    */
   protected triggerStops(book: PairBook, command: CommandEnvelope, outcome: CommandOutcome): void {
-    if (book.stops.count === 0 || !this.taker.traded) return;
+    if (book.stops.size === 0 || !this.taker.traded) return;
     const pending: StopNode[] = [];
     let triggered = 0;
     for (;;) {

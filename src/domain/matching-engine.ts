@@ -153,9 +153,11 @@ export class MatchingEngine extends EngineAmend {
     let change: BookChange;
     if (halting) {
       this.halts.set(pairId, reason);
+      this.recountExtras();
       change = { op: "halt", pairId, reason };
     } else {
       this.halts.delete(pairId);
+      this.recountExtras();
       change = { op: "resume", pairId };
     }
     log.push(halting ? "pair.halted.v1" : "pair.resumed.v1", { pairId, reason });
@@ -248,6 +250,7 @@ export class MatchingEngine extends EngineAmend {
     }
     book.stops.insert(node);
     this.stops.set(node.id, node);
+    this.recountExtras();
     if (stop.sequence >= this.nextSequence) this.nextSequence = stop.sequence + 1;
   }
 
@@ -257,6 +260,7 @@ export class MatchingEngine extends EngineAmend {
       throw new MatchingInvariantError(`cannot load the halt of pair ${pairId}`);
     }
     this.halts.set(pairId, reason);
+    this.recountExtras();
   }
 
   /** Every stop order: pairs ascending, arrival order within a pair. */
@@ -279,7 +283,7 @@ export class MatchingEngine extends EngineAmend {
 
   stopOrderCount(pairId?: number): number {
     if (pairId === undefined) return this.stops.size;
-    return this.books.get(pairId)?.stops.count ?? 0;
+    return this.books.get(pairId)?.stops.size ?? 0;
   }
 
   /** Halted pairs, ascending. */
@@ -348,6 +352,8 @@ export class MatchingEngine extends EngineAmend {
       }
     }
     invariant(stops === this.stops.size, () => `${this.stops.size} stops indexed, ${stops} held`);
+    const extras = this.stops.size + this.halts.size;
+    invariant(this.extras === extras, () => `extras counts ${this.extras}, holds ${extras}`);
     // Equal counts are not enough: every order in a book must be the very node its id finds,
     // or a cancel would unlink a stale node and leave the real one resting.
     for (const book of this.books.values()) {
@@ -402,7 +408,9 @@ export class MatchingEngine extends EngineAmend {
     this.sweepBooksAt = EMPTY_BOOKS_SWEEP_FLOOR;
     this.orders.clear();
     this.stops.clear();
+    this.recountExtras();
     this.halts.clear();
+    this.recountExtras();
     this.nextSequence = 1;
   }
 }

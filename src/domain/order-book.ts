@@ -119,6 +119,7 @@ export class PairBook {
         this.quoteDecimals !== quoteDecimals
       );
     }
+    if (this.stops.size === 0) return false;
     const stop = this.stops.bids[0] ?? this.stops.asks[0];
     return (
       stop !== undefined &&
@@ -130,7 +131,7 @@ export class PairBook {
 
   /** No resting order and no stop: the engine may drop the book. */
   get empty(): boolean {
-    return this.orderCount === 0 && this.stops.count === 0;
+    return this.orderCount === 0 && this.stops.size === 0;
   }
 
   /** Appends an order at the back of its level's queue, creating the level when needed. */

@@ -69,13 +69,13 @@ export class StopBook {
   /** Sell stops, stop price descending then arrival: a trade at or below a prefix triggers it. */
   readonly asks: StopNode[] = [];
 
-  get count(): number {
-    return this.bids.length + this.asks.length;
-  }
+  /** Stops held: a field, not a getter, since every place on the pair reads it. */
+  size = 0;
 
   insert(node: StopNode): void {
     const list = node.side === "bid" ? this.bids : this.asks;
     list.splice(this.search(list, node), 0, node);
+    this.size++;
   }
 
   remove(node: StopNode): void {
@@ -83,6 +83,7 @@ export class StopBook {
     const at = this.search(list, node);
     invariant(list[at] === node, () => `stop ${node.id} is not in its stop book`);
     list.splice(at, 1);
+    this.size--;
   }
 
   /**
@@ -129,7 +130,8 @@ export class StopBook {
           invariant(before(side, list[i - 1]!, node), () => `stop ${node.id} out of order`);
       }
     }
-    return this.count;
+    invariant(this.size === this.bids.length + this.asks.length, () => "stop count drifted");
+    return this.size;
   }
 
   /** First index whose stop does not sort before `node`. */
