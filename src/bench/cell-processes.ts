@@ -134,3 +134,32 @@ export class CellCpu {
     }
   }
 }
+
+/** Interrupt counts per source and CPU, from /proc/interrupts. */
+export function readInterrupts(): Map<string, number[]> {
+  const counts = new Map<string, number[]>();
+  const lines = (readText("/proc/interrupts") ?? "").split("\n");
+  const cpus = (lines[0] ?? "").trim().split(/\s+/).length;
+  for (const line of lines.slice(1)) {
+    const fields = line.trim().split(/\s+/);
+    if (fields.length < cpus + 1) continue;
+    const values = fields.slice(1, cpus + 1).map(Number);
+    if (values.some(Number.isNaN)) continue;
+    const name = fields.slice(cpus + 1).join(" ") || fields[0]!;
+    counts.set(name, values);
+  }
+  return counts;
+}
+
+/** The three sources that interrupted most between two readings, with each CPU's share. */
+export function busiestInterrupts(
+  before: Map<string, number[]>,
+  after: Map<string, number[]>,
+): { source: string; perCpu: number[] }[] {
+  const deltas = [...after].map(([source, values]) => ({
+    source,
+    perCpu: values.map((v, cpu) => v - (before.get(source)?.[cpu] ?? 0)),
+  }));
+  const total = (d: { perCpu: number[] }) => d.perCpu.reduce((a, b) => a + b, 0);
+  return deltas.sort((a, b) => total(b) - total(a)).slice(0, 3);
+}

@@ -3,7 +3,13 @@
 
 import { expect, test } from "bun:test";
 import { availableParallelism } from "node:os";
-import { cpuSeconds, processFacts, withDescendants } from "../../src/bench/cell-processes";
+import {
+  busiestInterrupts,
+  cpuSeconds,
+  processFacts,
+  readInterrupts,
+  withDescendants,
+} from "../../src/bench/cell-processes";
 import { cellsFlags, cellsProblems } from "../../src/bench/cells";
 import { type CellRun, cellsReport } from "../../src/bench/cells-report";
 
@@ -15,6 +21,13 @@ test("a cell needs a CPU of its own, and only the cells flags apply", () => {
   expect(cellsProblems(new Map([["--cells", "1,x"]])).join()).toContain("--cells");
   expect(cellsProblems(new Map([["--rate", "100"]])).join()).toContain("--rate does not apply");
   expect(cellsProblems(new Map([["--cells", "1"]]))).toEqual([]);
+});
+
+test("interrupt counts are read per source and CPU", () => {
+  const first = readInterrupts();
+  expect(first.size).toBeGreaterThan(0);
+  const [busiest] = busiestInterrupts(new Map(), first);
+  expect(busiest!.perCpu.length).toBe(availableParallelism());
 });
 
 test("the read-back sees the CPU a process was pinned to, its children and its CPU time", async () => {
@@ -36,6 +49,7 @@ test("the read-back sees the CPU a process was pinned to, its children and its C
 
 const run = (cells: number, cell: number, rate: number, cpusAllowed = String(cell)): CellRun => ({
   cells,
+  group: cells === 1 ? cell : 0,
   round: 1,
   cell,
   partition: cell,
@@ -50,16 +64,22 @@ const run = (cells: number, cell: number, rate: number, cpusAllowed = String(cel
   serversCpuSeconds: 1,
   cpuByComponent: { conductor: 0.5 },
   wallSeconds: 1,
+  interrupts: [],
   processes: [{ pid: 1, name: "valkey-server", cpusAllowed, shared: cpusAllowed !== String(cell) }],
 });
 
 test("the report sums the cells, divides by one cell, and fails a process on another's CPU", () => {
   const flags = cellsFlags.parse({ "--commands": "1000" });
-  const report = cellsReport([run(1, 0, 1000), run(2, 0, 950), run(2, 1, 910)], flags);
+  const report = cellsReport(
+    [run(1, 0, 1000), run(1, 1, 1100), run(2, 0, 950), run(2, 1, 910)],
+    flags,
+  );
+  // One cell's figure is the better cell alone: the ratio never flatters two cells.
   expect(report.summary.map((s) => [s.cells, s.totalPerSecond, s.ratio])).toEqual([
-    [1, 1000, 1],
-    [2, 1860, 1.86],
+    [1, 1100, 1],
+    [2, 1860, 1.69],
   ]);
+  expect(report.summary[0]!.perCellPerSecond).toEqual([1000, 1100]);
   expect(report.invariants.ok).toBe(true);
   const leaky = cellsReport([run(1, 0, 1000), run(2, 1, 900, "0-1")], flags);
   expect(leaky.invariants).toMatchObject({ ok: false, processesOnAnotherCellsCpu: 1 });
