@@ -3,6 +3,7 @@
  * once from the environment and flags, and runs it. The only place that reads
  * process.env.
  */
+import { hostname } from "node:os";
 import packageJson from "../package.json";
 import { benchValuedFlags } from "./bench/flag-names";
 import { closestFlag, parseArgs } from "./cli/args";
@@ -73,7 +74,7 @@ async function main(argv: string[]): Promise<number> {
   // its setting at the default, which is often what the problems below are about.
   const unknownNames = warnUnknownVariables();
   // Every problem of the command line and the configuration at once, nothing started.
-  const resolved = resolveConfig(process.env, args.flags, subcommand);
+  const resolved = resolveConfig(process.env, args.flags, subcommand, hostname());
   const bench = subcommand === "bench" ? await import("./bench/run") : undefined;
   const [boundary] = args.positionals;
   const problems = [

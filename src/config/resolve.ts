@@ -11,14 +11,24 @@ export function resolveConfig(
   env: Readonly<Record<string, string | undefined>>,
   flags: ReadonlyMap<string, string>,
   subcommand: Subcommand,
+  /** The host's name, for MATCHING_PARTITION=ordinal (main.ts passes os.hostname()). */
+  hostname = "",
 ): ConfigResult {
   const problems: string[] = [];
   const values: Record<string, unknown> = {};
   for (const setting of settings) {
     const fromFlag = flags.get(setting.flag);
     const fromEnv = env[setting.env];
-    const raw = fromFlag ?? (fromEnv === undefined || fromEnv === "" ? undefined : fromEnv);
+    const given = fromFlag ?? (fromEnv === undefined || fromEnv === "" ? undefined : fromEnv);
     const source = fromFlag !== undefined ? setting.flag : setting.env;
+    const ordinal = setting.key === "partition" && given === "ordinal";
+    const raw = ordinal ? ordinalOf(hostname) : given;
+    if (ordinal && raw === undefined) {
+      problems.push(
+        `${setting.env} (${setting.flag}): got ordinal, but the host name "${hostname}" does not end in -<number>, as a StatefulSet's pod names do [from ${source}]`,
+      );
+      continue;
+    }
     const parsed = setting.schema.safeParse(raw ?? setting.defaultFor(subcommand));
     if (parsed.success) {
       values[setting.key] = parsed.data;
@@ -42,6 +52,14 @@ export function resolveConfig(
   return problems.length === 0
     ? { ok: true, config: values as unknown as Config }
     : { ok: false, problems };
+}
+
+/**
+ * The number that ends a host name such as `matchd-conductor-3` (a Kubernetes StatefulSet's
+ * pod, or a name given per instance): the partition of MATCHING_PARTITION=ordinal.
+ */
+export function ordinalOf(hostname: string): string | undefined {
+  return /-(\d{1,4})$/.exec(hostname)?.[1]?.replace(/^0+(?=\d)/, "");
 }
 
 /**

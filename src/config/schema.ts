@@ -139,7 +139,8 @@ export const settings = [
     key: "partition",
     env: "MATCHING_PARTITION",
     flag: "--partition",
-    accepted: "an integer 0..1023, below the partition count",
+    accepted:
+      "an integer 0..1023, below the partition count, or ordinal: the number that ends the host name (matchd-conductor-3 runs partition 3)",
     schema: integer(0, 1023),
     defaultFor: always("0"),
   },

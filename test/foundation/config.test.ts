@@ -198,3 +198,17 @@ describe("resolveConfig", () => {
     if (!result.ok) expect(result.problems[0]).toContain("below MATCHING_PARTITION_COUNT");
   });
 });
+
+test("MATCHING_PARTITION=ordinal takes the number that ends the host name", () => {
+  const env = { MATCHING_PARTITION: "ordinal", MATCHING_PARTITION_COUNT: "8" };
+  const fromPod = resolveConfig(env, new Map(), "conductor", "matchd-conductor-03");
+  expect(fromPod.ok && fromPod.config.partition).toBe(3);
+  const flag = resolveConfig({}, new Map([["--partition", "ordinal"]]), "outbox", "outbox-0");
+  expect(flag.ok && flag.config.partition).toBe(0);
+  const bare = resolveConfig(env, new Map(), "conductor", "web");
+  expect(bare.ok ? [] : bare.problems).toEqual([
+    'MATCHING_PARTITION (--partition): got ordinal, but the host name "web" does not end in -<number>, as a StatefulSet\'s pod names do [from MATCHING_PARTITION]',
+  ]);
+  const beyond = resolveConfig(env, new Map(), "conductor", "matchd-conductor-9");
+  expect(beyond.ok ? [] : beyond.problems.join()).toContain("below MATCHING_PARTITION_COUNT (8)");
+});
