@@ -7,7 +7,7 @@ import { EngineAmend } from "./engine-amend";
 import { EMPTY_BOOKS_SWEEP_FLOOR } from "./engine-core";
 import type { EventSource } from "./events";
 import { invariant, MatchingInvariantError } from "./invariant-error";
-import { type OrderNode, type PriceLevel, toRestingOrder } from "./order-book";
+import { type OrderNode, type PairBook, type PriceLevel, toRestingOrder } from "./order-book";
 import { FINISHED } from "./order-index";
 import { ResultCodes, resultCodeName } from "./result-codes";
 import { type StopNode, toStopOrder } from "./stop-book";
@@ -106,11 +106,7 @@ export class MatchingEngine extends EngineAmend {
     const picks: (OrderNode | StopNode)[] = [];
     let more = false;
     for (const book of books) {
-      for (const order of [...book.canonicalOrders(), ...book.stops.byArrival()]) {
-        if (order.userId !== userId) continue;
-        if (picks.length === MAX_CANCEL_ALL) more = true;
-        else picks.push(order);
-      }
+      more = pickUsersOrders(book, userId, picks);
       if (more) break;
     }
     const log = this.log;
@@ -424,6 +420,31 @@ const stpModes: ReadonlySet<string> = new Set([
 
 function loadFailure(order: { id: string }, why: string): never {
   throw new MatchingInvariantError(`cannot load order ${order.id}: ${why}`);
+}
+
+/**
+ * Adds the user's resting orders of `book` (canonical order), then its stops (arrival
+ * order), to `picks`, up to MAX_CANCEL_ALL; true when more were left. The levels' lists are
+ * walked in place: a mass cancel reads the whole book, and copying it first cost the exchange
+ * bench most of its rate.
+ */
+function pickUsersOrders(book: PairBook, userId: string, picks: (OrderNode | StopNode)[]): boolean {
+  for (const levels of [book.bids, book.asks]) {
+    for (let i = levels.length - 1; i >= 0; i--) {
+      for (let node = levels[i]!.head; node !== null; node = node.next) {
+        if (node.userId !== userId) continue;
+        if (picks.length === MAX_CANCEL_ALL) return true;
+        picks.push(node);
+      }
+    }
+  }
+  if (book.stops.size === 0) return false;
+  for (const stop of book.stops.byArrival()) {
+    if (stop.userId !== userId) continue;
+    if (picks.length === MAX_CANCEL_ALL) return true;
+    picks.push(stop);
+  }
+  return false;
 }
 
 export type { EventSource };
