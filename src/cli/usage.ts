@@ -106,9 +106,11 @@ boundaries:
                   interleaved in one invocation: what each costs in p99 and throughput
   soak            full-pipeline open loop for minutes to hours, sampled: is memory and disk
                   bounded once the dedup window (--dedup-retention-s) is crossed
+  cells           independent cells, each a stack, conductor, outbox and load pinned to a CPU of
+                  its own: one cell, then N at once (--cells), and the ratio
 
 flags:
-  --workload NAME     alternating (default) | mixed | sweep | multi-pair
+  --workload NAME     alternating (default) | mixed | sweep | multi-pair | exchange
   --commands N        commands to time (default depends on the boundary)
   --events N          backlog size for outbox-drain, events for broker --flow events (default 100000)
   --flow F            broker: commands (default) | events
@@ -138,7 +140,9 @@ flags:
   --faults N          failover: how many kills (default 5), each once the last one recovered
   --fault-interval S  failover: seconds between kills (default 10); --rate defaults to 1000
   --rounds N          ha-cost: interleaved rounds over the three set-ups (default 2); each runs
-                      open loop at --rate (1000) for --duration (20) s, then --commands (20000)
+                      open loop at --rate (1000) for --duration (20) s, then --commands (20000);
+                      cells: rounds of the whole sequence (default 1)
+  --cells LIST        cells: the cell counts to run, e.g. 1,2 (default); at most one a CPU
   --sample-seconds S  soak: seconds between samples (default 5); --rate defaults to 2000,
                       --duration to 1800, --workload to multi-pair
   --restart-replica-at S  soak: SIGKILL the replica S seconds into the load and restart it
