@@ -2,10 +2,11 @@
 // or lost, re-matched when a new price crosses) and for stops.
 
 import { formatValue, subScaled } from "./decimal-scale";
+import { accepted } from "./engine-core";
 import { EngineStops } from "./engine-stops";
 import { type OrderNode, type PairBook, toRestingOrder } from "./order-book";
 import { crosses } from "./quote-math";
-import { type ResultCode, ResultCodes, resultCodeName } from "./result-codes";
+import { type ResultCode, ResultCodes } from "./result-codes";
 import { type StopNode, toStopOrder } from "./stop-book";
 import type { AmendOrderCommand, BookChange, CommandOutcome, OrderStatus } from "./types";
 import { parseAmend } from "./validate-amend";
@@ -277,17 +278,13 @@ export abstract class EngineAmend extends EngineStops {
     changes: BookChange[],
   ): CommandOutcome {
     return {
-      result: {
-        commandId: command.commandId,
-        status: "accepted",
-        code,
-        codeName: resultCodeName(code),
+      result: accepted(command.commandId, code, {
         orderId: command.payload.id,
         orderStatus,
         executedVolume,
         remainingVolume,
         events: this.log.events.length,
-      },
+      }),
       events: this.log.events,
       changes,
     };
@@ -302,17 +299,13 @@ function amendUnchanged(
   remainingVolume: string,
 ): CommandOutcome {
   return {
-    result: {
-      commandId: command.commandId,
-      status: "accepted",
-      code: ResultCodes.amendUnchanged,
-      codeName: resultCodeName(ResultCodes.amendUnchanged),
+    result: accepted(command.commandId, ResultCodes.amendUnchanged, {
       orderId,
       orderStatus,
       executedVolume: "0",
       remainingVolume,
       events: 0,
-    },
+    }),
     events: [],
     changes: [],
   };

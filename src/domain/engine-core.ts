@@ -691,3 +691,16 @@ function rejectInfo(target: CommandEnvelope | RejectTarget): RejectTarget {
     type: target.type,
   };
 }
+
+/**
+ * The result of an accepted command: its id, code and code name, then `fields` in their
+ * order (a result's bytes are stored and replied, so the order is part of them). Not for
+ * the place path, which builds its result in place.
+ */
+export function accepted(
+  commandId: string,
+  code: ResultCode,
+  fields: Omit<CommandResult, "commandId" | "status" | "code" | "codeName">,
+): CommandResult {
+  return { commandId, status: "accepted", code, codeName: resultCodeName(code), ...fields };
+}

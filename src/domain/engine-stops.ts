@@ -2,11 +2,11 @@
 // executing them as the orders they hold, cascades bounded; cancels of orders and stops.
 
 import { formatValue, subScaled } from "./decimal-scale";
-import { EngineCore } from "./engine-core";
+import { accepted, EngineCore } from "./engine-core";
 import type { CancelReason, EventLog } from "./events";
 import { type OrderNode, type PairBook, toRestingOrder } from "./order-book";
 import { FINISHED, hashId } from "./order-index";
-import { ResultCodes, resultCodeName } from "./result-codes";
+import { ResultCodes } from "./result-codes";
 import { type StopNode, toStopOrder } from "./stop-book";
 import type {
   BookChange,
@@ -166,32 +166,20 @@ export abstract class EngineStops extends EngineCore {
     const log = this.log;
     log.reset(command);
     log.push("order.stop-accepted.v1", {
-      orderId: stop.id,
-      userId: stop.userId,
-      pairId: stop.pairId,
-      side: stop.side,
-      type: stop.type,
-      price: stop.priceText,
-      stopPrice: stop.stopPriceText,
-      volume: stop.volumeText,
-      volumeTotal: stop.volumeTotalText,
+      ...stopTerms(stop),
       quoteVolume: stop.quoteVolumeText,
       timeInForce: stop.timeInForce,
       stp: stop.stp,
       timestamp: stop.timestamp,
     });
     return {
-      result: {
-        commandId: command.commandId,
-        status: "accepted",
-        code: ResultCodes.stopAccepted,
-        codeName: resultCodeName(ResultCodes.stopAccepted),
+      result: accepted(command.commandId, ResultCodes.stopAccepted, {
         orderId: stop.id,
         orderStatus: "stop-accepted",
         executedVolume: "0",
         remainingVolume: stop.volumeText,
         events: 1,
-      },
+      }),
       events: log.events,
       changes: [{ op: "stop-put", stop: toStopOrder(stop) }],
       acceptedOrderId: stop.id,
@@ -214,15 +202,7 @@ export abstract class EngineStops extends EngineCore {
         for (const stop of book.stops.triggered(trades, MAX_STOP_TRIGGERS - triggered)) {
           this.removeStop(stop, outcome.changes);
           this.log.push("order.triggered.v1", {
-            orderId: stop.id,
-            userId: stop.userId,
-            pairId: stop.pairId,
-            side: stop.side,
-            type: stop.type,
-            price: stop.priceText,
-            stopPrice: stop.stopPriceText,
-            volume: stop.volumeText,
-            volumeTotal: stop.volumeTotalText,
+            ...stopTerms(stop),
             triggerPrice: taker.tradeLastText,
           });
           pending.push(stop);
@@ -285,4 +265,19 @@ export abstract class EngineStops extends EngineCore {
     };
     this.match(place, parsed, book, hashId(stop.id), changes, true);
   }
+}
+
+/** The fields that open both stop events' payloads, in their order. */
+function stopTerms(stop: StopNode) {
+  return {
+    orderId: stop.id,
+    userId: stop.userId,
+    pairId: stop.pairId,
+    side: stop.side,
+    type: stop.type,
+    price: stop.priceText,
+    stopPrice: stop.stopPriceText,
+    volume: stop.volumeText,
+    volumeTotal: stop.volumeTotalText,
+  };
 }

@@ -4,12 +4,12 @@
 import { formatValue, parseScaledValue } from "./decimal-scale";
 import { addHaltsDigest, addStopsDigest, digestBooks } from "./digest";
 import { EngineAmend } from "./engine-amend";
-import { EMPTY_BOOKS_SWEEP_FLOOR } from "./engine-core";
+import { accepted, EMPTY_BOOKS_SWEEP_FLOOR } from "./engine-core";
 import type { EventSource } from "./events";
 import { invariant, MatchingInvariantError } from "./invariant-error";
 import { type OrderNode, type PairBook, type PriceLevel, toRestingOrder } from "./order-book";
 import { FINISHED } from "./order-index";
-import { ResultCodes, resultCodeName } from "./result-codes";
+import { ResultCodes } from "./result-codes";
 import { type StopNode, toStopOrder } from "./stop-book";
 import { parseStoredStop } from "./stored-stop";
 import type {
@@ -74,17 +74,13 @@ export class MatchingEngine extends EngineAmend {
         ? this.cancelStop(found.stop, "user", log, changes)
         : this.cancelResting(found.node, "user", log, changes);
     return {
-      result: {
-        commandId: command.commandId,
-        status: "accepted",
-        code: ResultCodes.ok,
-        codeName: resultCodeName(ResultCodes.ok),
+      result: accepted(command.commandId, ResultCodes.ok, {
         orderId: payload.id,
         orderStatus: "cancelled",
         executedVolume: executed,
         remainingVolume: remaining,
         events: 1,
-      },
+      }),
       events: log.events,
       changes,
     };
@@ -118,14 +114,10 @@ export class MatchingEngine extends EngineAmend {
     }
     const code = more ? ResultCodes.cancelAllPartial : ResultCodes.ok;
     return {
-      result: {
-        commandId: command.commandId,
-        status: "accepted",
-        code,
-        codeName: resultCodeName(code),
+      result: accepted(command.commandId, code, {
         cancelledOrders: picks.length,
         events: log.events.length,
-      },
+      }),
       events: log.events,
       changes,
     };
@@ -158,13 +150,9 @@ export class MatchingEngine extends EngineAmend {
     }
     log.push(halting ? "pair.halted.v1" : "pair.resumed.v1", { pairId, reason });
     return {
-      result: {
-        commandId: command.commandId,
-        status: "accepted",
-        code: ResultCodes.ok,
-        codeName: resultCodeName(ResultCodes.ok),
+      result: accepted(command.commandId, ResultCodes.ok, {
         events: 1,
-      },
+      }),
       events: log.events,
       changes: [change],
     };
