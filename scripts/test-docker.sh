@@ -251,7 +251,7 @@ run_stack() {
   done
   check "$file: a conductor is active" test -n "$active"
   book=$(./matchd book 1 --json --conductor-url "http://127.0.0.1:${active:-0}" 2>&1 || true)
-  check "$file: the book of pair 1 is empty" test "$book" = '{"pairId":1,"bids":[],"asks":[]}'
+  check "$file: the book of pair 1 is empty" test "$book" = '{"pairId":1,"bids":[],"asks":[],"stops":[],"halted":false}'
   "stack_roles_$kind"
 
   if [ "$stack_failed" = 1 ]; then
