@@ -174,6 +174,9 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
   // Events arrive in stream order, and the stream holds commands in queue order: a later
   // command's event means every earlier command is committed, its empty share of events too.
   let silentHead = 0;
+  // Commands published so far, and the silent ones among them (publish goes in index order).
+  let published = 0;
+  let silentPublished = 0;
   const completeSilent = (before: number, now: number) => {
     while (silentHead < silent.length && silent[silentHead]! < before) {
       const i = silent[silentHead++]!;
@@ -236,10 +239,9 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
         if (now > lastEventAt[i]!) lastEventAt[i] = now;
         completeSilent(i, now);
         if (isComplete(i)) complete(i);
-        // The last commands may be silent ones: once the rest completed, nothing follows.
-        if (completed + silent.length - silentHead === bodies.length) {
-          completeSilent(bodies.length, now);
-        }
+        // The last commands published (of the warm-up, or of the run) may be silent ones:
+        // once the rest of what was published completed, no event of theirs can follow.
+        if (completed + silentPublished - silentHead === published) completeSilent(published, now);
       },
     });
     consumers.push(sink);
@@ -249,6 +251,10 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
   const publish = async (i: number, at?: number): Promise<void> => {
     const started = performance.now();
     sentAt[i] = at ?? started;
+    published = Math.max(published, i + 1);
+    while (silentPublished < silent.length && silent[silentPublished]! < published) {
+      silentPublished++;
+    }
     const ok = frames.publish(commandExchange, queue, bodies[i]!, false, {
       persistent: true,
       contentType: "application/json",
@@ -261,9 +267,26 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
     if (!ok) await new Promise((resolve) => publisher.once("drain", resolve));
   };
 
+  /**
+   * When only silent commands are left of what was published and no event is due, nothing
+   * would complete them: the last one's stored result says they were all processed.
+   */
+  const settleSilent = async () => {
+    if (silentHead === silentPublished || completed + silentPublished - silentHead !== published) {
+      return;
+    }
+    const last = commandIds[silent[silentPublished - 1]!]!;
+    const headers: Record<string, string> =
+      config.httpToken === "" ? {} : { authorization: `Bearer ${config.httpToken}` };
+    const stored = await fetch(`${options.conductorUrl}/commands/${encodeURIComponent(last)}`, {
+      headers,
+    }).catch(() => undefined);
+    if (stored?.status === 200) completeSilent(published, performance.now());
+  };
   const waitFor = async (what: string, done: () => boolean | Promise<boolean>, limitMs: number) => {
     const deadline = performance.now() + limitMs;
     while (!(await done())) {
+      await settleSilent();
       if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
       const failed = consumers.find((consumer) => consumer.failed)?.failed;
       if (failed)

@@ -209,16 +209,21 @@ describe("matchd bench pipeline boundaries", () => {
 
   test("full-pipeline with the exchange workload: amends, stops, cancel-alls and silent commands complete", async () => {
     // The timed commands include some that emit no event (a cancel-all that finds nothing):
-    // the run completes only if a later command's events complete them.
+    // the run completes only if a later command's events complete them. The 40th command,
+    // the warm-up's last, is one too: nothing follows it before the timed run starts, so its
+    // stored result must complete it.
     const engine = new MatchingEngine();
     const workload = createWorkload("exchange", { seed: 1 });
     for (const command of workload.prefill()) engine.apply(command);
-    let silent = 0;
-    for (let i = 0; i < 3000; i++) if (engine.apply(workload.next(i)).events.length === 0) silent++;
-    expect(silent).toBeGreaterThan(0);
+    const silentAt: number[] = [];
+    for (let i = 0; i < 3040; i++) {
+      if (engine.apply(workload.next(i)).events.length === 0) silentAt.push(i);
+    }
+    expect(silentAt).toContain(39);
+    expect(silentAt.filter((i) => i >= 40).length).toBeGreaterThan(0);
     const exchange = await bench([
       "full-pipeline",
-      ...["--workload", "exchange", "--commands", "3000", "--warmup", "0"],
+      ...["--workload", "exchange", "--commands", "3000", "--warmup", "40"],
     ]);
     const invariants = exchange.report.invariants as Record<string, number | boolean | string>;
     expect(invariants.ok).toBe(true);
