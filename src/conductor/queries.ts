@@ -5,7 +5,7 @@
  * result resolves an ambiguous acknowledgement).
  */
 import type { Hono } from "hono";
-import { formatScaled, type MatchingEngine, parseScaled, type StopOrder } from "../domain/index";
+import type { MatchingEngine } from "../domain/index";
 import { bearerGuard } from "../infra/http/bearer";
 import { DurabilityTimeoutError, PolicyViolatedError } from "../infra/valkey/durability";
 import type { ConductorStore } from "./store";
@@ -64,7 +64,7 @@ export function queryRoutes(
       return c.json({
         pairId,
         ...engine.depth(pairId, depth),
-        stops: stopLevels(engine.stopOrdersOf(pairId), depth),
+        stops: engine.stopDepth(pairId, depth),
         halted: halt !== undefined,
         ...(halt === undefined ? {} : { haltReason: halt.reason }),
       });
@@ -128,65 +128,4 @@ async function digestInSteps(
     if (!loaded()) return null;
   }
   return loaded() ? engine.digest() : null;
-}
-
-/** One level of a pair's stop book: the stops of one side at one stop price, summed. */
-export interface StopLevel {
-  side: "bid" | "ask";
-  stopPrice: string;
-  volume: string;
-  /** The quote budgets of quote-sized stop-market bids ("0" without any). */
-  quoteVolume: string;
-  orders: number;
-}
-
-/**
- * A pair's stops aggregated as depth is, with no order or user ids (this is public market
- * data; GET /orders shows one stop): buy stops by stop price ascending, then sell stops
- * descending, each nearest its trigger first, at most `levels` a side.
- */
-export function stopLevels(stops: readonly StopOrder[], levels: number): StopLevel[] {
-  const out: StopLevel[] = [];
-  for (const side of ["bid", "ask"] as const) {
-    const bySide = new Map<bigint, { volume: bigint; quote: bigint; orders: number }>();
-    let decimals = { price: 0, amount: 0, quote: 0 };
-    for (const stop of stops) {
-      if (stop.side !== side) continue;
-      decimals = {
-        price: stop.priceDecimals,
-        amount: stop.amountDecimals,
-        quote: stop.quoteDecimals,
-      };
-      // The engine's own values: they parse (a failure would be a bug, shown as zero).
-      const price = scaled(stop.stopPrice, stop.priceDecimals);
-      const level = bySide.get(price) ?? { volume: 0n, quote: 0n, orders: 0 };
-      level.volume += scaled(stop.volume, stop.amountDecimals);
-      level.quote += scaled(stop.quoteVolume, stop.quoteDecimals);
-      level.orders++;
-      bySide.set(price, level);
-    }
-    const prices = [...bySide.keys()].sort((a, b) =>
-      side === "bid" ? compare(a, b) : compare(b, a),
-    );
-    for (const price of prices.slice(0, levels)) {
-      const level = bySide.get(price)!;
-      out.push({
-        side,
-        stopPrice: formatScaled(price, decimals.price),
-        volume: formatScaled(level.volume, decimals.amount),
-        quoteVolume: formatScaled(level.quote, decimals.quote),
-        orders: level.orders,
-      });
-    }
-  }
-  return out;
-}
-
-function compare(a: bigint, b: bigint): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
-
-function scaled(text: string, decimals: number): bigint {
-  const value = parseScaled(text, decimals);
-  return typeof value === "bigint" ? value : 0n;
 }

@@ -1,7 +1,7 @@
 // The single-threaded matching engine: applies one command at a time to in-memory books and
 // returns events, book changes and a result. No I/O, no clock, no randomness.
 
-import { formatValue, parseScaledValue } from "./decimal-scale";
+import { addScaled, formatValue, parseScaledValue, type Scaled } from "./decimal-scale";
 import { addHaltsDigest, addStopsDigest, digestBooks } from "./digest";
 import { EngineAmend } from "./engine-amend";
 import { accepted, EMPTY_BOOKS_SWEEP_FLOOR } from "./engine-core";
@@ -23,6 +23,7 @@ import type {
   HaltedPair,
   PairControlCommand,
   RestingOrder,
+  StopDepthLevel,
   StopOrder,
 } from "./types";
 import { validDecimals } from "./validate-place";
@@ -258,6 +259,36 @@ export class MatchingEngine extends EngineAmend {
   /** One pair's stop orders in arrival order. */
   stopOrdersOf(pairId: number): StopOrder[] {
     return this.books.get(pairId)?.stops.byArrival().map(toStopOrder) ?? [];
+  }
+
+  /**
+   * A pair's stops by stop price, nearest to triggering first (buy stops ascending, sell stops
+   * descending: each side's own order), at most `levels` a side. Reads only those levels.
+   */
+  stopDepth(pairId: number, levels: number): StopDepthLevel[] {
+    const out: StopDepthLevel[] = [];
+    const book = this.books.get(pairId);
+    if (book === undefined) return out;
+    for (const list of [book.stops.bids, book.stops.asks]) {
+      for (let i = 0, count = 0; i < list.length && count < levels; count++) {
+        const first = list[i]!;
+        let volume: Scaled = 0;
+        let quote: Scaled = 0;
+        let orders = 0;
+        for (; i < list.length && list[i]!.stopPrice === first.stopPrice; i++, orders++) {
+          volume = addScaled(volume, list[i]!.volume);
+          quote = addScaled(quote, list[i]!.quoteVolume);
+        }
+        out.push({
+          side: first.side,
+          stopPrice: first.stopPriceText,
+          volume: formatValue(volume, first.amountDecimals),
+          quoteVolume: formatValue(quote, first.quoteDecimals),
+          orders,
+        });
+      }
+    }
+    return out;
   }
 
   getStopOrder(orderId: string): StopOrder | undefined {

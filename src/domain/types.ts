@@ -231,6 +231,15 @@ export interface DepthLevel {
   orders: number;
 }
 
+/** A pair's stops at one stop price, for the book query: no order or user ids. */
+export interface StopDepthLevel {
+  side: Side;
+  stopPrice: string;
+  volume: string;
+  quoteVolume: string;
+  orders: number;
+}
+
 export interface Depth {
   bids: DepthLevel[];
   asks: DepthLevel[];

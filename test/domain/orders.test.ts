@@ -225,6 +225,22 @@ describe("stop orders", () => {
     expect(missing.result.code).toBe(ResultCodes.badEnvelope);
   });
 
+  test("stop depth sums each stop price, nearest to its trigger first, levels a side", () => {
+    const engine = engineWith(
+      stop("s1", "bid", "101", "102"),
+      stop("s2", "bid", "103", "104"),
+      stop("s3", "bid", "101", "105"),
+      stop("s4", "ask", "95"),
+      stop("s5", "ask", "97"),
+    );
+    expect(engine.stopDepth(1, 1)).toEqual([
+      { side: "bid", stopPrice: "101", volume: "2", quoteVolume: "0", orders: 2 },
+      { side: "ask", stopPrice: "97", volume: "1", quoteVolume: "0", orders: 1 },
+    ]);
+    expect(engine.stopDepth(1, 10).map((l) => l.stopPrice)).toEqual(["101", "103", "97", "95"]);
+    expect(engine.stopDepth(2, 10)).toEqual([]);
+  });
+
   test("stops reload into a fresh engine with the same digest and trigger order", () => {
     const engine = engineWith(
       stop("s1", "bid", "101", "102"),
