@@ -116,7 +116,10 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
     encode(command);
   }
 
-  const valkey = createValkey(options.datastoreUrl, { name: "matchd-bench" });
+  const valkey = createValkey(options.datastoreUrl, {
+    name: "matchd-bench",
+    slotKey: keys.ownerEpoch,
+  });
   const connection = await connectBroker(options.brokerUrl, "matchd-bench");
   const publisher: ConfirmChannel = await connection.createConfirmChannel();
   // Pre-encoded frames: the producer's own CPU competes with the services on this machine.

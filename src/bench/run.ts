@@ -9,6 +9,7 @@ import { join } from "node:path";
 import type { Config } from "../config/schema";
 import { httpLimits } from "../infra/http/app";
 import { createValkey } from "../infra/valkey/client";
+import { partitionKeys } from "../infra/valkey/keys";
 import { withinMs } from "../infra/within";
 import { stackDown, stackStatus } from "../stack/index";
 import { runBrokerEventFloor } from "./broker-event-floor";
@@ -547,7 +548,10 @@ async function runWithStack(
           );
         }
       }
-      const valkey = createValkey(active.datastoreUrl, { name: "matchd-bench-reset" });
+      const valkey = createValkey(active.datastoreUrl, {
+        name: "matchd-bench-reset",
+        slotKey: partitionKeys(config.partition).ownerEpoch,
+      });
       const deleted = await resetPartition(valkey, config.partition);
       valkey.disconnect();
       if (deleted > 0)

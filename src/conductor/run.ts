@@ -62,6 +62,7 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
     name: `matchd-conductor-p${config.partition}`,
     commandTimeoutMs: conductorCommandTimeoutMs,
     sentinelPassword: config.sentinelPassword,
+    slotKey: keys.ownerEpoch,
   });
   writer.on("error", () => undefined); // reported through failed commits and /readyz
   const engine =
@@ -70,6 +71,7 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
     name: `matchd-conductor-p${config.partition}-reader`,
     commandTimeoutMs: conductorCommandTimeoutMs,
     sentinelPassword: config.sentinelPassword,
+    slotKey: keys.ownerEpoch,
   });
   reader.on("error", () => undefined); // reported through failed lookups and /readyz
   // GET /commands/:commandId waits for durability on a connection of its own: a WAITAOF on
@@ -79,6 +81,7 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
     name: `matchd-conductor-p${config.partition}-queries`,
     commandTimeoutMs: conductorCommandTimeoutMs,
     sentinelPassword: config.sentinelPassword,
+    slotKey: keys.ownerEpoch,
     lazy: true,
   });
   queries.on("error", () => undefined); // reported as 503 by the query

@@ -2,7 +2,7 @@
  * Resolves the configuration once from the environment and flags (flags win),
  * collecting every problem instead of stopping at the first.
  */
-import { isSentinelUrl } from "../infra/valkey/address";
+import { isDiscoveryUrl } from "../infra/valkey/address";
 import { type Config, type Subcommand, settings } from "./schema";
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; problems: string[] };
@@ -97,7 +97,7 @@ export function describeConfig(config: Config): Record<string, unknown> {
 
 export function redactUrl(value: string): string {
   // Its host list is no URL the parser takes; the credentials are all that must go.
-  if (isSentinelUrl(value)) return redactCredentials(value);
+  if (isDiscoveryUrl(value)) return redactCredentials(value);
   // A broker cluster's node list: each URL on its own.
   if (value.includes(",")) return value.split(",").map(redactUrl).join(",");
   try {

@@ -4,7 +4,7 @@
  * configuration reports every problem at once.
  */
 import { z } from "zod";
-import { isSentinelUrl, parseDatastoreAddress } from "../infra/valkey/address";
+import { isDiscoveryUrl, parseDatastoreAddress } from "../infra/valkey/address";
 
 /** "client": the client commands (order, book, result, events), which read the same settings. */
 export type Subcommand = "conductor" | "outbox" | "bench" | "check" | "stack" | "client";
@@ -83,7 +83,7 @@ function url(protocols: string[], path?: RegExp, noQuery = false): z.ZodType<str
 /** `direct` for one primary's URL, or a redis+sentinel:// URL that parses (parseDatastoreAddress). */
 function datastoreUrlSchema(direct: z.ZodType<string>): z.ZodType<string> {
   return z.string().superRefine((value, context) => {
-    if (!isSentinelUrl(value)) {
+    if (!isDiscoveryUrl(value)) {
       const checked = direct.safeParse(value);
       if (!checked.success) context.addIssue({ code: "custom", message: "not a valid URL" });
       return;
@@ -113,7 +113,7 @@ export const settings = [
     env: "MATCHING_DATASTORE_URL",
     flag: "--datastore-url",
     accepted:
-      "a redis:// or rediss:// URL of the Valkey primary (scheme in lower case, host required; path empty or a database number; no query), or redis+sentinel://[user:password@]host:port[,host:port...]/<master-name>",
+      "a redis:// or rediss:// URL of the Valkey primary (scheme in lower case, host required; path empty or a database number; no query), or redis+sentinel://[user:password@]host:port[,host:port...]/<master-name>, or a Valkey Cluster's seeds, redis+cluster://[user:password@]host:port[,host:port...]/",
     // The path can only be a database number: anything else would fail only at connect.
     schema: datastoreUrlSchema(url(["redis:", "rediss:"], /^(\/\d*)?$/, true)),
     defaultFor: always("redis://127.0.0.1:6379"),

@@ -39,6 +39,7 @@ export async function runDatastoreChecks(
   const valkey = createValkey(config.datastoreUrl, {
     name: "matchd-check",
     lazy: true,
+    slotKey: partitionKeys(config.partition).ownerEpoch,
     commandTimeoutMs: boundMs,
     sentinelPassword: config.sentinelPassword,
   });

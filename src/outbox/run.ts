@@ -56,6 +56,7 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
       createValkey(config.datastoreUrl, {
         name: `matchd-outbox-p${partition}-${role}`,
         sentinelPassword: config.sentinelPassword,
+        slotKey: keys.ownerEpoch,
         // The lease keeper's connection must not hang on a server that stopped answering, nor
         // the writer's: a hung acknowledgement would stop publishing (it waits once 20,000
         // confirmed events await theirs) with nothing failing. The reader's reads block.

@@ -7,6 +7,7 @@
  */
 import Redis, { type RedisOptions } from "ioredis";
 import { parseDatastoreAddress } from "./address";
+import { isRedirect, SlotOwnerConnector } from "./cluster-slot";
 
 export type Valkey = Redis;
 
@@ -35,6 +36,11 @@ export function createValkey(
     commandTimeoutMs?: number;
     /** The Sentinels' own password, for a redis+sentinel:// URL. */
     sentinelPassword?: string;
+    /**
+     * A key of the partition the connection serves: a redis+cluster:// URL connects to the
+     * primary that owns its slot (partition 0's without one; ignored by the other forms).
+     */
+    slotKey?: string;
   },
 ): Valkey {
   const common: RedisOptions = {
@@ -52,7 +58,9 @@ export function createValkey(
   const client =
     address.kind === "direct"
       ? new Redis(url, common)
-      : new Redis({ ...common, ...sentinelOptions(address, options.sentinelPassword) });
+      : address.kind === "cluster"
+        ? new Redis({ ...common, ...clusterOptions(address, options.slotKey) })
+        : new Redis({ ...common, ...sentinelOptions(address, options.sentinelPassword) });
   client.on("ready", () => readyCounts.set(client, connectionGeneration(client) + 1));
   reviveWhenEnded(client);
   return client;
@@ -108,6 +116,26 @@ function sentinelOptions(
     sentinelCommandTimeout: 1000,
     failoverDetector: true,
     reconnectOnError: (error) => (error.message.startsWith("READONLY") ? 1 : false),
+  };
+}
+
+/**
+ * Cluster mode: the partition's connection goes to its slot's primary (SlotOwnerConnector),
+ * and a redirect reply drops it so that the next connect finds the slot's new owner; the
+ * command that got it fails, and the caller retries it as after any lost connection.
+ */
+function clusterOptions(
+  address: Extract<ReturnType<typeof parseDatastoreAddress>, { kind: "cluster" }>,
+  slotKey: string | undefined,
+): RedisOptions {
+  return {
+    Connector: SlotOwnerConnector,
+    ...(address.username === undefined ? {} : { username: address.username }),
+    ...(address.password === undefined ? {} : { password: address.password }),
+    reconnectOnError: (error) => (isRedirect(error) ? 1 : false),
+    // Read by SlotOwnerConnector; ioredis passes its options to the connector whole.
+    // A connection tied to no partition (a report's server facts) goes to partition 0's shard.
+    ...({ matchdCluster: { address, slotKey: slotKey ?? "{matching-p0}" } } as object),
   };
 }
 

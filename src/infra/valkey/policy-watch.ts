@@ -13,6 +13,7 @@ import type { MetricsRegistry } from "../metrics";
 import { parseDatastoreAddress } from "./address";
 import { createValkey, parseInfo, type Valkey } from "./client";
 import { appendfsyncOf, listedReplicas } from "./fsync-policy";
+import { partitionKeys } from "./keys";
 import { replicaLagLimitS, requiredReplicaFsyncs } from "./replica-rule";
 import { askSentinels, largestDownAfterMs } from "./sentinel";
 
@@ -141,6 +142,7 @@ export function watchFsyncPolicy(
   if (config.durability !== "aof-replicated") return undefined;
   const valkey = createValkey(config.datastoreUrl, {
     name: connectionName,
+    slotKey: partitionKeys(config.partition).ownerEpoch,
     commandTimeoutMs: 2000,
     lazy: true,
     sentinelPassword: config.sentinelPassword,
