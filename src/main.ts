@@ -58,7 +58,8 @@ async function main(argv: string[]): Promise<number> {
   const valued = new Set(subcommand === "stack" ? stackValued : configFlags);
   if (subcommand === "bench") for (const flag of benchValued) valued.add(flag);
   const switches = new Set(["--help"]);
-  if (subcommand === "stack") for (const flag of ["--no-tap", "--ha"]) switches.add(flag);
+  if (subcommand === "stack")
+    for (const flag of ["--no-tap", "--ha", "--cluster"]) switches.add(flag);
   if (subcommand === "bench") for (const flag of ["--json", "--keep-stack"]) switches.add(flag);
   const args = parseArgs(rest, valued, switches);
   if (args.switches.has("--help") || args.positionals.includes("-h")) {
@@ -190,6 +191,7 @@ async function runStackCommand(
       log: (line) => process.stderr.write(`stack: ${line}\n`),
       tap: !switches.has("--no-tap"),
       ha: switches.has("--ha"),
+      cluster: switches.has("--cluster"),
     });
     process.stdout.write(
       `MATCHING_DATASTORE_URL=${info.datastoreUrl}\nMATCHING_REPLICA_URL=${info.replicaUrl}\nMATCHING_BROKER_URL=${info.brokerUrl}\n`,

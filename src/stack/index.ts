@@ -2,6 +2,7 @@
 // node, or with --ha three Valkey nodes under three Sentinels (./ha) and a three-node
 // RabbitMQ cluster (./rabbitmq-cluster), all on loopback under one directory, started
 // detached so they outlive the caller.
+
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { commandQueue } from "../infra/amqp/topology";
@@ -35,6 +36,7 @@ import {
 } from "./record";
 import { declareTap, tapMaxMessages, tapQueue } from "./tap";
 import { startValkey, waitForReplicatedAof } from "./valkey";
+import { clusterNodeNames, startClusterDatastore } from "./valkey-cluster";
 
 export {
   currentPrimary,
@@ -69,6 +71,7 @@ const OWN_SUBDIRS = [
   "valkey-replica",
   ...haNodeNames,
   ...haSentinelNames,
+  ...clusterNodeNames,
   "rabbitmq",
   ...brokerNodeNames,
   brokerSharedDir,
@@ -129,6 +132,7 @@ export async function stackUp({
   log = () => {},
   tap = false,
   ha = false,
+  cluster = false,
 }: {
   dir: string;
   log?: (line: string) => void;
@@ -136,10 +140,13 @@ export async function stackUp({
   tap?: boolean;
   /** Three data nodes under three Sentinels instead of a primary and a replica (see ./ha). */
   ha?: boolean;
+  /** A Valkey Cluster of three primaries with a replica each (see ./valkey-cluster). */
+  cluster?: boolean;
 }): Promise<StackInfo> {
   const root = resolve(dir);
   mkdirSync(root, { recursive: true });
-  return withDirLock(root, "stack up", () => stackUpLocked(root, log, tap, ha));
+  if (ha && cluster) throw new StackError("stale-stack", "--ha and --cluster do not go together");
+  return withDirLock(root, "stack up", () => stackUpLocked(root, log, tap, ha, cluster));
 }
 
 /** The broker, one node or (with --ha) a cluster, as stackUpLocked records it. */
@@ -170,11 +177,18 @@ async function stackUpLocked(
   log: (line: string) => void,
   tap: boolean,
   ha: boolean,
+  cluster: boolean,
 ): Promise<StackInfo> {
   const existing = readRecord(root);
   if (existing !== undefined) {
     const running = existing.processes.filter((p) => isRunning(p.pid, p.startTicks));
     if (existing.status === "up" && running.length === existing.processes.length) {
+      if (existing.datastoreUrl.startsWith("redis+cluster:") !== cluster) {
+        throw new StackError(
+          "stale-stack",
+          `a stack ${cluster ? "without" : "with"} --cluster runs in ${root}; run stackDown on ${root} first`,
+        );
+      }
       if ((existing.ha !== undefined) !== ha) {
         throw new StackError(
           "stale-stack",
@@ -209,7 +223,7 @@ async function stackUpLocked(
   try {
     // Every port reserved at once: reserved separately, two servers starting side by side
     // could be handed the same port (seen: the replica took RabbitMQ's).
-    const ports = await freePorts(ha ? 13 : 5);
+    const ports = await freePorts(ha ? 13 : cluster ? 9 : 5);
     const brokerPorts = ports.splice(0, ha ? 7 : 3);
     // RabbitMQ's ~4 s boot dominates, so the datastore starts alongside it.
     const broker = ha
@@ -217,7 +231,9 @@ async function stackUpLocked(
       : startSingleBroker(root, brokerPorts as [number, number, number], recordSpawn, log);
     const datastore: Promise<Datastore> = ha
       ? startHaDatastore({ root, ports, onSpawn: recordSpawn, log })
-      : startPair(root, ports as [number, number], recordSpawn, log);
+      : cluster
+        ? startClusterDatastore(root, ports, recordSpawn, log)
+        : startPair(root, ports as [number, number], recordSpawn, log);
     const [settledBroker, settledDatastore] = await Promise.allSettled([broker, datastore]);
     if (settledBroker.status === "rejected") throw settledBroker.reason;
     if (settledDatastore.status === "rejected") throw settledDatastore.reason;

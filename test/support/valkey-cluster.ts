@@ -1,16 +1,15 @@
 /**
- * A private Valkey Cluster for tests: three primaries with a replica each, AOF fsynced on
- * every write, formed with `valkey-cli --cluster create`, and a slot migration done by hand
- * (SETSLOT IMPORTING / MIGRATING, MIGRATE, SETSLOT NODE) as an operator's reshard does it.
+ * A private Valkey Cluster for tests (the one `stack up --cluster` starts), and a slot
+ * migration done by hand (SETSLOT IMPORTING / MIGRATING, MIGRATE, SETSLOT NODE) as an
+ * operator's reshard does it.
  */
-import { join } from "node:path";
 import Redis from "ioredis";
-import { type RunningValkey, startValkey } from "../../src/stack/index";
-import { eventually } from "./eventually";
+import { freePorts } from "../../src/stack/process";
+import { startClusterDatastore } from "../../src/stack/valkey-cluster";
 import { tempDir } from "./temp-dir";
 
 export interface ValkeyCluster {
-  nodes: RunningValkey[];
+  ports: number[];
   /** redis+cluster://127.0.0.1:p1,.../ naming every node. */
   url: string;
   /** The port of the primary that owns `key`'s slot. */
@@ -20,61 +19,23 @@ export interface ValkeyCluster {
   stop(): Promise<void>;
 }
 
-const clusterConfig = [
-  "cluster-enabled yes",
-  "cluster-config-file nodes.conf",
-  "cluster-node-timeout 5000",
-];
-
 function client(port: number): Redis {
   const redis = new Redis({ port, host: "127.0.0.1", maxRetriesPerRequest: 1 });
   redis.on("error", () => undefined);
   return redis;
 }
 
+/** The cluster `matchd stack up --cluster` starts, in a temp dir of its own. */
 export async function startValkeyCluster(prefix: string): Promise<ValkeyCluster> {
-  const dir = tempDir(prefix);
-  const nodes: RunningValkey[] = [];
-  for (let i = 0; i < 6; i++) {
-    nodes.push(
-      await startValkey({
-        dir: join(dir, `node-${i}`),
-        appendonly: true,
-        extraArgs: clusterConfig,
-      }),
-    );
-  }
-  const create = Bun.spawn(
-    [
-      "valkey-cli",
-      "--cluster",
-      "create",
-      ...nodes.map((n) => `127.0.0.1:${n.port}`),
-      "--cluster-replicas",
-      "1",
-      "--cluster-yes",
-    ],
-    { stdout: "pipe", stderr: "pipe" },
+  const started = await startClusterDatastore(
+    tempDir(prefix),
+    await freePorts(6),
+    () => {},
+    () => {},
   );
-  if ((await create.exited) !== 0) {
-    throw new Error(`cluster create failed: ${await new Response(create.stdout).text()}`);
-  }
-  const admin = nodes.map((n) => client(n.port));
-  await eventually(
-    "the cluster to be ok with every replica linked",
-    async () => {
-      for (const redis of admin) {
-        const info = String(await redis.call("CLUSTER", "INFO"));
-        if (!info.includes("cluster_state:ok")) return false;
-        const replication = await redis.info("replication");
-        if (replication.includes("role:slave") && !replication.includes("master_link_status:up"))
-          return false;
-      }
-      return true;
-    },
-    60_000,
-  );
-  const byPort = (port: number) => admin[nodes.findIndex((n) => n.port === port)]!;
+  const ports = Object.values(started.ports);
+  const admin = ports.map((port) => client(port));
+  const byPort = (port: number) => admin[ports.indexOf(port)]!;
   const slots = async () =>
     (await admin[0]!.call("CLUSTER", "SLOTS")) as [number, number, [string, number, string]][];
   const ownerOf = async (key: string) => {
@@ -82,8 +43,8 @@ export async function startValkeyCluster(prefix: string): Promise<ValkeyCluster>
     return Number((await slots()).find(([low, high]) => slot >= low && slot <= high)![2][1]);
   };
   return {
-    nodes,
-    url: `redis+cluster://${nodes.map((n) => `127.0.0.1:${n.port}`).join(",")}/`,
+    ports,
+    url: started.datastoreUrl,
     ownerOf,
     async migrateSlotOf(key) {
       const slot = Number(await admin[0]!.call("CLUSTER", "KEYSLOT", key));
@@ -101,14 +62,21 @@ export async function startValkeyCluster(prefix: string): Promise<ValkeyCluster>
         if (keys.length === 0) break;
         await source.call("MIGRATE", "127.0.0.1", targetPort, "", 0, 5000, "KEYS", ...keys);
       }
-      for (const redis of admin) {
+      // The target first, then the source, then the rest, as the cluster's reshard does.
+      for (const redis of [target, source, ...admin.filter((r) => r !== target && r !== source)]) {
         await redis.call("CLUSTER", "SETSLOT", slot, "NODE", targetId).catch(() => undefined);
       }
       return targetPort;
     },
     async stop() {
       for (const redis of admin) redis.disconnect();
-      await Promise.all(nodes.map((n) => n.stop().catch(() => undefined)));
+      for (const { pid } of started.processes) {
+        try {
+          process.kill(pid, "SIGTERM");
+        } catch {
+          // Gone already.
+        }
+      }
     },
   };
 }
