@@ -65,7 +65,7 @@ also that the Sentinels answer and see a replica) plus broker reachability, prin
 pass/fail and exits 0 when all pass, 3 otherwise.
 
 ${configUsageFor("check")}`,
-  stack: `usage: matchd stack up|down|status --dir DIR [--no-tap] [--ha]
+  stack: `usage: matchd stack up|down|status --dir DIR [--no-tap] [--ha | --cluster]
 
 up      start a Valkey primary + replica (appendonly yes, appendfsync always, hz 100) and a
         private RabbitMQ node on free loopback ports, wait until WAITAOF 1 1 succeeds and an
@@ -83,7 +83,10 @@ up      start a Valkey primary + replica (appendonly yes, appendfsync always, hz
         that the nodes form as they boot side by side; it waits for the cluster to report
         three running nodes and for an AMQP channel on the vhost on each node;
         MATCHING_BROKER_URL is then the three nodes' URLs, comma-separated, and
-        DIR/rabbitmqctl, DIR/rabbitmqctl-2 and DIR/rabbitmqctl-3 reach each node
+        DIR/rabbitmqctl, DIR/rabbitmqctl-2 and DIR/rabbitmqctl-3 reach each node. With
+        --cluster, a Valkey Cluster instead of the pair: three primaries with a replica each
+        (valkey-cluster-1..6, cluster-node-timeout 5000 ms), formed with valkey-cli --cluster
+        create; MATCHING_DATASTORE_URL is then redis+cluster://127.0.0.1:P1,...,P6/
 down    stop exactly the processes 'up' started in DIR (by pid), restarted --ha nodes too
 status  print the recorded stack and whether each process is alive; with --ha also each
         node's role and the primary each Sentinel names, each broker node up or down, and
