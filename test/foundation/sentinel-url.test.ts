@@ -93,3 +93,27 @@ describe("the replica rule", () => {
     expect(replicaLagLimitS(30_000)).toBe(31);
   });
 });
+
+test("a redis+cluster:// URL names seed nodes, with the data nodes' credentials", () => {
+  expect(parseDatastoreAddress("redis+cluster://u%40x:p%3A1@127.0.0.1:7000,[::1]:7001,h/")).toEqual(
+    {
+      kind: "cluster",
+      seeds: [
+        { host: "127.0.0.1", port: 7000 },
+        { host: "::1", port: 7001 },
+        { host: "h", port: 6379 },
+      ],
+      username: "u@x",
+      password: "p:1",
+    },
+  );
+  expect(parseDatastoreAddress("redis+cluster://127.0.0.1:7000")).toBe(
+    "not redis+cluster://[user:password@]host:port[,host:port...]/",
+  );
+  expect(parseDatastoreAddress("redis+cluster://127.0.0.1:99999/")).toBe(
+    '"127.0.0.1:99999" is not host:port',
+  );
+  expect(parseDatastoreAddress("redis+cluster://%zz@127.0.0.1:7000/")).toBe(
+    "the credentials hold a malformed %-escape",
+  );
+});

@@ -46,17 +46,29 @@ export function parseDatastoreAddress(url: string): DatastoreAddress | string {
   const match = sentinelUrl.exec(url);
   if (match === null)
     return "not redis+sentinel://[user:password@]host:port[,host:port...]/<master-name>";
-  const credentials = match[1];
-  const hosts = match[2]!;
-  const masterName = match[3]!;
-  const sentinels: SentinelAddress[] = [];
+  const sentinels = parseHosts(match[2]!, defaultSentinelPort);
+  if (typeof sentinels === "string") return sentinels;
+  const address: DatastoreAddress = { kind: "sentinel", sentinels, masterName: match[3]! };
+  return withCredentials(address, match[1]);
+}
+
+/** `host:port,host:port...`, a missing port read as `defaultPort`; or why not. */
+function parseHosts(hosts: string, defaultPort: number): SentinelAddress[] | string {
+  const parsed: SentinelAddress[] = [];
   for (const item of hosts.split(",")) {
     const parts = hostPort.exec(item);
-    const port = Number(parts?.[2] ?? defaultSentinelPort);
+    const port = Number(parts?.[2] ?? defaultPort);
     if (parts === null || port < 1 || port > 65535) return `"${item}" is not host:port`;
-    sentinels.push({ host: parts[1]!.replace(/^\[|\]$/g, ""), port });
+    parsed.push({ host: parts[1]!.replace(/^\[|\]$/g, ""), port });
   }
-  const address: DatastoreAddress = { kind: "sentinel", sentinels, masterName };
+  return parsed;
+}
+
+/** The address with the URL's `user:password` (%-decoded) set on it; or why not. */
+function withCredentials<T extends { username?: string; password?: string }>(
+  address: T,
+  credentials: string | undefined,
+): T | string {
   if (credentials === undefined || credentials === "") return address;
   const at = credentials.indexOf(":");
   try {
@@ -67,11 +79,6 @@ export function parseDatastoreAddress(url: string): DatastoreAddress | string {
     return "the credentials hold a malformed %-escape";
   }
   return address;
-}
-
-/** True for a URL that names Sentinels rather than one primary. */
-export function isSentinelUrl(url: string): boolean {
-  return url.startsWith("redis+sentinel:");
 }
 
 const clusterUrl = /^redis\+cluster:\/\/(?:([^@/]*)@)?([^/?#@]+)\/$/;
@@ -79,25 +86,9 @@ const clusterUrl = /^redis\+cluster:\/\/(?:([^@/]*)@)?([^/?#@]+)\/$/;
 function parseClusterAddress(url: string): ClusterAddress | string {
   const match = clusterUrl.exec(url);
   if (match === null) return "not redis+cluster://[user:password@]host:port[,host:port...]/";
-  const seeds: SentinelAddress[] = [];
-  for (const item of match[2]!.split(",")) {
-    const parts = hostPort.exec(item);
-    const port = Number(parts?.[2] ?? 6379);
-    if (parts === null || port < 1 || port > 65535) return `"${item}" is not host:port`;
-    seeds.push({ host: parts[1]!.replace(/^\[|\]$/g, ""), port });
-  }
-  const address: ClusterAddress = { kind: "cluster", seeds };
-  const credentials = match[1];
-  if (credentials === undefined || credentials === "") return address;
-  const at = credentials.indexOf(":");
-  try {
-    const user = decodeURIComponent(at < 0 ? credentials : credentials.slice(0, at));
-    if (user !== "") address.username = user;
-    if (at >= 0) address.password = decodeURIComponent(credentials.slice(at + 1));
-  } catch {
-    return "the credentials hold a malformed %-escape";
-  }
-  return address;
+  const seeds = parseHosts(match[2]!, 6379);
+  if (typeof seeds === "string") return seeds;
+  return withCredentials<ClusterAddress>({ kind: "cluster", seeds }, match[1]);
 }
 
 /** True for a URL that names Sentinels or cluster seeds rather than one primary. */
