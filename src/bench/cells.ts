@@ -13,7 +13,6 @@ import { readRecord, toInfo } from "../stack/record";
 import {
   busiestInterrupts,
   CellCpu,
-  cpuSeconds,
   type ProcessFacts,
   processFacts,
   readInterrupts,
@@ -123,7 +122,7 @@ async function runCells(
       seriesFile: join(dir, `cell-${k}-of-${count}-round-${round}.json`),
     });
     const cpu = new CellCpu(stack.pids, child.pid);
-    return { k, partition, child, servers, serversBefore: cpuSeconds(servers), cpu };
+    return { k, partition, child, servers, cpu };
   });
   const sampler = setInterval(() => {
     for (const cell of cells) cell.cpu.sample();
@@ -134,11 +133,13 @@ async function runCells(
   );
   const wallSeconds = (performance.now() - started) / 1000;
   const interrupts = busiestInterrupts(interruptsBefore, readInterrupts());
-  return cells.map(({ k, partition, child, servers, serversBefore, cpu }, i) => {
+  return cells.map(({ k, partition, child, servers, cpu }, i) => {
     const { pipeline } = finished[i]!;
-    const after = cpuSeconds(servers);
+    cpu.sample();
+    const cpuByComponent = cpu.totals();
+    // The servers' share of what CellCpu sampled: everything but the bench child's processes.
     let serversCpu = 0;
-    for (const [pid, seconds] of after) serversCpu += seconds - (serversBefore.get(pid) ?? 0);
+    for (const name of Object.keys(stacks[k]!.pids)) serversCpu += cpuByComponent[name] ?? 0;
     const processes = [...processFacts(servers), ...(affinity.get(child.pid) ?? [])];
     return {
       cells: count,
@@ -155,7 +156,7 @@ async function runCells(
       invariants: pipeline.invariants,
       pipelineCpuSeconds: pipeline.cpuSeconds,
       serversCpuSeconds: Math.round(serversCpu * 100) / 100,
-      cpuByComponent: cpu.totals(),
+      cpuByComponent,
       wallSeconds,
       interrupts,
       processes: processes.map((p) => ({ ...p, shared: p.cpusAllowed !== String(k) })),
