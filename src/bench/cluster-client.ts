@@ -13,6 +13,8 @@ export interface ClusterMessage {
   correlationId: string | undefined;
   /** An event's stream offset (`x-partition-offset`): the order the conductor committed it in. */
   offset: string | undefined;
+  /** An event's contiguous per-partition number (`x-partition-sequence`). */
+  sequence: string | undefined;
   body: Buffer;
 }
 
@@ -178,6 +180,7 @@ export class ClusterClient {
         messageId: message.properties.messageId as string | undefined,
         correlationId: message.properties.correlationId as string | undefined,
         offset: message.properties.headers?.["x-partition-offset"] as string | undefined,
+        sequence: message.properties.headers?.["x-partition-sequence"] as string | undefined,
         body: message.content,
       });
       consumer.ack(message);

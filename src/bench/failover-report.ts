@@ -86,10 +86,13 @@ export function failoverInvariants(o: FailoverObservation): BenchReport["invaria
     distinctEventsReceived: [`${distinct} of ${expectedEvents}`, distinct === expectedEvents],
     phantomEvents: [o.phantomEvents, o.phantomEvents === 0],
     unexpectedEvents: [o.unexpectedEvents, o.unexpectedEvents === 0],
-    // One partition, one queue: an offset behind one already received is a reordering,
-    // unless that event came before (a redelivery, or a publish again after a lost confirm).
+    // One partition, one queue, its order restored by sequence number as the contract tells
+    // consumers to: an offset behind one already delivered is a reordering, unless that
+    // event came before (a redelivery, or a publish again after a lost confirm).
     eventsOutOfStreamOrder: [o.streamOrder.outOfOrder, o.streamOrder.outOfOrder === 0],
     eventsWithoutStreamOffset: [o.streamOrder.withoutOffset, o.streamOrder.withoutOffset === 0],
+    eventsWithoutSequence: [o.streamOrder.withoutSequence, o.streamOrder.withoutSequence === 0],
+    eventsHeldBehindAGapAtEnd: [o.streamOrder.heldAtEnd, o.streamOrder.heldAtEnd === 0],
     finalBookDigest: [
       o.finalDigest.digest ?? "unavailable",
       o.finalDigest.digest === o.expected.digest,
@@ -171,6 +174,7 @@ export function failoverReport(
         median(acked) <= failoverTargets.medianAckedAgainMs &&
         Math.max(...acked) < failoverTargets.maxAckedAgainMs,
       "event copies beyond the first (same payload)": o.eventCopies - o.phantomEvents,
+      "events that arrived before an earlier one (held until it came)": o.streamOrder.arrivedEarly,
       "replies never received (results stored; GET /commands/:id answers)": o.repliedMs.filter(
         (t) => t === 0,
       ).length,

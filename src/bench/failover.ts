@@ -13,6 +13,7 @@ import type { StackInfo } from "../stack/index";
 import { ClusterClient, type ClusterMessage } from "./cluster-client";
 import type { FaultDriver } from "./fault-drivers";
 import { ownFlagProblems, parseOwnFlags } from "./own-flags";
+import { Resequencer } from "./resequencer";
 import { StreamOrderCheck, streamOffset } from "./stream-order";
 import { createWorkload, type WorkloadName, workloadNames } from "./workloads";
 
@@ -64,6 +65,17 @@ export interface FaultRecord {
   rejoinedAfterMs: number | undefined;
 }
 
+export interface StreamOrderSeen {
+  /** New events delivered behind an offset already passed, after restoring the order. */
+  outOfOrder: number;
+  withoutOffset: number;
+  withoutSequence: number;
+  /** Events that arrived while an earlier one was missing (held until it came). */
+  arrivedEarly: number;
+  /** Events still held behind a gap when the run ended: the gap never filled. */
+  heldAtEnd: number;
+}
+
 /** Everything the run observed, judged by failover-report.ts. */
 export interface FailoverObservation {
   flags: FailoverFlags;
@@ -80,8 +92,11 @@ export interface FailoverObservation {
   eventCopies: number;
   phantomEvents: number;
   unexpectedEvents: number;
-  /** The partition's stream order as the sink saw it (see StreamOrderCheck). */
-  streamOrder: { outOfOrder: number; withoutOffset: number };
+  /**
+   * The partition's stream order as the sink delivered it after restoring the order by
+   * `x-partition-sequence` (see Resequencer), and what the restoring did.
+   */
+  streamOrder: StreamOrderSeen;
   faults: FaultRecord[];
   stored: (string | null)[];
   finalDigest: { digest?: string; restingOrders?: number };
@@ -129,8 +144,10 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
   const order = new StreamOrderCheck();
   const start = performance.now();
   const now = () => performance.now() - start;
+  const keys = partitionKeys(partition);
+  const sequenceAtStart = await readValue(info.datastoreUrl, keys.eventSequence);
 
-  const onEvent = (message: ClusterMessage) => {
+  const deliver = (message: ClusterMessage, copy: boolean) => {
     const eventId = message.messageId ?? "";
     const i = indexOf.get(eventId.slice(0, eventId.indexOf(":")));
     if (i === undefined) {
@@ -139,7 +156,7 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
     }
     const hash = BigInt(Bun.hash(message.body));
     const before = eventHashes.get(eventId);
-    order.record(message.offset, before !== undefined);
+    order.record(message.offset, copy || before !== undefined);
     if (before === undefined) eventHashes.set(eventId, hash);
     else {
       eventCopies++;
@@ -150,6 +167,7 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
     if (offset !== undefined && (committedAt[i] === undefined || offset < committedAt[i]!))
       committedAt[i] = offset;
   };
+  const resequencer = new Resequencer(deliver, Number(sequenceAtStart ?? 0) + 1);
   const broker = await ClusterClient.open({
     urls: info.brokerUrl,
     runId: `failover-${process.pid}-${Date.now()}`,
@@ -160,7 +178,7 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
       repliedMs[i] = now();
       replyBodies[i] = message.body.toString();
     },
-    onEvent,
+    onEvent: (message) => resequencer.push(message.sequence, message),
     progress,
   });
   const queue = commandQueue(partition);
@@ -237,8 +255,9 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
     fault.eventsAgainMs = firstAfter(scheduledMs, firstEventMs, fault.atMs);
   }
 
+  const heldAtEnd = resequencer.waiting;
+  resequencer.release();
   const valkey = createValkey(info.datastoreUrl, { name: "matchd-bench-failover-check" });
-  const keys = partitionKeys(partition);
   const stored: (string | null)[] = [];
   for (let i = 0; i < sent.length; i += 1000) {
     const chunk = sent.slice(i, i + 1000).map((c) => keys.processedCommand(c.commandId));
@@ -270,7 +289,13 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
     eventCopies,
     phantomEvents,
     unexpectedEvents,
-    streamOrder: { outOfOrder: order.outOfOrder, withoutOffset: order.withoutOffset },
+    streamOrder: {
+      outOfOrder: order.outOfOrder,
+      withoutOffset: order.withoutOffset,
+      withoutSequence: resequencer.withoutSequence,
+      arrivedEarly: resequencer.arrivedEarly,
+      heldAtEnd,
+    },
     faults,
     stored,
     finalDigest,
@@ -300,4 +325,14 @@ function firstAfter(scheduled: number[], done: number[], atMs: number): number |
     if (scheduled[i]! >= atMs && done[i]! > 0 && done[i]! < first) first = done[i]!;
   }
   return Number.isFinite(first) ? first - atMs : undefined;
+}
+
+/** One key's value, read on a connection of its own. */
+async function readValue(url: string, key: string): Promise<string | null> {
+  const valkey = createValkey(url, { name: "matchd-bench-failover-sequence" });
+  try {
+    return await valkey.get(key);
+  } finally {
+    valkey.disconnect();
+  }
 }

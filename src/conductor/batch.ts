@@ -125,7 +125,7 @@ export async function commitBatch(
   const { stored, accepted } = await store.lookup(commandIds, orderIds);
   const t2 = performance.now();
 
-  const batch = new CommitBuilder(keys.ownerEpoch, context.epoch);
+  const batch = new CommitBuilder(keys.ownerEpoch, context.epoch, keys.eventSequence);
   const ttl = config.dedupRetentionSeconds;
   // Results of commands seen earlier in this same batch: a redelivery inside one batch.
   const batchResults = new Map<string, string>();

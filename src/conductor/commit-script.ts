@@ -57,12 +57,13 @@ function hashArgs(fields: readonly string[]): string {
 /*
  * KEYS[1]        owner-epoch key of the partition
  * KEYS[2]        the events stream (any key when the batch has no events)
- * KEYS[3..]      the keys ops reference by index, then the nm marker keys (the last nm KEYS)
+ * KEYS[3]        the stream's sequence counter: the last `seq` given to an event
+ * KEYS[4..]      the keys ops reference by index, then the nm marker keys (the last nm KEYS)
  * ARGV[1]        the epoch this conductor owns
  * ARGV[2]        the TTL in seconds of every marker
  * ARGV[3]        nm, the number of markers: SET KEYS[#KEYS-nm+j] ARGV[5+j-1] EX ttl
  * ARGV[4]        ne, the number of events, which follow the marker values:
- *                XADD KEYS[2] * event json, in order
+ *                XADD KEYS[2] * event json seq n, in order, n counting on from KEYS[3]
  * ARGV[5+nm+ne..] ops, each an op code followed by its arguments (k: a KEYS index):
  *                S k ttl value        SET KEYS[k] value EX ttl
  *                O k v1 .. v14        HSET an order hash: every field of orderHashFields
@@ -93,7 +94,7 @@ local n = #ARGV
 local ttl = ARGV[2]
 local nm = tonumber(ARGV[3])
 local ne = tonumber(ARGV[4])
-if nm == nil or ne == nil or nm < 0 or ne < 0 or 4 + nm + ne > n or 2 + nm > #KEYS then
+if nm == nil or ne == nil or nm < 0 or ne < 0 or 4 + nm + ne > n or 3 + nm > #KEYS then
   return redis.error_reply('BADOP header')
 end
 local markerBase = #KEYS - nm
@@ -115,7 +116,7 @@ while i <= n do
     return redis.error_reply('BADOP truncated')
   end
   local k = tonumber(ARGV[i + 1])
-  if k == nil or k < 3 or k > markerBase then
+  if k == nil or k < 4 or k > markerBase then
     return redis.error_reply('BADOP key ' .. op .. ' ' .. tostring(ARGV[i + 1]))
   end
   i = i + w
@@ -130,8 +131,14 @@ for j = 1, nm do
   redis.call('SET', KEYS[markerBase + j], ARGV[4 + j], 'EX', ttl)
 end
 local events = KEYS[2]
-for j = 5 + nm, 4 + nm + ne do
-  redis.call('XADD', events, '*', 'event', ARGV[j])
+if ne > 0 then
+  -- A contiguous number per event, so that a consumer can tell a gap (an event the broker
+  -- refused while a later one got through) from the end of the stream.
+  local seq = redis.call('INCRBY', KEYS[3], ne) - ne
+  for j = 5 + nm, 4 + nm + ne do
+    seq = seq + 1
+    redis.call('XADD', events, '*', 'event', ARGV[j], 'seq', seq)
+  end
 end
 i = first
 local ops = 0
@@ -195,6 +202,7 @@ export class CommitBuilder {
   constructor(
     private readonly epochKey: string,
     private readonly epoch: number,
+    private readonly sequenceKey: string,
   ) {}
 
   private sealed: { keys: string[]; args: string[] } | undefined;
@@ -211,7 +219,13 @@ export class CommitBuilder {
 
   private seal(): { keys: string[]; args: string[] } {
     this.sealed ??= {
-      keys: [this.epochKey, this.eventsKey ?? this.epochKey, ...this.opKeys, ...this.markerKeys],
+      keys: [
+        this.epochKey,
+        this.eventsKey ?? this.epochKey,
+        this.sequenceKey,
+        ...this.opKeys,
+        ...this.markerKeys,
+      ],
       args: [
         String(this.epoch),
         String(this.markerTtl ?? 1),
@@ -230,7 +244,7 @@ export class CommitBuilder {
     let index = this.keyIndex.get(name);
     if (index === undefined) {
       this.opKeys.push(name);
-      index = String(this.opKeys.length + 2);
+      index = String(this.opKeys.length + 3);
       this.keyIndex.set(name, index);
     }
     return index;

@@ -21,6 +21,8 @@ export interface OutboxEvent {
   exchange: string;
   /** The envelope exactly as stored, written into the frame as UTF-8. */
   body: string;
+  /** The entry's per-partition sequence number (`seq`), absent on entries written without one. */
+  sequence?: string;
 }
 
 export type Decoded = { ok: true; event: OutboxEvent } | { ok: false; reason: string };
@@ -31,11 +33,11 @@ function isEventType(value: unknown): value is EventType {
 
 export function decodeEntry(entry: StreamEntry): Decoded {
   let raw: string | undefined;
+  let sequence: string | undefined;
   for (let i = 0; i + 1 < entry.fields.length; i += 2) {
-    if (entry.fields[i] === "event") {
-      raw = entry.fields[i + 1];
-      break;
-    }
+    const field = entry.fields[i];
+    if (field === "event") raw ??= entry.fields[i + 1];
+    else if (field === "seq") sequence ??= entry.fields[i + 1];
   }
   if (raw === undefined) return { ok: false, reason: "entry has no `event` field" };
   let envelope: unknown;
@@ -72,6 +74,7 @@ export function decodeEntry(entry: StreamEntry): Decoded {
       type,
       exchange: eventExchanges[type],
       body: raw,
+      ...(sequence === undefined ? {} : { sequence }),
     },
   };
 }

@@ -1,7 +1,8 @@
 /**
  * One broker connection and ONE confirm channel carrying a partition's events in
  * stream order, as the contract publishes them: persistent, mandatory, messageId =
- * eventId, type = event type, header x-partition-offset = stream entry id. Reports
+ * eventId, type = event type, headers x-partition-offset = stream entry id and
+ * x-partition-sequence = the entry's contiguous number. Reports
  * each publish's outcome (ack, nack, returned as unroutable, channel closed) and the
  * first channel or connection failure; a failed publisher is closed and replaced.
  */
@@ -114,7 +115,13 @@ export class EventPublisher {
       true,
       {
         contentType: "application/json",
-        header: { name: "x-partition-offset", value: event.entryId },
+        headers:
+          event.sequence === undefined
+            ? [{ name: "x-partition-offset", value: event.entryId }]
+            : [
+                { name: "x-partition-offset", value: event.entryId },
+                { name: "x-partition-sequence", value: event.sequence },
+              ],
         persistent: true,
         messageId: event.eventId,
         type: event.type,

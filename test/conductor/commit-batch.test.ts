@@ -380,7 +380,7 @@ describe("the commit script's encoding", () => {
       await store.valkey.set(keys.ownerEpoch, "3");
       const values = orderHashFields.map((field) => `${field}-value`);
       const stage = () => {
-        const batch = new CommitBuilder(keys.ownerEpoch, 3);
+        const batch = new CommitBuilder(keys.ownerEpoch, 3, keys.eventSequence);
         batch.setWithTtl(keys.processedCommand("c1"), "{}", 60);
         batch.setWithTtl(keys.processedCommand("c2"), "{}", 90);
         batch.xadd(keys.events, '{"n":1}');
@@ -401,6 +401,12 @@ describe("the commit script's encoding", () => {
       const badKey = stage();
       badKey.args.push("D", "1");
       await expect(run(badKey)).rejects.toThrow("BADOP key D 1");
+      await nothingWritten();
+
+      // KEYS[3] is the sequence counter: no op may write it.
+      const sequenceKey = stage();
+      sequenceKey.args.push("D", "3");
+      await expect(run(sequenceKey)).rejects.toThrow("BADOP key D 3");
       await nothingWritten();
 
       const beyondKeys = stage();
@@ -435,17 +441,46 @@ describe("the commit script's encoding", () => {
     }
   });
 
+  test("events are numbered contiguously across batches, and a resent batch numbers none", async () => {
+    const partition = uniquePartition();
+    const store = new PartitionStore(stack.datastoreUrl, partition);
+    const { keys } = store;
+    const run = (batch: CommitBuilder) =>
+      store.valkey.eval(commitScript, batch.keys.length, ...batch.keys, ...batch.args);
+    const stage = (command: string, events: number) => {
+      const batch = new CommitBuilder(keys.ownerEpoch, 5, keys.eventSequence);
+      batch.setWithTtl(keys.processedCommand(command), "{}", 60);
+      for (let n = 0; n < events; n++) batch.xadd(keys.events, `{"n":${n}}`);
+      return batch;
+    };
+    try {
+      await store.valkey.set(keys.ownerEpoch, "5");
+      await run(stage("a", 2));
+      expect(await run(stage("a", 2))).toBe(0);
+      await run(stage("b", 0));
+      await run(stage("c", 3));
+      const entries = await store.valkey.xrange(keys.events, "-", "+");
+      expect(entries.map(([, fields]) => fields)).toEqual(
+        [0, 1, 0, 1, 2].map((n, i) => ["event", `{"n":${n}}`, "seq", String(i + 1)]),
+      );
+      expect(await store.valkey.get(keys.eventSequence)).toBe("5");
+    } finally {
+      await store.deleteAll();
+      store.close();
+    }
+  });
+
   test("a flushed script cache is reloaded and the commit retried once", async () => {
     const partition = uniquePartition();
     const store = new PartitionStore(stack.datastoreUrl, partition);
     const conductorStore = new ConductorStore(store.valkey, store.keys);
     try {
       const { epoch } = await conductorStore.claimOwnership();
-      const first = new CommitBuilder(store.keys.ownerEpoch, epoch);
+      const first = new CommitBuilder(store.keys.ownerEpoch, epoch, store.keys.eventSequence);
       first.setWithTtl(store.keys.processedCommand("a"), "1", 60);
       await conductorStore.commit(first);
       await store.valkey.script("FLUSH");
-      const second = new CommitBuilder(store.keys.ownerEpoch, epoch);
+      const second = new CommitBuilder(store.keys.ownerEpoch, epoch, store.keys.eventSequence);
       second.setWithTtl(store.keys.processedCommand("b"), "2", 60);
       await conductorStore.commit(second);
       expect(

@@ -32,7 +32,7 @@ describe("the commit script", () => {
     try {
       await store.valkey.set(keys.ownerEpoch, "7");
       const stage = (epoch: number) => {
-        const batch = new CommitBuilder(keys.ownerEpoch, epoch);
+        const batch = new CommitBuilder(keys.ownerEpoch, epoch, keys.eventSequence);
         batch.setWithTtl(keys.processedCommand("c1"), '{"ok":true}', 60);
         batch.replaceOrderHash(
           keys.order("o1"),

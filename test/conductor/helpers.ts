@@ -537,7 +537,7 @@ export async function writeRestingBook(
   const writer = new ConductorStore(store.valkey, store.keys);
   await store.valkey.set(store.keys.ownerEpoch, "1");
   for (let start = 0; start < total; start += 2000) {
-    const batch = new CommitBuilder(store.keys.ownerEpoch, 1);
+    const batch = new CommitBuilder(store.keys.ownerEpoch, 1, store.keys.eventSequence);
     for (let i = start; i < Math.min(total, start + 2000); i++)
       writer.stageRestingOrder(batch, restingOrder(pairId, i));
     writer.stagePair(batch, pairId);

@@ -5,7 +5,8 @@
  * durability wait needs every healthy replica, and leaves out one that stopped answering.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import amqp from "amqplib";
+import amqp, { type ConsumeMessage } from "amqplib";
+import { Resequencer } from "../../src/bench/resequencer";
 import { StreamOrderCheck } from "../../src/bench/stream-order";
 import { createWorkload } from "../../src/bench/workloads";
 import type { CommandEnvelope } from "../../src/domain/index";
@@ -372,21 +373,28 @@ async function openQuorumSink(url: string, partition: number) {
   const byId = new Map<string, string>();
   let phantoms = 0;
   const order = new StreamOrderCheck();
+  // Delivered in the order restored by sequence number, as the contract tells consumers to.
+  const resequencer = new Resequencer<ConsumeMessage>((message, copy) => {
+    const body = message.content.toString();
+    const id = String(message.properties.messageId);
+    const before = byId.get(id);
+    order.record(message.properties.headers?.["x-partition-offset"], copy || before !== undefined);
+    if (before === undefined) byId.set(id, body);
+    else if (before !== body) phantoms++;
+  });
   await channel.consume(queue, (message) => {
     if (message === null) return;
     channel.ack(message);
     const body = message.content.toString();
     if ((JSON.parse(body) as { partition: number }).partition !== partition) return;
-    const id = String(message.properties.messageId);
-    const before = byId.get(id);
-    order.record(message.properties.headers?.["x-partition-offset"], before !== undefined);
-    if (before === undefined) byId.set(id, body);
-    else if (before !== body) phantoms++;
+    resequencer.push(message.properties.headers?.["x-partition-sequence"], message);
   });
   return {
     byId,
     phantoms: () => phantoms,
-    outOfOrder: () => order.outOfOrder + order.withoutOffset,
+    /** Reordered, unorderable, or still held behind a gap. */
+    outOfOrder: () =>
+      order.outOfOrder + order.withoutOffset + resequencer.withoutSequence + resequencer.waiting,
     close: async () => {
       await channel.deleteQueue(queue).catch(() => undefined);
       await connection.close().catch(() => undefined);

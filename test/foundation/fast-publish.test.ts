@@ -41,7 +41,10 @@ async function publishAndReceive(publisher: FramePublisher, body: string): Promi
       true,
       {
         contentType: "application/json",
-        header: { name: "x-partition-offset", value: "1700000000000-7" },
+        headers: [
+          { name: "x-partition-offset", value: "1700000000000-7" },
+          { name: "x-partition-sequence", value: "7" },
+        ],
         persistent: true,
         correlationId: "corr-1",
         replyTo: "reply-queue",
@@ -61,6 +64,7 @@ function expectIntact(message: GetMessage, body: string): void {
   const p = message.properties;
   expect(p.contentType).toBe("application/json");
   expect(p.headers?.["x-partition-offset"]).toBe("1700000000000-7");
+  expect(p.headers?.["x-partition-sequence"]).toBe("7");
   expect(p.deliveryMode).toBe(2);
   expect(p.correlationId).toBe("corr-1");
   expect(p.replyTo).toBe("reply-queue");

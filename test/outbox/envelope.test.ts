@@ -66,6 +66,18 @@ describe("decodeEntry", () => {
     expect(decoded.event.body.toString()).toBe(good);
     expect(decoded.event.entryId).toBe("1700000000000-3");
     expect(entryTimeMs(decoded.event.entryId)).toBe(1_700_000_000_000);
+    expect(decoded.event.sequence).toBeUndefined();
+  });
+
+  test("carries the entry's sequence number, in either field order", () => {
+    for (const fields of [
+      ["event", good, "seq", "42"],
+      ["seq", "42", "event", good],
+    ]) {
+      const decoded = decodeEntry({ id: "1-0", fields });
+      if (!decoded.ok) throw new Error(decoded.reason);
+      expect(decoded.event.sequence).toBe("42");
+    }
   });
 });
 

@@ -37,7 +37,10 @@ function amqplibFrames(channel: number, f: PublishFrameFields): Buffer {
 
 const outboxProperties: PublishProperties = {
   contentType: "application/json",
-  header: { name: "x-partition-offset", value: "1700000000000-12" },
+  headers: [
+    { name: "x-partition-offset", value: "1700000000000-12" },
+    { name: "x-partition-sequence", value: "4711" },
+  ],
   persistent: true,
   messageId: "3f2a9c4e-1b2d-4c5e-8f90-123456789abc:2:deal.executed.v1",
   type: "deal.executed.v1",

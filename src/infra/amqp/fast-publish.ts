@@ -114,7 +114,8 @@ export class FramePublisher {
 export function amqplibOptions(mandatory: boolean, p: PublishProperties): Options.Publish {
   const options: Options.Publish = { mandatory };
   if (p.contentType !== undefined) options.contentType = p.contentType;
-  if (p.header !== undefined) options.headers = { [p.header.name]: p.header.value };
+  if (p.headers !== undefined)
+    options.headers = Object.fromEntries(p.headers.map((h) => [h.name, h.value]));
   if (p.persistent) options.persistent = true;
   if (p.correlationId !== undefined) options.correlationId = p.correlationId;
   if (p.replyTo !== undefined) options.replyTo = p.replyTo;

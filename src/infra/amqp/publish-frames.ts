@@ -25,11 +25,17 @@ import {
 
 const PERSISTENT = 2;
 
+/** One header table entry, written as an AMQP long string. */
+export interface PublishHeader {
+  name: string;
+  value: string;
+}
+
 /** The message properties this encoder writes; any other property needs amqplib. */
 export interface PublishProperties {
   contentType?: string;
-  /** At most one header, string-valued (the outbox sends x-partition-offset). */
-  header?: { name: string; value: string };
+  /** String-valued headers (the outbox sends x-partition-offset and x-partition-sequence). */
+  headers?: readonly PublishHeader[];
   persistent?: boolean;
   correlationId?: string;
   replyTo?: string;
@@ -77,13 +83,16 @@ export function encodePublishFrames(
   const replyToLength = optionalLength(p.replyTo);
   const messageIdLength = optionalLength(p.messageId);
   const typeLength = optionalLength(p.type);
+  const headers = p.headers ?? [];
+  const headerLengths: number[] = [];
   let headerNameLength = 0;
-  let headerValueLength = 0;
   let tableSize = 0;
-  if (p.header !== undefined) {
-    headerNameLength = utf8Length(p.header.name);
-    headerValueLength = utf8Length(p.header.value);
-    tableSize = 1 + headerNameLength + 1 + 4 + headerValueLength;
+  for (const header of headers) {
+    const nameLength = utf8Length(header.name);
+    const valueLength = utf8Length(header.value);
+    headerNameLength = Math.max(headerNameLength, nameLength);
+    headerLengths.push(nameLength, valueLength);
+    tableSize += 1 + nameLength + 1 + 4 + valueLength;
   }
   if (
     Math.max(
@@ -147,11 +156,13 @@ export function encodePublishFrames(
   o = out.writeUInt16BE(flags, o);
   if (p.contentType !== undefined) o = writeShortString(out, o, p.contentType, contentTypeLength);
   o = out.writeUInt32BE(tableSize, o);
-  if (p.header !== undefined) {
-    o = writeShortString(out, o, p.header.name, headerNameLength);
+  for (let h = 0; h < headers.length; h++) {
+    const header = headers[h]!;
+    const valueLength = headerLengths[2 * h + 1]!;
+    o = writeShortString(out, o, header.name, headerLengths[2 * h]!);
     o += out.write("S", o, "latin1"); // long string field value
-    o = out.writeUInt32BE(headerValueLength, o);
-    o = writeText(out, o, p.header.value, headerValueLength);
+    o = out.writeUInt32BE(valueLength, o);
+    o = writeText(out, o, header.value, valueLength);
   }
   if (p.persistent) o = out.writeUInt8(PERSISTENT, o);
   if (p.correlationId !== undefined) {

@@ -19,6 +19,8 @@ export interface PartitionKeys {
   /** Extension: hash of halted pair ids to the halt's reason. */
   haltedPairs: string;
   events: string;
+  /** Extension: the last per-partition sequence number given to an event (`seq` in the stream). */
+  eventSequence: string;
   eventsDeadLetter: string;
   outboxLease: string;
   /** Extension: the conductor's ownership epoch (fencing token). */
@@ -54,6 +56,7 @@ export function partitionKeys(partition: number): PartitionKeys {
     stopBook: (pairId) => `${prefix}book:${pairId}:stops`,
     haltedPairs: `${prefix}halted-pairs`,
     events: `${prefix}events`,
+    eventSequence: `${prefix}events:sequence`,
     eventsDeadLetter: `${prefix}events:dead-letter`,
     outboxLease: `${prefix}outbox-lease`,
     ownerEpoch: `${prefix}owner-epoch`,
