@@ -455,7 +455,9 @@ export async function restartBrokerNode(info: StackInfo, name: string): Promise<
         url: node.url,
         nodename: node.nodename,
         node: child,
-        timeoutMs: 60_000,
+        // A node restarted under load reads its quorum queues' logs before it listens: after
+        // 450 s at 1,000 commands/s (900 MB of logs a node) that took over 60 s here.
+        timeoutMs: 180_000,
         stopped,
       });
       // Its own view, which lists the others running once it has rejoined them: every node
