@@ -38,9 +38,11 @@ interface Unconfirmed {
 }
 
 /**
- * A publish unconfirmed this long means a channel stuck on a dead queue leader (seen: no
- * confirm and no nack for a minute after the leader's node died): the connection is dropped
- * and everything unconfirmed goes out again on a new one.
+ * A channel with publishes outstanding and no confirm (or nack) for this long is stuck on a
+ * dead queue leader (seen: nothing for a minute after the leader's node died): the
+ * connection is dropped and everything unconfirmed goes out again on a new one. It is the
+ * silence that counts, not the oldest publish's age: after a reconnect resends a backlog
+ * that takes longer than this to confirm, judging by age dropped every new connection too.
  */
 const stuckAfterMs = 5000;
 
@@ -58,6 +60,8 @@ export class ClusterClient {
   /** Publishes not confirmed yet, by a sequence of ours: sent again after a reconnect. */
   private readonly unconfirmed = new Map<number, Unconfirmed>();
   private sequence = 0;
+  /** performance.now() of the current channel's last confirm or nack, or of its opening. */
+  private lastConfirmAt = 0;
   private closing = false;
   private connecting: Promise<void> | undefined;
   reconnects = 0;
@@ -82,9 +86,10 @@ export class ClusterClient {
     const connection = this.connection;
     if (connection === undefined) return;
     const now = performance.now();
+    if (now - this.lastConfirmAt < stuckAfterMs) return;
     for (const item of this.unconfirmed.values()) {
       if (now - item.sentAt < stuckAfterMs) continue;
-      this.options.progress(`broker: a publish unconfirmed for ${stuckAfterMs} ms; reconnecting`);
+      this.options.progress(`broker: no confirm for ${stuckAfterMs} ms; reconnecting`);
       destroySocket(connection);
       this.lost(connection);
       return;
@@ -109,6 +114,7 @@ export class ClusterClient {
     item.sentAt = performance.now();
     try {
       channel.publish(item.exchange, item.routingKey, item.body, item.options, (error) => {
+        if (this.publisher === channel) this.lastConfirmAt = performance.now();
         if (error === null || error === undefined) this.unconfirmed.delete(id);
         // A quorum queue electing a new leader nacks what it cannot take: sent again shortly
         // (a dead channel's failures are sent again by the reconnect instead).
@@ -190,6 +196,7 @@ export class ClusterClient {
     const publisher = await connection.createConfirmChannel();
     this.connection = connection;
     this.publisher = publisher;
+    this.lastConfirmAt = performance.now();
     // Everything a dead connection left unconfirmed, in the order it was first published.
     for (const [id, item] of this.unconfirmed) this.send(id, item);
   }

@@ -17,11 +17,16 @@ export class StreamOrderCheck {
   /** Events with no readable offset header: their order cannot be checked. */
   withoutOffset = 0;
 
-  /** Records one delivery; `copy` says its event id was received before. */
+  /**
+   * Records one delivery; `copy` says its event id was received before. Only first copies
+   * move the order on: a copy can run ahead (a resend of an event a resequencing consumer
+   * still holds behind a gap), and the events before it are not late for that.
+   */
   record(offset: string | undefined, copy: boolean): void {
     const at = streamOffset(offset);
     if (at === undefined) this.withoutOffset++;
+    else if (copy) return;
     else if (at >= this.highest) this.highest = at;
-    else if (!copy) this.outOfOrder++;
+    else this.outOfOrder++;
   }
 }

@@ -23,6 +23,18 @@ describe("stream order", () => {
     expect(check).toMatchObject({ outOfOrder: 0, withoutOffset: 0 });
   });
 
+  test("a copy that runs ahead does not make the events before it late", () => {
+    const check = new StreamOrderCheck();
+    for (const [offset, copy] of [
+      ["1-0", false],
+      ["5-0", true],
+      ["2-0", false],
+      ["5-0", false],
+    ] as const)
+      check.record(offset, copy);
+    expect(check).toMatchObject({ outOfOrder: 0, withoutOffset: 0 });
+  });
+
   test("a new event behind one already passed is out of order; a missing offset is counted", () => {
     const check = new StreamOrderCheck();
     check.record("2-0", false);
