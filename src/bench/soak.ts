@@ -31,7 +31,7 @@ export const soakFlags = z.object({
   "--rate": int(1, 20_000).default(2000),
   "--duration": int(10, 7 * 24 * 3600).default(1800),
   "--sample-seconds": int(1, 600).default(5),
-  "--workload": z.enum(workloadNames as [WorkloadName, ...WorkloadName[]]).default("multi-pair"),
+  "--workload": z.enum(workloadNames as [WorkloadName, ...WorkloadName[]]).default("exchange"),
   "--seed": int(0, 2 ** 31).default(1),
   /** Seconds into the load at which the replica is SIGKILLed and restarted (a full resync). */
   "--restart-replica-at": int(1, 7 * 24 * 3600).optional(),

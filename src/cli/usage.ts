@@ -147,7 +147,7 @@ flags:
                       cells: rounds of the whole sequence (default 1)
   --cells LIST        cells: the cell counts to run, e.g. 1,2 (default); at most one a CPU
   --sample-seconds S  soak: seconds between samples (default 5); --rate defaults to 2000,
-                      --duration to 1800, --workload to multi-pair
+                      --duration to 1800, --workload to exchange
   --restart-replica-at S  soak: SIGKILL the replica S seconds into the load and restart it
   --conductor-url URL use a running conductor's /metrics instead of starting one
   --outbox-url URL    use a running outbox's /metrics instead of starting one
