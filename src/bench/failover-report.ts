@@ -146,6 +146,7 @@ export function failoverReport(
     if (o.repliedMs[i]! > 0) overall.record((o.repliedMs[i]! - o.scheduledMs[i]!) * 1e6);
   const acked = rows.map((r) => r.ackedAgainMs ?? Number.POSITIVE_INFINITY);
   const events = rows.map((r) => r.eventsAgainMs ?? Number.POSITIVE_INFINITY);
+  const arrivals = rows.map((r) => r.eventsArriveAgainMs ?? Number.POSITIVE_INFINITY);
   const metric = (m: Record<string, unknown>, key: string) =>
     typeof m[key] === "number" ? (m[key] as number) : -1;
   const flags = o.flags;
@@ -166,6 +167,13 @@ export function failoverReport(
       "acknowledged again after a kill, max ms": Math.round(Math.max(...acked)),
       "events flow again after a kill, median ms": Math.round(median(events)),
       "events flow again after a kill, max ms": Math.round(Math.max(...events)),
+      "events arrive again after a kill (before the order is restored), median ms": Math.round(
+        median(arrivals),
+      ),
+      "events arrive again after a kill (before the order is restored), max ms": Math.round(
+        Math.max(...arrivals),
+      ),
+      "longest a sequence gap stayed open, ms": Math.round(o.streamOrder.longestGapMs),
       "took over after a kill (promotion or standby), median ms": Math.round(
         median(rows.map((r) => r.promotedAfterMs)),
       ),

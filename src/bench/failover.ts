@@ -61,6 +61,8 @@ export interface FaultRecord {
   ackedAgainMs: number | undefined;
   /** Until the first event of a command scheduled after the kill. */
   eventsAgainMs: number | undefined;
+  /** The same for the first event to arrive, before the order is restored. */
+  eventsArriveAgainMs: number | undefined;
   /** Until the restarted node was an online replica again. */
   rejoinedAfterMs: number | undefined;
 }
@@ -74,6 +76,8 @@ export interface StreamOrderSeen {
   arrivedEarly: number;
   /** Events still held behind a gap when the run ended: the gap never filled. */
   heldAtEnd: number;
+  /** The longest a gap stayed open, ms. */
+  longestGapMs: number;
 }
 
 /** Everything the run observed, judged by failover-report.ts. */
@@ -134,6 +138,8 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
   const scheduledMs: number[] = [];
   const repliedMs: number[] = [];
   const firstEventMs: number[] = [];
+  /** Time of each command's first event to arrive, before the sink restores the order. */
+  const firstArrivalMs: number[] = [];
   /** Each command's first event's stream offset, as one comparable number. */
   const committedAt: (bigint | undefined)[] = [];
   const replyBodies: (string | undefined)[] = [];
@@ -178,7 +184,12 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
       repliedMs[i] = now();
       replyBodies[i] = message.body.toString();
     },
-    onEvent: (message) => resequencer.push(message.sequence, message),
+    onEvent: (message) => {
+      const eventId = message.messageId ?? "";
+      const i = indexOf.get(eventId.slice(0, eventId.indexOf(":")));
+      if (i !== undefined && firstArrivalMs[i] === 0) firstArrivalMs[i] = now();
+      resequencer.push(message.sequence, message);
+    },
     progress,
   });
   const queue = commandQueue(partition);
@@ -190,6 +201,7 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
     scheduledMs.push(atMs);
     repliedMs.push(0);
     firstEventMs.push(0);
+    firstArrivalMs.push(0);
     committedAt.push(undefined);
     replyBodies.push(undefined);
     broker.publish(commandExchange, queue, Buffer.from(JSON.stringify(command)), {
@@ -232,6 +244,7 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
       promotedAfterMs: outcome.promotedAfterMs,
       ackedAgainMs: undefined,
       eventsAgainMs: undefined,
+      eventsArriveAgainMs: undefined,
       rejoinedAfterMs: outcome.settled ? now() - atMs : undefined,
     });
     progress(
@@ -253,6 +266,7 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
   for (const fault of faults) {
     fault.ackedAgainMs = firstAfter(scheduledMs, repliedMs, fault.atMs);
     fault.eventsAgainMs = firstAfter(scheduledMs, firstEventMs, fault.atMs);
+    fault.eventsArriveAgainMs = firstAfter(scheduledMs, firstArrivalMs, fault.atMs);
   }
 
   const heldAtEnd = resequencer.waiting;
@@ -295,6 +309,7 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
       withoutSequence: resequencer.withoutSequence,
       arrivedEarly: resequencer.arrivedEarly,
       heldAtEnd,
+      longestGapMs: resequencer.longestGapMs,
     },
     faults,
     stored,

@@ -20,6 +20,9 @@ export class Resequencer<T> implements ResequencerCounts {
   arrivedEarly = 0;
   copies = 0;
   withoutSequence = 0;
+  /** The longest a gap stayed open, from the first event held behind it until it filled. */
+  longestGapMs = 0;
+  private gapSince = 0;
 
   /**
    * `deliver` receives every event in sequence order, and every copy at once with `copy`
@@ -28,6 +31,7 @@ export class Resequencer<T> implements ResequencerCounts {
   constructor(
     private readonly deliver: (item: T, copy: boolean) => void,
     first?: number,
+    private readonly now: () => number = () => performance.now(),
   ) {
     this.next = first;
   }
@@ -57,6 +61,7 @@ export class Resequencer<T> implements ResequencerCounts {
     }
     if (n > this.next) {
       this.arrivedEarly++;
+      if (this.held.size === 0) this.gapSince = this.now();
       this.held.set(n, item);
       return;
     }
@@ -82,12 +87,17 @@ export class Resequencer<T> implements ResequencerCounts {
   }
 
   private drain(): void {
+    if (this.held.size === 0) return;
     for (;;) {
       const item = this.held.get(this.next!);
-      if (item === undefined && !this.held.has(this.next!)) return;
+      if (item === undefined && !this.held.has(this.next!)) break;
       this.held.delete(this.next!);
       this.deliver(item as T, false);
       this.next! += 1;
     }
+    // Held events past a second gap: that gap opens now.
+    if (this.held.size === 0)
+      this.longestGapMs = Math.max(this.longestGapMs, this.now() - this.gapSince);
+    else this.gapSince = this.now();
   }
 }

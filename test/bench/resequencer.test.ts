@@ -2,11 +2,14 @@
 import { describe, expect, test } from "bun:test";
 import { Resequencer } from "../../src/bench/resequencer";
 
+let clock = 0;
+
 function collect(first?: number) {
   const delivered: string[] = [];
   const r = new Resequencer<string>(
     (item, copy) => delivered.push(copy ? `${item}*` : item),
     first,
+    () => clock,
   );
   return { r, delivered };
 }
@@ -25,6 +28,20 @@ describe("Resequencer", () => {
     for (const n of [1, 3, 4, 2, 3, 4, 5]) r.push(String(n), `e${n}`);
     expect(delivered).toEqual(["e1", "e2", "e3", "e4", "e3*", "e4*", "e5"]);
     expect(r).toMatchObject({ arrivedEarly: 2, copies: 2, waiting: 0 });
+  });
+
+  test("measures how long a gap stayed open", () => {
+    const { r } = collect(1);
+    clock = 100;
+    r.push("2", "e2");
+    clock = 350;
+    r.push("1", "e1");
+    expect(r.longestGapMs).toBe(250);
+    clock = 400;
+    r.push("4", "e4");
+    clock = 450;
+    r.push("3", "e3");
+    expect(r.longestGapMs).toBe(250);
   });
 
   test("a copy of a held event is a copy, not a second hold", () => {
