@@ -5,10 +5,11 @@
  * connection's writes on that shard, as on a single primary. A MOVED, ASK or TRYAGAIN reply
  * (the slot is migrating or moved) drops the connection: the next connect finds the owner.
  */
-import Redis from "ioredis";
+
 // The named export: the compiled binary does not resolve the CommonJS default of the file.
 import { StandaloneConnector } from "ioredis/built/connectors";
 import type { ClusterAddress } from "./address";
+import { probeClient } from "./probe-client";
 
 /** What createValkey hands the connector, beside ioredis's own options. */
 export interface ClusterTarget {
@@ -50,18 +51,12 @@ export async function slotOwner({
 }: ClusterTarget): Promise<{ host: string; port: number }> {
   const problems: string[] = [];
   for (const seed of address.seeds) {
-    const client = new Redis({
+    const client = probeClient({
       host: seed.host,
       port: seed.port,
       ...(address.username === undefined ? {} : { username: address.username }),
       ...(address.password === undefined ? {} : { password: address.password }),
-      lazyConnect: true,
-      connectTimeout: 1000,
-      commandTimeout: 1000,
-      maxRetriesPerRequest: 0,
-      retryStrategy: () => null,
     });
-    client.on("error", () => undefined);
     try {
       await client.connect();
       const slot = Number(await client.call("CLUSTER", "KEYSLOT", slotKey));

@@ -2,9 +2,10 @@
  * Asks the Sentinels of a redis+sentinel:// URL about the monitored primary: what the boot
  * check reports and what the durability rule needs (down-after-milliseconds).
  */
-import Redis from "ioredis";
+
 import type { DatastoreAddress, SentinelAddress } from "./address";
 import type { CheckOutcome } from "./durability";
+import { probeClient } from "./probe-client";
 import { replicaLagLimitS } from "./replica-rule";
 
 export interface SentinelView {
@@ -23,17 +24,11 @@ export async function askSentinels(
   const errors: string[] = [];
   const views = await Promise.all(
     address.sentinels.map(async (sentinel): Promise<SentinelView | undefined> => {
-      const client = new Redis({
+      const client = probeClient({
         host: sentinel.host,
         port: sentinel.port,
         ...(sentinelPassword === "" ? {} : { password: sentinelPassword }),
-        lazyConnect: true,
-        connectTimeout: 1000,
-        commandTimeout: 1000,
-        maxRetriesPerRequest: 0,
-        retryStrategy: () => null,
       });
-      client.on("error", () => undefined);
       try {
         await client.connect();
         const reply = (await client.call("SENTINEL", "MASTER", address.masterName)) as string[];
