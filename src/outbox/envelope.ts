@@ -21,8 +21,8 @@ export interface OutboxEvent {
   exchange: string;
   /** The envelope exactly as stored, written into the frame as UTF-8. */
   body: string;
-  /** The entry's per-partition sequence number (`seq`), absent on entries written without one. */
-  sequence?: string;
+  /** The entry's per-partition sequence number (`seq`); undefined on entries written without one. */
+  sequence: string | undefined;
 }
 
 export type Decoded = { ok: true; event: OutboxEvent } | { ok: false; reason: string };
@@ -74,7 +74,7 @@ export function decodeEntry(entry: StreamEntry): Decoded {
       type,
       exchange: eventExchanges[type],
       body: raw,
-      ...(sequence === undefined ? {} : { sequence }),
+      sequence,
     },
   };
 }

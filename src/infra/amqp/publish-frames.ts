@@ -24,6 +24,7 @@ import {
 } from "./wire";
 
 const PERSISTENT = 2;
+const noHeaders: readonly PublishHeader[] = [];
 
 /** One header table entry, written as an AMQP long string. */
 export interface PublishHeader {
@@ -83,16 +84,13 @@ export function encodePublishFrames(
   const replyToLength = optionalLength(p.replyTo);
   const messageIdLength = optionalLength(p.messageId);
   const typeLength = optionalLength(p.type);
-  const headers = p.headers ?? [];
-  const headerLengths: number[] = [];
+  const headers = p.headers ?? noHeaders;
   let headerNameLength = 0;
   let tableSize = 0;
-  for (const header of headers) {
-    const nameLength = utf8Length(header.name);
-    const valueLength = utf8Length(header.value);
+  for (let h = 0; h < headers.length; h++) {
+    const nameLength = utf8Length(headers[h]!.name);
     headerNameLength = Math.max(headerNameLength, nameLength);
-    headerLengths.push(nameLength, valueLength);
-    tableSize += 1 + nameLength + 1 + 4 + valueLength;
+    tableSize += 1 + nameLength + 1 + 4 + utf8Length(headers[h]!.value);
   }
   if (
     Math.max(
@@ -157,9 +155,11 @@ export function encodePublishFrames(
   if (p.contentType !== undefined) o = writeShortString(out, o, p.contentType, contentTypeLength);
   o = out.writeUInt32BE(tableSize, o);
   for (let h = 0; h < headers.length; h++) {
+    // Lengths again rather than kept from above: for short ASCII ids a loop is cheaper
+    // than an array allocated per publish.
     const header = headers[h]!;
-    const valueLength = headerLengths[2 * h + 1]!;
-    o = writeShortString(out, o, header.name, headerLengths[2 * h]!);
+    const valueLength = utf8Length(header.value);
+    o = writeShortString(out, o, header.name, utf8Length(header.name));
     o += out.write("S", o, "latin1"); // long string field value
     o = out.writeUInt32BE(valueLength, o);
     o = writeText(out, o, header.value, valueLength);
