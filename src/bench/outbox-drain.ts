@@ -147,7 +147,8 @@ export async function runOutboxDrainBench(
     for (let from = 0; from < events; from += xaddChunk) {
       const pipeline = valkey.pipeline();
       for (let n = from; n < Math.min(events, from + xaddChunk); n++) {
-        pipeline.xadd(keys.events, "*", "event", buildEnvelope(partition, runId, n));
+        // With `seq`, as the commit writes entries: the outbox sends it as a header.
+        pipeline.xadd(keys.events, "*", "event", buildEnvelope(partition, runId, n), "seq", n + 1);
       }
       await pipeline.exec();
     }
