@@ -157,27 +157,97 @@ export interface RewriteWindow {
   /** p99.9 of the durability waits from a sample before to a sample after: a bucket bound. */
   durabilityWaitP999Ms: number;
   waits: number;
+  /** How long the rewrite's fork froze the server (`latest_fork_usec` after it), ms. */
+  forkMs: number;
+  /** The window overlaps a replica's restart and resync, which stall waits by themselves. */
+  duringReplicaRestart: boolean;
 }
 
-/** Each AOF rewrite's moment and the durability wait's p99.9 around it (one sample each side). */
-export function rewriteWindows(samples: readonly SoakSample[]): RewriteWindow[] {
+/** Seconds since the load began: from a replica's SIGKILL to some time after it is online. */
+export type Span = readonly [from: number, to: number];
+
+/**
+ * A replica restart's span: from its SIGKILL until the command queue has caught up after it
+ * is online again (under a tenth of a second of the offered rate), or the run's end.
+ */
+export function restartSpan(
+  samples: readonly SoakSample[],
+  killedAtS: number,
+  onlineAgainAtS: number | undefined,
+  ratePerSecond: number,
+): Span {
+  const online = onlineAgainAtS ?? Number.POSITIVE_INFINITY;
+  const caughtUp = samples.find((s) => s.t >= online && s.queueDepth < ratePerSecond / 10);
+  return [killedAtS, caughtUp?.t ?? samples[samples.length - 1]?.t ?? online];
+}
+
+const overlaps = (span: Span | undefined, from: number, to: number) =>
+  span !== undefined && from <= span[1] && to >= span[0];
+
+/** The servers whose rewrite count rose between sample i - 1 and sample i. */
+function rewrittenAt(samples: readonly SoakSample[], i: number): string[] {
+  return Object.keys(samples[i]!.servers).filter(
+    (server) =>
+      (samples[i]!.servers[server]?.rewrites ?? 0) >
+      (samples[i - 1]!.servers[server]?.rewrites ?? 0),
+  );
+}
+
+/** The waits from the sample before interval i's start to the sample after its end. */
+function around(samples: readonly SoakSample[], i: number): [number, number][] {
+  return bucketsBetween(
+    samples[Math.max(0, i - 2)]!,
+    samples[Math.min(samples.length - 1, i + 1)]!,
+  );
+}
+
+/**
+ * Each AOF rewrite's moment and the durability wait's p99.9 around it (one sample each side),
+ * with its fork time, and whether it fell in `restart` (a replica's restart and resync).
+ */
+export function rewriteWindows(samples: readonly SoakSample[], restart?: Span): RewriteWindow[] {
   const windows: RewriteWindow[] = [];
   for (let i = 1; i < samples.length; i++) {
-    for (const server of Object.keys(samples[i]!.servers)) {
-      const before = samples[i - 1]!.servers[server]?.rewrites ?? 0;
-      if ((samples[i]!.servers[server]?.rewrites ?? 0) <= before) continue;
-      const around = bucketsBetween(
-        samples[Math.max(0, i - 2)]!,
-        samples[Math.min(samples.length - 1, i + 1)]!,
-      );
+    for (const server of rewrittenAt(samples, i)) {
+      const waits = around(samples, i);
+      const fromS = samples[i - 1]!.t;
+      const toS = samples[i]!.t;
       windows.push({
         server,
-        fromS: samples[i - 1]!.t,
-        toS: samples[i]!.t,
-        durabilityWaitP999Ms: quantileBound(around, 0.999) * 1000,
-        waits: around[around.length - 1]?.[1] ?? 0,
+        fromS,
+        toS,
+        durabilityWaitP999Ms: quantileBound(waits, 0.999) * 1000,
+        waits: waits[waits.length - 1]?.[1] ?? 0,
+        forkMs: (samples[i]!.servers[server]?.forkUsec ?? 0) / 1000,
+        duringReplicaRestart: overlaps(restart, samples[Math.max(0, i - 2)]!.t, toS),
       });
     }
   }
   return windows;
+}
+
+/**
+ * The durability wait's p99.9 in every window as wide as a rewrite's (three sample intervals)
+ * that holds no rewrite on any server and no replica restart: the median and the worst. It
+ * tells a tail the rewrites cause from the tail the machine has without them.
+ */
+export function waitAwayFromRewrites(
+  samples: readonly SoakSample[],
+  restart?: Span,
+): { windows: number; medianP999Ms: number | undefined; worstP999Ms: number | undefined } {
+  const quiet: number[] = [];
+  for (let i = 2; i + 1 < samples.length; i++) {
+    const spanned = [i - 1, i, i + 1];
+    if (spanned.some((j) => rewrittenAt(samples, j).length > 0)) continue;
+    if (overlaps(restart, samples[i - 2]!.t, samples[i + 1]!.t)) continue;
+    const waits = around(samples, i);
+    if ((waits[waits.length - 1]?.[1] ?? 0) === 0) continue;
+    quiet.push(quantileBound(waits, 0.999) * 1000);
+  }
+  quiet.sort((a, b) => a - b);
+  return {
+    windows: quiet.length,
+    medianP999Ms: quiet[Math.floor(quiet.length / 2)],
+    worstP999Ms: quiet[quiet.length - 1],
+  };
 }

@@ -16,6 +16,8 @@ export interface ServerSample {
   /** The AOF's size after its last rewrite (`aof_base_size`): flat when memory is. */
   aofBaseBytes: number;
   rewrites: number;
+  /** How long the server's last fork (for a rewrite or a replica's sync) froze it, µs. */
+  forkUsec: number;
 }
 
 export interface SoakSample {
@@ -57,6 +59,7 @@ export function rssOf(pid: number): number {
 async function serverSample(valkey: Valkey): Promise<ServerSample> {
   const memory = parseInfo(await valkey.info("memory"));
   const persistence = parseInfo(await valkey.info("persistence"));
+  const stats = parseInfo(await valkey.info("stats"));
   const keyspace = parseInfo(await valkey.info("keyspace"));
   const db = /keys=(\d+),expires=(\d+)/.exec(keyspace.get(`db${valkey.options.db ?? 0}`) ?? "");
   return {
@@ -66,6 +69,7 @@ async function serverSample(valkey: Valkey): Promise<ServerSample> {
     aofBytes: Number(persistence.get("aof_current_size") ?? 0),
     aofBaseBytes: Number(persistence.get("aof_base_size") ?? 0),
     rewrites: Number(persistence.get("aof_rewrites") ?? 0),
+    forkUsec: Number(stats.get("latest_fork_usec") ?? 0),
   };
 }
 

@@ -10,8 +10,10 @@ import {
   perMinute,
   perMinuteFloor,
   quantileBound,
+  restartSpan,
   rewriteWindows,
   spansOf,
+  waitAwayFromRewrites,
 } from "../../src/bench/soak-analysis";
 import type { SoakSample } from "../../src/bench/soak-sampler";
 import { histogramBuckets } from "../../src/bench/soak-sampler";
@@ -27,6 +29,7 @@ function sample(t: number, rewrites: number, waits: [number, number][]): SoakSam
         aofBytes: 0,
         aofBaseBytes: 0,
         rewrites,
+        forkUsec: 12_000,
       },
     },
     streamLength: 0,
@@ -139,6 +142,35 @@ describe("soak analysis", () => {
     ]);
     expect(windows).toHaveLength(1);
     expect(windows[0]).toMatchObject({ server: "primary", fromS: 0, toS: 5, waits: 1100 });
+  });
+
+  test("rewrites in a replica restart are marked; quiet windows give the tail without them", () => {
+    // Cumulative waits: 1,000 fast ones every interval, and 10 slow ones in interval 6 only.
+    const waits = (i: number): [number, number][] => [
+      [0.01, 1000 * i],
+      [0.25, 1000 * i + (i >= 6 ? 10 : 0)],
+      [Number.POSITIVE_INFINITY, 1000 * i + (i >= 6 ? 10 : 0)],
+    ];
+    const samples = Array.from({ length: 12 }, (_, i) => ({
+      ...sample(i * 5, i >= 6 ? 1 : 0, waits(i)),
+      queueDepth: i >= 8 && i <= 9 ? 5000 : 0,
+    }));
+    // The replica was killed at 40 s and online at 45 s; the queue is caught up at 50 s.
+    const span = restartSpan(samples, 40, 45, 2000);
+    expect(span).toEqual([40, 50]);
+    const windows = rewriteWindows(samples, span);
+    expect(windows).toHaveLength(1);
+    expect(windows[0]).toMatchObject({
+      fromS: 25,
+      toS: 30,
+      forkMs: 12,
+      duringReplicaRestart: false,
+    });
+    expect(windows[0]!.durabilityWaitP999Ms).toBe(250);
+    expect(rewriteWindows(samples, [20, 30])[0]!.duringReplicaRestart).toBe(true);
+    // The windows over 0–15, 5–20 and 10–25 s hold neither the rewrite nor the restart.
+    const away = waitAwayFromRewrites(samples, span);
+    expect(away).toEqual({ windows: 3, medianP999Ms: 10, worstP999Ms: 10 });
   });
 
   test("Prometheus bucket lines are read by name", () => {
