@@ -11,7 +11,7 @@ if [ ! -f "$conf" ]; then
   case $role in
     node)
       printf '%s\n' "port 6379" "protected-mode no" "appendonly yes" "appendfsync always" \
-        "hz 100" 'save ""' "replica-announce-ip $name"
+        "hz 500" "auto-aof-rewrite-percentage 300" 'save ""' "replica-announce-ip $name"
       if [ -n "$primary" ]; then printf 'replicaof %s 6379\n' "$primary"; fi
       ;;
     sentinel)

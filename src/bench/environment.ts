@@ -22,6 +22,8 @@ export interface DatastoreEnvironment {
   appendonly: Fact;
   appendfsync: Fact;
   hz: Fact;
+  /** auto-aof-rewrite-percentage: how far the AOF grows past its last rewrite before the next. */
+  rewritePercentage: Fact;
   role: Fact;
   connectedReplicas: Fact;
   /** The server's data directory (CONFIG GET dir). */
@@ -101,7 +103,10 @@ export function environmentFacts(environment: Environment): [string, string][] {
     rows.push(
       ["valkey", `${show(d.version)} at ${d.url}`],
       ["valkey role", `${show(d.role)}, connected replicas ${show(d.connectedReplicas)}`],
-      ["valkey aof", `appendonly ${show(d.appendonly)}, appendfsync ${show(d.appendfsync)}`],
+      [
+        "valkey aof",
+        `appendonly ${show(d.appendonly)}, appendfsync ${show(d.appendfsync)}, auto-aof-rewrite-percentage ${show(d.rewritePercentage)}`,
+      ],
       ["valkey hz", show(d.hz)],
       ["valkey data dir", `${show(d.dataDir)} (filesystem ${show(d.filesystem)})`],
     );
@@ -191,6 +196,7 @@ async function probeDatastore(url: string): Promise<DatastoreEnvironment> {
       appendonly: fact,
       appendfsync: fact,
       hz: fact,
+      rewritePercentage: fact,
       role: fact,
       connectedReplicas: fact,
       dataDir: fact,
@@ -198,14 +204,16 @@ async function probeDatastore(url: string): Promise<DatastoreEnvironment> {
     };
   }
   try {
-    const [server, replication, appendonly, appendfsync, hz, dir] = await Promise.all([
-      probe(async () => parseInfo(await valkey.info("server")), "INFO server"),
-      probe(async () => parseInfo(await valkey.info("replication")), "INFO replication"),
-      configGet(valkey, "appendonly"),
-      configGet(valkey, "appendfsync"),
-      configGet(valkey, "hz"),
-      configGet(valkey, "dir"),
-    ]);
+    const [server, replication, appendonly, appendfsync, hz, rewritePercentage, dir] =
+      await Promise.all([
+        probe(async () => parseInfo(await valkey.info("server")), "INFO server"),
+        probe(async () => parseInfo(await valkey.info("replication")), "INFO replication"),
+        configGet(valkey, "appendonly"),
+        configGet(valkey, "appendfsync"),
+        configGet(valkey, "hz"),
+        configGet(valkey, "auto-aof-rewrite-percentage"),
+        configGet(valkey, "dir"),
+      ]);
     const field = (section: Map<string, string> | Fact, names: string[], label: string): Fact => {
       if (!(section instanceof Map)) return section;
       for (const name of names) {
@@ -225,6 +233,7 @@ async function probeDatastore(url: string): Promise<DatastoreEnvironment> {
       appendonly,
       appendfsync,
       hz,
+      rewritePercentage,
       role: field(replication, ["role"], "INFO replication"),
       connectedReplicas: field(replication, ["connected_slaves"], "INFO replication"),
       dataDir: dir,

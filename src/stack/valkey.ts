@@ -84,7 +84,12 @@ export async function startValkey({
     "appendfsync always",
     "appenddirname appendonlydir",
     'save ""',
-    "hz 100",
+    // A 2 ms WAITAOF slice ends when the server notices it expired, within 1/hz s: at 500
+    // (the maximum) a slice outlasts 2 ms by 2 ms at most, not 10 (docs/durability.md).
+    "hz 500",
+    // Rewrite when the AOF has grown by 3 times its size after the last rewrite, not once:
+    // each rewrite's child takes a core for seconds (docs/durability.md, Server settings).
+    "auto-aof-rewrite-percentage 300",
     `logfile ${quote(logFile)}`,
     // Keeps the config path (and so the stack's directory) in /proc/<pid>/cmdline, which
     // lets tests and operators see which stack a server belongs to.
