@@ -6,7 +6,7 @@ import { connectedReplicas, createValkey, type Valkey } from "../infra/valkey/cl
 import { checkDatastore, DurabilityTimeoutError, waitDurable } from "../infra/valkey/durability";
 import { type PartitionKeys, partitionKeys } from "../infra/valkey/keys";
 import { LatencyHistogram, type Percentiles } from "./histogram";
-import { type ReportSeries, SeriesRecorder } from "./html-report";
+import { type ReportSeries, SeriesRecorder } from "./series-recorder";
 
 export type DatastorePolicy = "memory" | "aof-replicated";
 

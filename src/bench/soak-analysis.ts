@@ -4,7 +4,7 @@
  * disk would run out at that rate, p50/p99 per minute, and the durability wait around each
  * AOF rewrite.
  */
-import type { TimelinePoint } from "./html-report";
+import type { TimelinePoint } from "./series-recorder";
 import type { SoakSample } from "./soak-sampler";
 
 /** Flat means less than this growth over the judged span (issue #27's target). */

@@ -6,7 +6,7 @@
  */
 import { readFileSync } from "node:fs";
 import type { Percentiles } from "./histogram";
-import type { TimelinePoint } from "./html-report";
+import type { TimelinePoint } from "./series-recorder";
 import type { ServiceProcess } from "./services";
 import { selfCommand } from "./services";
 

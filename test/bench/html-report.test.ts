@@ -4,8 +4,9 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type ReportSeries, renderHtmlReport, SeriesRecorder } from "../../src/bench/html-report";
+import { renderHtmlReport } from "../../src/bench/html-report";
 import type { BenchReport } from "../../src/bench/report";
+import { type ReportSeries, SeriesRecorder } from "../../src/bench/series-recorder";
 import { tempDir } from "../support/temp-dir";
 
 const chromium = "/usr/bin/chromium";
