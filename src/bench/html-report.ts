@@ -4,7 +4,7 @@
 
 import { type Environment, environmentFacts } from "./environment";
 import type { BenchReport } from "./report";
-import type { HistogramBucket, ReportSeries, TimelinePoint } from "./series-recorder";
+import type { HistogramBucket, ReportSeries } from "./series-recorder";
 
 export interface HtmlReportOptions {
   /** The detailed environment (server versions and settings); the report's own is shown when absent. */

@@ -3,15 +3,11 @@
  * needs (private stack, conductor, outbox), runs it, prints the report (table or
  * JSON, optionally HTML), tears everything down, and exits 1 on a failed invariant.
  */
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { writeFileSync } from "node:fs";
 import type { Config } from "../config/schema";
 import { httpLimits } from "../infra/http/app";
 import { createValkey } from "../infra/valkey/client";
 import { partitionKeys } from "../infra/valkey/keys";
-import { withinMs } from "../infra/within";
-import { stackDown, stackStatus } from "../stack/index";
 import { runBrokerEventFloor } from "./broker-event-floor";
 import { runBrokerFloor } from "./broker-floor";
 import { capacityDefaults, capacityReport } from "./capacity-report";
@@ -32,14 +28,9 @@ import {
 } from "./pipeline-bench";
 import type { BenchReport } from "./report";
 import { renderReport } from "./report";
-import {
-  type BenchStack,
-  ensureStack,
-  fetchMetrics,
-  type ServiceProcess,
-  startService,
-} from "./services";
+import { fetchMetrics, startService } from "./services";
 import { runSoakBench, soakProblems } from "./soak";
+import { StackRun } from "./stack-run";
 import { workloadNames } from "./workloads";
 
 export const benchBoundaries: readonly string[] = [
@@ -351,122 +342,17 @@ async function runWithStack(
   progress: (line: string) => void,
 ): Promise<number> {
   const { config, flags } = options;
-  const services: ServiceProcess[] = [];
-  let stack: BenchStack | undefined;
-  // A private stack this run starts in a fresh directory: an interrupt while it is still
-  // starting stops whatever of it runs already (stack.json lists each process as it starts).
-  const ownDir =
-    options.env.datastoreGiven || options.env.brokerGiven
-      ? undefined
-      : (flags.get("--dir") ?? mkdtempSync(join(tmpdir(), "matchd-bench-")));
-  // A directory this run made (not --dir) goes once its stack is stopped: each run's AOF files
-  // and broker data took ~35 MB of /tmp. Kept, for the servers' logs, unless the run ended
-  // with a report whose invariants held (a failure, a failed invariant, an interrupt).
-  const madeDir = ownDir !== undefined && flags.get("--dir") === undefined;
-  let keepDirForLogs = true;
-  // Fresh unless a stack recorded in the directory still runs (one that was stopped is
-  // started again by this run, and is this run's to stop).
-  const startingFresh =
-    ownDir !== undefined &&
-    (!existsSync(join(ownDir, "stack.json")) ||
-      !(await stackStatus(ownDir)).processes.some((p) => p.running));
-  let starting: Promise<BenchStack> | undefined;
-  // Runs once, whoever asks first (a signal, or the end of the run) and however often.
-  let cleaning: Promise<void> | undefined;
-  const cleanup = () => {
-    cleaning ??= stopEverything();
-    return cleaning;
-  };
-  const stopServices = async () => {
-    // Drained, not copied: a service registers itself as soon as it is spawned (and one
-    // spawned after this loop is stopped by `register` below, and waited for at the end).
-    for (let service = services.pop(); service !== undefined; service = services.pop())
-      await service.stop().catch(() => undefined);
-  };
-  const stopEverything = async () => {
-    await stopServices();
-    const logStop = (error: unknown) => progress(`stopping the stack: ${error}`);
-    if (stack !== undefined) {
-      await stack.teardown().catch(logStop);
-    } else if (startingFresh && ownDir !== undefined) {
-      // A start cut short (even with --keep-stack: a stack that never came up is not kept).
-      await stackDown({ dir: ownDir }).catch(logStop);
-      // A start still running can spawn (and record) more servers after that stop read the
-      // record, e.g. the replica once the primary answered: stopped again every second
-      // until the start settles (its waits end soon once a server it needs is gone).
-      const settled = starting?.then(
-        () => true,
-        () => true,
-      );
-      const deadline = Date.now() + 60_000;
-      while (settled !== undefined && Date.now() < deadline) {
-        const done = (await withinMs(settled, 1000)) === true;
-        await stackDown({ dir: ownDir }).catch(logStop);
-        if (done) break;
-      }
-    }
-    await stopServices();
-    const stackKept = stack !== undefined && options.keepStack;
-    if (madeDir && !stackKept) {
-      // (keepDirForLogs is cleared only once the start succeeded: no start can still be
-      // spawning servers into the directory then.)
-      if (keepDirForLogs) progress(`the private stack's logs are kept in ${ownDir}`);
-      else await removeStoppedStackDir(ownDir, progress);
-    }
-  };
-  /** Tracks a service from its spawn; one spawned once the cleanup began is stopped at once. */
-  const register = (service: ServiceProcess) => {
-    services.push(service);
-    if (cleaning !== undefined) void service.stop().catch(() => undefined);
-  };
-  let interrupted: Promise<void> | undefined;
-  const onSignal = () => {
-    if (interrupted !== undefined) return;
-    progress("interrupted; tearing down");
-    interrupted = cleanup().finally(() => process.exit(130));
-  };
-  // Listening before the stack starts: RabbitMQ takes seconds to boot, and a Ctrl-C then
-  // would otherwise leave its detached servers running.
-  // `on`, not `once`: a second Ctrl-C while the cleanup runs must not end the process
-  // before it (the default action), leaving a server behind.
-  // SIGHUP too: a closed terminal or a dropped ssh session ends the bench with it, and the
-  // stack's servers run in sessions of their own, so nothing else would stop them.
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
-  process.on("SIGHUP", onSignal);
-  let active: BenchStack;
-  try {
-    starting = ensureStack({
-      config,
-      datastoreGiven: options.env.datastoreGiven,
-      brokerGiven: options.env.brokerGiven,
-      dir: ownDir,
-      keep: options.keepStack,
-      progress,
-    });
-    active = await starting;
-  } catch (error) {
-    // Stopping a stack that is still starting makes its start fail: that is the interrupt,
-    // which ends the process with 130 once its cleanup is done.
-    if (interrupted !== undefined) {
-      await interrupted;
-      return 130;
-    }
-    if (madeDir) progress(`the private stack's logs are kept in ${ownDir}`);
-    throw error;
-  }
-  stack = active;
-  if (interrupted !== undefined) {
-    await interrupted;
-    return 130;
-  }
+  const opened = await StackRun.open({ ...options, progress });
+  if (opened === "interrupted") return 130;
+  await using run = opened;
+  const active = { datastoreUrl: run.datastoreUrl, brokerUrl: run.brokerUrl };
   /** Writes the HTML report if asked, prints the report, and says whether its dir is kept. */
   const finishStackRun = (
     report: BenchReport,
     series: Parameters<typeof renderHtmlReport>[1] | undefined,
   ): number => {
     // An interrupt tore the run down meanwhile: its figures are not a report.
-    if (cleaning !== undefined) return 130;
+    if (run.tornDown) return 130;
     const reportFile = flags.get("--report");
     if (reportFile) {
       writeFileSync(
@@ -478,249 +364,212 @@ async function runWithStack(
     // The per-second series as data, for a caller that runs this bench as a child (soak).
     const seriesFile = flags.get("--series");
     if (seriesFile && series !== undefined) writeFileSync(seriesFile, JSON.stringify(series));
-    keepDirForLogs = !report.invariants.ok;
+    run.reportHeld(report.invariants.ok);
     return finish(report, options);
   };
-  try {
-    const base = {
-      "--datastore-url": active.datastoreUrl,
-      "--broker-url": active.brokerUrl,
-      "--partition": config.partition,
-      "--partition-count": config.partitionCount,
-      "--durability": config.durability,
-      "--durability-timeout-ms": config.durabilityTimeoutMs,
-      "--log-level": config.logLevel,
-    };
-    const outboxFlags = {
-      ...base,
-      "--window": config.outboxWindow,
-      "--read-count": config.outboxReadCount,
-      "--claim-idle-ms": config.outboxClaimIdleMs,
-      "--lease-ttl-ms": config.outboxLeaseTtlMs,
-    };
-    const environment = await collectEnvironment({
-      datastoreUrl: active.datastoreUrl,
-      brokerUrl: active.brokerUrl,
-    });
-    const envFacts = Object.fromEntries(environmentFacts(environment));
-    const effective: Config = {
-      ...config,
-      datastoreUrl: active.datastoreUrl,
-      brokerUrl: active.brokerUrl,
-    };
+  const base = {
+    "--datastore-url": active.datastoreUrl,
+    "--broker-url": active.brokerUrl,
+    "--partition": config.partition,
+    "--partition-count": config.partitionCount,
+    "--durability": config.durability,
+    "--durability-timeout-ms": config.durabilityTimeoutMs,
+    "--log-level": config.logLevel,
+  };
+  const outboxFlags = {
+    ...base,
+    "--window": config.outboxWindow,
+    "--read-count": config.outboxReadCount,
+    "--claim-idle-ms": config.outboxClaimIdleMs,
+    "--lease-ttl-ms": config.outboxLeaseTtlMs,
+  };
+  const environment = await collectEnvironment({
+    datastoreUrl: active.datastoreUrl,
+    brokerUrl: active.brokerUrl,
+  });
+  const envFacts = Object.fromEntries(environmentFacts(environment));
+  const effective: Config = {
+    ...config,
+    datastoreUrl: active.datastoreUrl,
+    brokerUrl: active.brokerUrl,
+  };
 
-    let report: BenchReport;
-    let series: Parameters<typeof renderHtmlReport>[1] | undefined;
-    if (boundary === "datastore") {
-      ({ report, series } = await datastoreReport(effective, flags, envFacts, progress));
-    } else if (boundary === "broker") {
-      report = await brokerReport(effective, flags, seed, envFacts, progress);
-    } else if (boundary === "outbox-drain") {
-      report = await outboxDrainReport(
-        effective,
-        flags,
-        outboxFlags,
-        envFacts,
-        { services, register },
-        progress,
-      );
-    } else {
-      const capacity = boundary === "capacity";
-      const pipelineBoundary = (
-        capacity ? (flags.get("--boundary") ?? "full-pipeline") : boundary
-      ) as PipelineBoundary;
-      const conductorUrl = flags.get("--conductor-url");
-      const outboxUrl = flags.get("--outbox-url");
-      // A running service given by URL reports its own policy: the report's durability label
-      // and its replica check follow the bench's, so the two must agree, and are checked
-      // before the partition is reset under the service.
-      for (const [name, url] of [
-        ["conductor", conductorUrl],
-        ["outbox", pipelineBoundary === "full-pipeline" ? outboxUrl : undefined],
-      ] as const) {
-        if (url === undefined) continue;
-        const policy = (await fetchMetrics(url)).matching_durability_policy as
-          | { policy?: unknown }
-          | undefined;
-        if (policy?.policy !== config.durability) {
-          throw new Error(
-            `the ${name} at ${url} runs durability policy ${String(policy?.policy)}, the bench ${config.durability}; pass --durability ${String(policy?.policy)}`,
-          );
-        }
-      }
-      const valkey = createValkey(active.datastoreUrl, {
-        name: "matchd-bench-reset",
-        slotKey: partitionKeys(config.partition).ownerEpoch,
-      });
-      const deleted = await resetPartition(valkey, config.partition);
-      valkey.disconnect();
-      if (deleted > 0)
-        progress(`deleted ${deleted} leftover keys of partition ${config.partition}`);
-      const purged = await purgeCommandQueue(active.brokerUrl, config.partition);
-      if (purged > 0)
-        progress(`purged ${purged} leftover commands from partition ${config.partition}'s queue`);
-      let conductor = conductorUrl;
-      if (!conductor) {
-        progress("starting conductor");
-        const service = await startService(
-          "conductor",
-          {
-            ...base,
-            "--batch-max": config.batchMax,
-            "--prefetch": config.prefetch,
-            "--dedup-retention-s": config.dedupRetentionSeconds,
-            "--command-max-bytes": config.commandMaxBytes,
-          },
-          progress,
-          register,
-          config.httpToken === "" ? {} : { MATCHING_HTTP_TOKEN: config.httpToken },
+  let report: BenchReport;
+  let series: Parameters<typeof renderHtmlReport>[1] | undefined;
+  if (boundary === "datastore") {
+    ({ report, series } = await datastoreReport(effective, flags, envFacts, progress));
+  } else if (boundary === "broker") {
+    report = await brokerReport(effective, flags, seed, envFacts, progress);
+  } else if (boundary === "outbox-drain") {
+    report = await outboxDrainReport(effective, flags, outboxFlags, envFacts, run, progress);
+  } else {
+    const capacity = boundary === "capacity";
+    const pipelineBoundary = (
+      capacity ? (flags.get("--boundary") ?? "full-pipeline") : boundary
+    ) as PipelineBoundary;
+    const conductorUrl = flags.get("--conductor-url");
+    const outboxUrl = flags.get("--outbox-url");
+    // A running service given by URL reports its own policy: the report's durability label
+    // and its replica check follow the bench's, so the two must agree, and are checked
+    // before the partition is reset under the service.
+    for (const [name, url] of [
+      ["conductor", conductorUrl],
+      ["outbox", pipelineBoundary === "full-pipeline" ? outboxUrl : undefined],
+    ] as const) {
+      if (url === undefined) continue;
+      const policy = (await fetchMetrics(url)).matching_durability_policy as
+        | { policy?: unknown }
+        | undefined;
+      if (policy?.policy !== config.durability) {
+        throw new Error(
+          `the ${name} at ${url} runs durability policy ${String(policy?.policy)}, the bench ${config.durability}; pass --durability ${String(policy?.policy)}`,
         );
-        conductor = service.url;
       }
-      let outbox = outboxUrl;
-      if (pipelineBoundary === "full-pipeline" && !outbox) {
-        progress("starting outbox");
-        const service = await startService("outbox", outboxFlags, progress, register);
-        outbox = service.url;
-      }
-      if (capacity) {
-        report = await capacityReport({
-          pipelineBoundary,
-          config: effective,
-          urls: {
-            datastoreUrl: active.datastoreUrl,
-            brokerUrl: active.brokerUrl,
-            conductorUrl: conductor,
-            outboxUrl: outbox,
-          },
-          seed,
-          p99Ms: intFlag(flags, "--p99-ms", capacityDefaults.p99Ms),
-          stepSeconds: intFlag(flags, "--step-seconds", capacityDefaults.stepSeconds),
-          startRate: intFlag(flags, "--rate", capacityDefaults.startRate),
-          environment: envFacts,
-          durability: describeDurability(config, envFacts),
-          progress,
-        });
-        return finishStackRun(report, undefined);
-      }
-      const defaultCommands = pipelineBoundary === "round-trip" ? 10_000 : 20_000;
-      let commands = intFlag(flags, "--commands", defaultCommands);
-      const rateFlag = flags.get("--rate");
-      const rate =
-        rateFlag === undefined
-          ? pipelineBoundary === "round-trip"
-            ? 1000
-            : undefined
-          : intFlag(flags, "--rate", 0);
-      // checkNumbers refused --duration without a rate (round-trip defaults to one).
-      if (flags.has("--duration") && rate !== undefined)
-        commands = Math.round(rate * intFlag(flags, "--duration", 0));
-      let warmup = intFlag(flags, "--warmup", Math.min(2000, commands));
-      if (workload === "alternating") {
-        // Bid/ask pairs: an odd count would leave one order resting.
-        commands += commands % 2;
-        warmup += warmup % 2;
-      }
-      const result = await runPipelineBench({
-        boundary: pipelineBoundary,
+    }
+    const valkey = createValkey(active.datastoreUrl, {
+      name: "matchd-bench-reset",
+      slotKey: partitionKeys(config.partition).ownerEpoch,
+    });
+    const deleted = await resetPartition(valkey, config.partition);
+    valkey.disconnect();
+    if (deleted > 0) progress(`deleted ${deleted} leftover keys of partition ${config.partition}`);
+    const purged = await purgeCommandQueue(active.brokerUrl, config.partition);
+    if (purged > 0)
+      progress(`purged ${purged} leftover commands from partition ${config.partition}'s queue`);
+    let conductor = conductorUrl;
+    if (!conductor) {
+      progress("starting conductor");
+      const service = await startService(
+        "conductor",
+        {
+          ...base,
+          "--batch-max": config.batchMax,
+          "--prefetch": config.prefetch,
+          "--dedup-retention-s": config.dedupRetentionSeconds,
+          "--command-max-bytes": config.commandMaxBytes,
+        },
+        progress,
+        run.register,
+        config.httpToken === "" ? {} : { MATCHING_HTTP_TOKEN: config.httpToken },
+      );
+      conductor = service.url;
+    }
+    let outbox = outboxUrl;
+    if (pipelineBoundary === "full-pipeline" && !outbox) {
+      progress("starting outbox");
+      const service = await startService("outbox", outboxFlags, progress, run.register);
+      outbox = service.url;
+    }
+    if (capacity) {
+      report = await capacityReport({
+        pipelineBoundary,
         config: effective,
-        datastoreUrl: active.datastoreUrl,
-        brokerUrl: active.brokerUrl,
-        conductorUrl: conductor,
-        outboxUrl: outbox,
-        workload,
-        commands,
-        warmup,
+        urls: {
+          datastoreUrl: active.datastoreUrl,
+          brokerUrl: active.brokerUrl,
+          conductorUrl: conductor,
+          outboxUrl: outbox,
+        },
         seed,
-        rate,
-        queryConnections: flags.has("--query-load") ? intFlag(flags, "--query-load", 1) : undefined,
+        p99Ms: intFlag(flags, "--p99-ms", capacityDefaults.p99Ms),
+        stepSeconds: intFlag(flags, "--step-seconds", capacityDefaults.stepSeconds),
+        startRate: intFlag(flags, "--rate", capacityDefaults.startRate),
+        environment: envFacts,
+        durability: describeDurability(config, envFacts),
         progress,
       });
-      const latencyName =
-        pipelineBoundary === "full-pipeline"
-          ? rate === undefined
-            ? "submit (actual send, closed loop) to the last of the command's events received by a sink queue"
-            : "submit (scheduled send) to the last of the command's events received by a sink queue"
-          : "submit to durable RPC reply (sent right after the ack)";
-      report = {
-        boundary,
-        boundaryStatement: boundaryStatements[boundary]!,
-        durability: describeDurability(config, envFacts),
-        workload,
-        workloadDescription: String(result.facts.workloadDescription),
-        commands: result.commands,
-        warmup,
-        seconds: round(result.seconds, 3),
-        commandsPerSecond: Math.round(result.commands / result.seconds),
-        latencyMs: result.latency.percentilesMs(),
-        invariants: result.invariants,
-        environment: envFacts,
-        extra: {
-          latencyMeasures: latencyName,
-          commandMix: String(result.facts.commandMix),
-          fillCounts: String(result.facts.fillCounts),
-          bookAtEnd: String(result.facts.bookAtEnd),
-          offered:
-            rate === undefined
-              ? "closed loop (publish as fast as the broker accepts)"
-              : `${rate} commands/s`,
-          batchMax: config.batchMax,
-          prefetch: config.prefetch,
-          ...(pipelineBoundary === "full-pipeline" ? { outboxWindow: config.outboxWindow } : {}),
-          publishCallMs: JSON.stringify(result.publishLatency.percentilesMs()),
-          aofRewrites: String(result.facts.aofRewrites),
-          traceBreakdown: String(result.facts.traceBreakdown),
-          gcCollections: String(result.facts.gcCollections),
-          crossed: String(result.facts.crossed),
-          maxCommandQueueDepth: result.facts.maxQueueDepth as number,
-          maxEventStreamLength: result.facts.maxStreamLength as number,
-          stages: JSON.stringify(result.stages),
-          ...(result.queries === undefined
-            ? {}
-            : {
-                queryLoad: `${result.queries.connections} connections sending the conductor's queries back to back from the bench process: ${result.queries.requests} requests (${result.queries.perSecond}/s), ${result.queries.errors} errors, latency ms ${JSON.stringify(result.queries.latencyMs)}`,
-              }),
-          // The services' histograms are cumulative: they cannot be cut at the warm-up.
-          stagesCover:
-            "every command the services processed since they started (prefill and warm-up included)",
-        },
-      };
-      series = {
-        timeline: result.timeline,
-        histogram: histogramSeries(result.latency),
-      };
+      return finishStackRun(report, undefined);
     }
-    return finishStackRun(report, series);
-  } finally {
-    try {
-      // Still listening while the cleanup runs: a Ctrl-C now must not end the process first.
-      await cleanup();
-      // An interrupt ends the process with 130 once the cleanup is done.
-      if (interrupted !== undefined) await interrupted;
-    } finally {
-      process.off("SIGINT", onSignal);
-      process.off("SIGTERM", onSignal);
-      process.off("SIGHUP", onSignal);
+    const defaultCommands = pipelineBoundary === "round-trip" ? 10_000 : 20_000;
+    let commands = intFlag(flags, "--commands", defaultCommands);
+    const rateFlag = flags.get("--rate");
+    const rate =
+      rateFlag === undefined
+        ? pipelineBoundary === "round-trip"
+          ? 1000
+          : undefined
+        : intFlag(flags, "--rate", 0);
+    // checkNumbers refused --duration without a rate (round-trip defaults to one).
+    if (flags.has("--duration") && rate !== undefined)
+      commands = Math.round(rate * intFlag(flags, "--duration", 0));
+    let warmup = intFlag(flags, "--warmup", Math.min(2000, commands));
+    if (workload === "alternating") {
+      // Bid/ask pairs: an odd count would leave one order resting.
+      commands += commands % 2;
+      warmup += warmup % 2;
     }
+    const result = await runPipelineBench({
+      boundary: pipelineBoundary,
+      config: effective,
+      datastoreUrl: active.datastoreUrl,
+      brokerUrl: active.brokerUrl,
+      conductorUrl: conductor,
+      outboxUrl: outbox,
+      workload,
+      commands,
+      warmup,
+      seed,
+      rate,
+      queryConnections: flags.has("--query-load") ? intFlag(flags, "--query-load", 1) : undefined,
+      progress,
+    });
+    const latencyName =
+      pipelineBoundary === "full-pipeline"
+        ? rate === undefined
+          ? "submit (actual send, closed loop) to the last of the command's events received by a sink queue"
+          : "submit (scheduled send) to the last of the command's events received by a sink queue"
+        : "submit to durable RPC reply (sent right after the ack)";
+    report = {
+      boundary,
+      boundaryStatement: boundaryStatements[boundary]!,
+      durability: describeDurability(config, envFacts),
+      workload,
+      workloadDescription: String(result.facts.workloadDescription),
+      commands: result.commands,
+      warmup,
+      seconds: round(result.seconds, 3),
+      commandsPerSecond: Math.round(result.commands / result.seconds),
+      latencyMs: result.latency.percentilesMs(),
+      invariants: result.invariants,
+      environment: envFacts,
+      extra: {
+        latencyMeasures: latencyName,
+        commandMix: String(result.facts.commandMix),
+        fillCounts: String(result.facts.fillCounts),
+        bookAtEnd: String(result.facts.bookAtEnd),
+        offered:
+          rate === undefined
+            ? "closed loop (publish as fast as the broker accepts)"
+            : `${rate} commands/s`,
+        batchMax: config.batchMax,
+        prefetch: config.prefetch,
+        ...(pipelineBoundary === "full-pipeline" ? { outboxWindow: config.outboxWindow } : {}),
+        publishCallMs: JSON.stringify(result.publishLatency.percentilesMs()),
+        aofRewrites: String(result.facts.aofRewrites),
+        traceBreakdown: String(result.facts.traceBreakdown),
+        gcCollections: String(result.facts.gcCollections),
+        crossed: String(result.facts.crossed),
+        maxCommandQueueDepth: result.facts.maxQueueDepth as number,
+        maxEventStreamLength: result.facts.maxStreamLength as number,
+        stages: JSON.stringify(result.stages),
+        ...(result.queries === undefined
+          ? {}
+          : {
+              queryLoad: `${result.queries.connections} connections sending the conductor's queries back to back from the bench process: ${result.queries.requests} requests (${result.queries.perSecond}/s), ${result.queries.errors} errors, latency ms ${JSON.stringify(result.queries.latencyMs)}`,
+            }),
+        // The services' histograms are cumulative: they cannot be cut at the warm-up.
+        stagesCover:
+          "every command the services processed since they started (prefill and warm-up included)",
+      },
+    };
+    series = {
+      timeline: result.timeline,
+      histogram: histogramSeries(result.latency),
+    };
   }
+  return finishStackRun(report, series);
 }
 
-/** Removes a private stack's directory once nothing recorded in it runs any more. */
-async function removeStoppedStackDir(dir: string, progress: (line: string) => void): Promise<void> {
-  const status = await stackStatus(dir).catch(() => undefined);
-  if (status === undefined || status.processes.some((p) => p.running)) {
-    progress(`left ${dir} in place: part of its stack may still run`);
-    return;
-  }
-  try {
-    rmSync(dir, { recursive: true, force: true });
-  } catch (error) {
-    // The run's report stands; a directory left behind is not worth its exit status.
-    progress(`could not remove ${dir}: ${(error as Error).message}`);
-  }
-}
-
-/** The policy, with the datastore's own persistence settings as the environment probe read them. */
 function describeDurability(config: Config, envFacts: Record<string, string>): string {
   const servers = `datastore ${envFacts["valkey aof"] ?? "aof unknown"}, hz ${envFacts["valkey hz"] ?? "unknown"}`;
   return config.durability === "aof-replicated"
@@ -921,10 +770,7 @@ async function outboxDrainReport(
   /** The outbox's flags (stack URLs, partition, policy, window, read count). */
   outboxFlags: Record<string, string | number>,
   environment: Record<string, string>,
-  {
-    services,
-    register,
-  }: { services: ServiceProcess[]; register: (service: ServiceProcess) => void },
+  services: Pick<StackRun, "register" | "forget">,
   progress: (line: string) => void,
 ): Promise<BenchReport> {
   const events = intFlag(flags, "--events", intFlag(flags, "--commands", 100_000));
@@ -943,15 +789,13 @@ async function outboxDrainReport(
         "outbox",
         { ...outboxFlags, ...extra },
         progress,
-        register,
+        services.register,
       );
       return {
         metricsUrl: `${service.url}/metrics`,
         stop: async () => {
           await service.stop();
-          // Gone from the list already when the cleanup took it.
-          const at = services.indexOf(service);
-          if (at >= 0) services.splice(at, 1);
+          services.forget(service);
         },
       };
     },
