@@ -26,6 +26,7 @@ import {
   resetPartition,
   runPipelineBench,
 } from "./pipeline-bench";
+import { boundaryRegistry } from "./registry";
 import type { BenchReport } from "./report";
 import { renderReport } from "./report";
 import { fetchMetrics, startService } from "./services";
@@ -33,20 +34,9 @@ import { runSoakBench, soakProblems } from "./soak";
 import { StackRun } from "./stack-run";
 import { workloadNames } from "./workloads";
 
-export const benchBoundaries: readonly string[] = [
-  "domain",
-  "datastore",
-  "broker",
-  "conductor",
-  "outbox-drain",
-  "full-pipeline",
-  "round-trip",
-  "capacity",
-  "failover",
-  "ha-cost",
-  "soak",
-  "cells",
-];
+export const benchBoundaries: readonly string[] = boundaryRegistry.map((b) => b.name);
+
+const runsOn = (boundary: string) => boundaryRegistry.find((b) => b.name === boundary)?.runsOn;
 
 export interface BenchRunOptions {
   config: Config;
@@ -102,7 +92,7 @@ export function benchProblems(
     ? undefined
     : `--workload must be one of ${workloadNames.join(", ")}, got ${workload}`;
   const urlsProblem =
-    boundary !== "domain" && env.datastoreGiven !== env.brokerGiven
+    runsOn(boundary) === "stack" && env.datastoreGiven !== env.brokerGiven
       ? "give both the datastore and the broker URL (MATCHING_DATASTORE_URL / --datastore-url and MATCHING_BROKER_URL / --broker-url), or neither (a private stack is started)"
       : undefined;
   const problems = [

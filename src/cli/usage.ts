@@ -2,6 +2,7 @@
  * Help texts for every subcommand, generated from the config schema so flags and
  * environment variables are documented in one place.
  */
+import { boundaryHelp } from "../bench/registry";
 import { readsFlag } from "../config/flag-scope";
 import { type Subcommand, settings } from "../config/schema";
 
@@ -95,22 +96,7 @@ status  print the recorded stack and whether each process is alive; with --ha al
   bench: `usage: matchd bench <boundary> [flags]
 
 boundaries:
-  domain          the pure matching domain in-process
-  datastore       the commit shape (MULTI..EXEC) alone, memory vs aof-replicated, plus WAITAOF latency
-  broker          the broker alone: commands through a quorum queue to a consumer that only acks;
-                  with --flow events, the outbox's event traffic to a sink queue
-  conductor       commands published to the queue until processed (conductor only)
-  outbox-drain    a backlog of events drained from the stream to sink queues
-  full-pipeline   conductor and outbox together until every event is received by sinks
-  round-trip      RPC commands (replyTo): send to durable reply
-  capacity        the highest offered rate a pipeline boundary sustains within a p99 bound
-  failover        the full pipeline on the HA stack while a server or service is killed (--fault)
-  ha-cost         full-pipeline on the plain stack, on a broker cluster and on the HA stack,
-                  interleaved in one invocation: what each costs in p99 and throughput
-  soak            full-pipeline open loop for minutes to hours, sampled: is memory and disk
-                  bounded once the dedup window (--dedup-retention-s) is crossed
-  cells           independent cells, each a stack, conductor, outbox and load pinned to a CPU of
-                  its own: one cell, then N at once (--cells), and the ratio
+${boundaryHelp()}
 
 flags:
   --workload NAME     alternating (default) | mixed | sweep | multi-pair | exchange
