@@ -219,7 +219,11 @@ export function rewriteWindows(samples: readonly SoakSample[], restart?: Span): 
         durabilityWaitP999Ms: quantileBound(waits, 0.999) * 1000,
         waits: waits[waits.length - 1]?.[1] ?? 0,
         forkMs: (samples[i]!.servers[server]?.forkUsec ?? 0) / 1000,
-        duringReplicaRestart: overlaps(restart, samples[Math.max(0, i - 2)]!.t, toS),
+        duringReplicaRestart: overlaps(
+          restart,
+          samples[Math.max(0, i - 2)]!.t,
+          samples[Math.min(samples.length - 1, i + 1)]!.t,
+        ),
       });
     }
   }
