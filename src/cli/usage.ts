@@ -68,9 +68,10 @@ pass/fail and exits 0 when all pass, 3 otherwise.
 ${configUsageFor("check")}`,
   stack: `usage: matchd stack up|down|status --dir DIR [--no-tap] [--ha | --cluster]
 
-up      start a Valkey primary + replica (appendonly yes, appendfsync always, hz 500) and a
-        private RabbitMQ node on free loopback ports, wait until WAITAOF 1 1 succeeds and an
-        AMQP channel opens, print MATCHING_* URL lines, and leave them running; DIR/env
+up      start a Valkey primary + replica (appendonly yes, appendfsync always, hz 500,
+        auto-aof-rewrite-percentage 300) and a private RabbitMQ node on free loopback
+        ports, wait until WAITAOF 1 1 succeeds and an AMQP channel opens, print
+        MATCHING_* URL lines, and leave them running; DIR/env
         exports them when sourced, and docker run --env-file reads it too. It also declares
         the queue matchd.tap, bound to every event exchange and holding at most 10,000
         events (the oldest dropped first), so that no event is unroutable on a first try;
