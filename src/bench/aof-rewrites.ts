@@ -7,12 +7,17 @@
 
 import { parseInfo, type Valkey } from "../infra/valkey/client";
 import { listedReplicas } from "../infra/valkey/fsync-policy";
+import type { Span } from "./series-recorder";
 
 interface Server {
   name: string;
   valkey: Valkey;
   before: number;
   forcedAtSeconds?: number;
+  /** When the rewrite in flight was first seen, in the run's seconds. */
+  rewritingSince?: number;
+  /** `aof_rewrites` at the last sample. */
+  countSeen?: number;
 }
 
 export interface AofRewriteCount {
@@ -34,6 +39,11 @@ async function rewriting(valkey: Valkey): Promise<boolean> {
 }
 
 export class AofRewriteWatch {
+  private readonly seen: Span[] = [];
+  private lastSampleAt = 0;
+  private lastSampleNow = 0;
+  private closed = false;
+
   private constructor(
     private readonly servers: Server[],
     private readonly opened: number,
@@ -58,6 +68,49 @@ export class AofRewriteWatch {
     return new AofRewriteWatch(servers, performance.now());
   }
 
+  /**
+   * Notes which servers are rewriting at `t` (the run's seconds): polled through the run, it
+   * gives each rewrite's span to within a poll interval, for the report's time charts.
+   */
+  async sample(t: number): Promise<void> {
+    // The replicas' connections go at close; the run's sampler may still be polling.
+    if (this.closed) return;
+    const previous = this.lastSampleAt;
+    this.lastSampleAt = t;
+    this.lastSampleNow = performance.now();
+    for (const server of this.servers) {
+      const persistence = parseInfo(await server.valkey.info("persistence"));
+      const now =
+        persistence.get("aof_rewrite_in_progress") === "1" ||
+        persistence.get("aof_rewrite_scheduled") === "1";
+      const count = Number(persistence.get("aof_rewrites"));
+      const done = count - (server.countSeen ?? count);
+      server.countSeen = count;
+      if (now && server.rewritingSince === undefined) server.rewritingSince = t;
+      else if (!now && server.rewritingSince !== undefined) this.endSpan(server, t);
+      // One that began and ended between two samples: its span is the interval between them.
+      else if (!now && done > 0) this.seen.push(this.spanOf(server, previous, t));
+    }
+  }
+
+  /** The rewrites seen so far, a rewrite still in flight ending at the last sample. */
+  spans(): Span[] {
+    for (const server of this.servers) {
+      if (server.rewritingSince !== undefined) this.endSpan(server, this.lastSampleAt);
+    }
+    return [...this.seen];
+  }
+
+  private endSpan(server: Server, t: number): void {
+    this.seen.push(this.spanOf(server, server.rewritingSince ?? t, t));
+    server.rewritingSince = undefined;
+  }
+
+  private spanOf(server: Server, from: number, to: number): Span {
+    const detail = server.name === "primary" ? "primary" : "replica";
+    return { label: "AOF rewrite", detail, fromSeconds: from, toSeconds: to };
+  }
+
   /** Forces a rewrite on every server that has not rewritten since the window opened. */
   async forceWhereNone(): Promise<void> {
     for (const server of this.servers) {
@@ -72,11 +125,19 @@ export class AofRewriteWatch {
   async close(): Promise<AofRewriteCount[]> {
     const deadline = performance.now() + 10_000;
     const counts: AofRewriteCount[] = [];
+    this.closed = true;
     for (const server of this.servers) {
       while ((await rewriting(server.valkey)) && performance.now() < deadline) await Bun.sleep(50);
+      // Finished (or still running at the deadline) now, in the run's seconds; one that ran
+      // wholly since the last sample spans from it.
+      const now = this.lastSampleAt + (performance.now() - this.lastSampleNow) / 1000;
+      const count = await rewritesOf(server.valkey);
+      if (server.rewritingSince !== undefined) this.endSpan(server, now);
+      else if (count > (server.countSeen ?? server.before))
+        this.seen.push(this.spanOf(server, this.lastSampleAt, now));
       counts.push({
         server: server.name,
-        rewrites: (await rewritesOf(server.valkey)) - server.before,
+        rewrites: count - server.before,
         ...(server.forcedAtSeconds === undefined
           ? {}
           : { forcedAtSeconds: server.forcedAtSeconds }),

@@ -99,6 +99,7 @@ export async function capacityReport(run: CapacityRun): Promise<BenchReport> {
       // other failed invariant, at any rate, is a fault of the pipeline.
       stepsWithOtherFailedInvariants: lost,
     },
+    checks: ["stepsWithOtherFailedInvariants"],
     environment: run.environment,
     extra: {
       headline:
@@ -107,6 +108,19 @@ export async function capacityReport(run: CapacityRun): Promise<BenchReport> {
           : `sustainable ${rate} commands/s at p99 <= ${run.p99Ms} ms (${run.pipelineBoundary}, measured p99 ${sustained.latencyMs.p99} ms)`,
       curve: curve.join(" | "),
       stepSeconds: run.stepSeconds,
+      p99BoundMs: run.p99Ms,
+      // The curve as data: the HTML page's step table and latency-throughput chart.
+      steps: JSON.stringify(
+        steps.map((s) => ({
+          offered: s.offered,
+          achieved: s.achieved,
+          ...s.latencyMs,
+          maxQueueDepth: s.maxQueueDepth,
+          maxStreamLength: s.maxStreamLength,
+          held: s.held,
+          reasons: s.reasons,
+        })),
+      ),
     },
   };
 }

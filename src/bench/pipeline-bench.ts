@@ -13,14 +13,17 @@ import { FramePublisher } from "../infra/amqp/fast-publish";
 import { allEventExchanges, commandExchange, commandQueue } from "../infra/amqp/topology";
 import { gcMetricName, observeCollections } from "../infra/gc-observer";
 import { bearerHeaders } from "../infra/http/bearer";
-import { connectedReplicas, createValkey, type Valkey } from "../infra/valkey/client";
+import { createValkey, parseInfo, type Valkey } from "../infra/valkey/client";
+import { listedReplicas } from "../infra/valkey/fsync-policy";
 import { partitionKeys } from "../infra/valkey/keys";
 import { AofRewriteWatch, describeRewrites } from "./aof-rewrites";
 import { SeenEvents } from "./event-dedup";
 import { LatencyHistogram } from "./histogram";
 import { LeanConsumer } from "./lean-consumer";
+import { PipelineSampler } from "./pipeline-sampler";
+import { CpuWatch } from "./process-cpu";
 import { type QueryLoadResult, startQueryLoad } from "./query-load";
-import { type TimelinePoint as ChartPoint, SeriesRecorder } from "./series-recorder";
+import { SeriesRecorder, type Span, type TimelinePoint } from "./series-recorder";
 import { fetchMetrics, metricNumber } from "./services";
 import { describeTrace, type TracedCommand } from "./trace-breakdown";
 import { createWorkload } from "./workloads";
@@ -45,19 +48,17 @@ export interface PipelineOptions {
   progress: (line: string) => void;
 }
 
-/** The chart's per-second point, plus the queue growth sampled in that second. */
-export interface TimelinePoint extends ChartPoint {
-  queueDepth: number;
-  streamLength: number;
-}
-
 export interface PipelineResult {
   commands: number;
   seconds: number;
   latency: LatencyHistogram;
   publishLatency: LatencyHistogram;
   timeline: TimelinePoint[];
+  /** The AOF rewrites in flight during the timed run, in its seconds. */
+  spans: Span[];
   invariants: { ok: boolean; [check: string]: boolean | number | string };
+  /** The names in `invariants` that are checks (pass unless `<name>Failed`); the rest is evidence. */
+  checks: string[];
   facts: Record<string, number | string | boolean>;
   stages: Record<string, unknown>;
   /** The side-door load's figures, when one ran. */
@@ -333,37 +334,28 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
   const baseOutbox = options.outboxUrl ? await fetchMetrics(options.outboxUrl) : {};
   const eventsReceivedBefore = eventsReceived;
 
-  // Sampling: queue depth, stream length and replica presence throughout the run.
-  const samples: { t: number; queueDepth: number; streamLength: number }[] = [];
-  let minReplicas = Number.POSITIVE_INFINITY;
-  let replicaSamples = 0;
-  let sampling = true;
-  const sampler = (async () => {
-    const probe = await connection.createChannel();
-    while (sampling) {
-      try {
-        const [depth, xlen, replicas] = await Promise.all([
-          probe.checkQueue(queue),
-          valkey.xlen(keys.events),
-          connectedReplicas(valkey),
-        ]);
-        samples.push({
-          t: (performance.now() - timedStart) / 1000,
-          queueDepth: depth.messageCount,
-          streamLength: xlen,
-        });
-        minReplicas = Math.min(minReplicas, replicas);
-        replicaSamples++;
-      } catch {
-        // A failed sample is a gap, not a failure of the run.
-      }
-      await Bun.sleep(250);
-    }
-    await probe.close().catch(() => undefined);
-  })();
+  // Sampling: queue depth, stream length, replica presence and the services' counters.
+  let benchCollections = 0;
+  const sampler = new PipelineSampler(
+    {
+      probe: await connection.createChannel(),
+      queue,
+      valkey,
+      streamKey: keys.events,
+      services: [
+        { name: "conductor", url: options.conductorUrl },
+        ...(options.outboxUrl === undefined ? [] : [{ name: "outbox", url: options.outboxUrl }]),
+      ],
+      benchCollections: () => benchCollections,
+    },
+    // Rewrites are timed from the timed run's start, once it has one.
+    async () => {
+      if (timedStart > 0) await rewrites?.sample((performance.now() - timedStart) / 1000);
+    },
+  );
 
   rewrites = await AofRewriteWatch.open(valkey);
-  let benchCollections = 0;
+  const cpu = CpuWatch.open(await cpuTargets(options, valkey));
   const stopObserving = observeCollections(() => benchCollections++);
 
   // Phase 2: the timed run.
@@ -442,8 +434,8 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
   stopObserving();
   await rewritesForced;
   const rewriteCounts = await rewrites.close();
-  sampling = false;
-  await sampler;
+  const cpuUsed = cpu.close();
+  await sampler.stop();
 
   const conductor = await conductorCounted(bodies.length);
   const outbox = options.outboxUrl ? await fetchMetrics(options.outboxUrl) : {};
@@ -469,8 +461,10 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
   const eventsReceivedTimed = eventsReceived - eventsReceivedBefore;
 
   const invariants: PipelineResult["invariants"] = { ok: true };
+  const checks: string[] = [];
   const check = (name: string, value: number | string | boolean, ok: boolean) => {
     invariants[name] = value;
+    checks.push(name);
     if (!ok) {
       invariants.ok = false;
       invariants[`${name}Failed`] = true;
@@ -484,9 +478,9 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
   invariants.rejectedExpected = referenceRejected;
   if (config.durability === "aof-replicated") {
     // No successful sample proves nothing: that fails too.
-    const connected = replicaSamples > 0 && minReplicas >= 1;
+    const connected = sampler.replicaSamples > 0 && sampler.minReplicas >= 1;
     check("replicaConnectedThroughout", connected, connected);
-    invariants.replicaSamples = replicaSamples;
+    invariants.replicaSamples = sampler.replicaSamples;
   }
   check("eventsCreated", eventsCreated, eventsCreated === referenceEventsTimed);
   invariants.eventsExpected = referenceEventsTimed;
@@ -535,16 +529,7 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
   invariants.expectedBookDigest = expectedDigest;
   invariants.restingOrdersAtEnd = digest.restingOrders ?? -1;
 
-  // Each point covers (previous point, tSeconds]; the last one is the partial final second.
-  const timeline: TimelinePoint[] = recorder.series().timeline.map((point, k, points) => {
-    const from = k === 0 ? 0 : points[k - 1]!.tSeconds;
-    const inInterval = samples.filter((s) => s.t >= from && s.t < point.tSeconds);
-    return {
-      ...point,
-      queueDepth: Math.max(0, ...inInterval.map((s) => s.queueDepth)),
-      streamLength: Math.max(0, ...inInterval.map((s) => s.streamLength)),
-    };
-  });
+  const timeline = sampler.timeline(recorder.series().timeline, timedStart);
   const book = await describeBook(options.conductorUrl, workload.pairIds);
   const stageKeys = Object.keys(conductor).filter((k) => k.startsWith("matching_stage_"));
   const stages: Record<string, unknown> = {};
@@ -562,7 +547,9 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
     latency,
     publishLatency,
     timeline,
+    spans: rewrites.spans(),
     invariants,
+    checks,
     stages,
     ...(queries === undefined ? {} : { queries }),
     facts: {
@@ -574,8 +561,14 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
       fillCounts: wantEvents
         ? fillDistribution(fills.subarray(timedFrom))
         : "not observed (no event sinks)",
-      maxQueueDepth: Math.max(0, ...samples.map((s) => s.queueDepth)),
-      maxStreamLength: Math.max(0, ...samples.map((s) => s.streamLength)),
+      cpuSeconds: JSON.stringify(cpuUsed.seconds),
+      ...(cpuUsed.notMeasured.length === 0
+        ? {}
+        : {
+            cpuNotMeasured: `${cpuUsed.notMeasured.join(", ")} (not found listening on this machine)`,
+          }),
+      maxQueueDepth: Math.max(0, ...sampler.samples.map((s) => s.queueDepth)),
+      maxStreamLength: Math.max(0, ...sampler.samples.map((s) => s.streamLength)),
       aofRewrites: describeRewrites(rewriteCounts),
       traceBreakdown: trace,
       gcCollections: `${Object.entries(collections)
@@ -706,4 +699,23 @@ async function tracedCommands(
   } catch (error) {
     return `unknown: ${(error as Error).message}`;
   }
+}
+
+/** The servers and services whose CPU the run reports, each by the URL it listens on. */
+async function cpuTargets(
+  options: PipelineOptions,
+  valkey: Valkey,
+): Promise<{ name: string; url: string }[]> {
+  const replicas = listedReplicas(parseInfo(await valkey.info("replication")));
+  return [
+    { name: "broker", url: options.brokerUrl },
+    { name: "valkey primary", url: options.datastoreUrl },
+    ...replicas.map(({ port }, i) => ({
+      name: replicas.length === 1 ? "valkey replica" : `valkey replica ${i + 1}`,
+      // Listed by the address the primary sees; the port alone finds the process here.
+      url: `redis://127.0.0.1:${port}`,
+    })),
+    { name: "conductor", url: options.conductorUrl },
+    ...(options.outboxUrl === undefined ? [] : [{ name: "outbox", url: options.outboxUrl }]),
+  ];
 }

@@ -20,6 +20,11 @@ export interface BenchReport {
   commandsPerSecond: number;
   latencyMs: Percentiles;
   invariants: { ok: boolean; [check: string]: boolean | number | string };
+  /**
+   * The names in `invariants` that are checks even though their value is a figure (a count
+   * that must be 0); booleans are checks anyway, and the rest is evidence beside them.
+   */
+  checks?: string[];
   /** Flat label/value facts: the machine always, server versions and settings when a stack was used. */
   environment: Record<string, string | number>;
   extra: Record<string, number | string | boolean>;

@@ -521,6 +521,7 @@ async function runWithStack(
       commandsPerSecond: Math.round(result.commands / result.seconds),
       latencyMs: result.latency.percentilesMs(),
       invariants: result.invariants,
+      checks: result.checks,
       environment: envFacts,
       extra: {
         latencyMeasures: latencyName,
@@ -539,6 +540,10 @@ async function runWithStack(
         traceBreakdown: String(result.facts.traceBreakdown),
         gcCollections: String(result.facts.gcCollections),
         crossed: String(result.facts.crossed),
+        cpuSeconds: String(result.facts.cpuSeconds),
+        ...(result.facts.cpuNotMeasured === undefined
+          ? {}
+          : { cpuNotMeasured: String(result.facts.cpuNotMeasured) }),
         maxCommandQueueDepth: result.facts.maxQueueDepth as number,
         maxEventStreamLength: result.facts.maxStreamLength as number,
         stages: JSON.stringify(result.stages),
@@ -555,6 +560,7 @@ async function runWithStack(
     series = {
       timeline: result.timeline,
       histogram: histogramSeries(result.latency),
+      spans: result.spans,
     };
   }
   return finishStackRun(report, series);

@@ -12,6 +12,22 @@ export interface TimelinePoint {
   p50Ms: number;
   p99Ms: number;
   maxMs: number;
+  /** Sampled by the pipeline benches: the most seen in the interval. */
+  queueDepth?: number;
+  streamLength?: number;
+  /** The conductor's mean batch in the interval (commands per commit). */
+  batchSize?: number;
+  /** Garbage collections observed in the interval, by process. */
+  collections?: Record<string, number>;
+}
+
+/** A stretch of the run to shade on its time charts: an AOF rewrite, a restart. */
+export interface Span {
+  label: string;
+  /** Which one, shown on hover: the server that rewrote. */
+  detail?: string;
+  fromSeconds: number;
+  toSeconds: number;
 }
 
 export interface HistogramBucket {
@@ -23,6 +39,7 @@ export interface HistogramBucket {
 export interface ReportSeries {
   timeline: TimelinePoint[];
   histogram: HistogramBucket[];
+  spans?: Span[];
 }
 
 /**
@@ -68,9 +85,13 @@ export class SeriesRecorder {
     const timeline = [...this.timeline];
     const startNs = this.startNs;
     if (startNs !== undefined && this.window.count > 0) {
-      // The last, partial interval is scaled by its real length, not the nominal one.
+      // The last, partial interval is scaled by its real length, not the nominal one. One
+      // shorter than half an interval is left out: a few completions over a sliver of a
+      // second would draw a spike the run never had (its commands stay in the histogram),
+      // unless the run was that short.
       const partialNs = this.lastNs - (this.intervalEndNs - this.intervalNs);
-      if (partialNs > 0) timeline.push(this.point(partialNs, (this.lastNs - startNs) / 1e9));
+      if (partialNs >= this.intervalNs / 2 || (partialNs > 0 && timeline.length === 0))
+        timeline.push(this.point(partialNs, (this.lastNs - startNs) / 1e9));
     }
     const indexes = [...this.buckets.keys()].sort((a, b) => a - b);
     const histogram: HistogramBucket[] = [];

@@ -3,7 +3,9 @@
  * memory, keys and AOF, every process's RSS and heap, backlogs, latency per minute), with the
  * window's end and the judged span named beside each chart.
  */
-import { css, esc, type Line, lineChart, table } from "./html-report";
+import { type Line, lineChart } from "./html-charts";
+import { esc, table } from "./html-format";
+import { css } from "./html-report";
 import { describeWaits, type SoakReport } from "./soak-report";
 
 const colors = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#4b5563"];

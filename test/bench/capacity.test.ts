@@ -4,8 +4,11 @@
  * as a failed report naming it.
  */
 import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { judgeStep, type StepResult, searchCapacity } from "../../src/bench/capacity";
 import { matchdCommand, testStack } from "../support/stack";
+import { tempDir } from "../support/temp-dir";
 
 /** A pipeline that holds up to `limit` commands/s, with a p99 that grows with the rate. */
 function pipelineUpTo(limit: number) {
@@ -85,11 +88,14 @@ describe("capacity search", () => {
 
   test("on the real stack: steps that all miss the bound end as a failed report", async () => {
     const stack = await testStack();
+    const page = join(tempDir("matchd-capacity-report-"), "capacity.html");
     const child = Bun.spawn(
       [
         ...matchdCommand,
         "bench",
         "capacity",
+        "--report",
+        page,
         "--boundary",
         "round-trip",
         "--rate",
@@ -134,6 +140,12 @@ describe("capacity search", () => {
     const steps = report.extra.curve.split(" | ");
     expect(steps.map((s) => s.split("/s")[0])).toEqual(["400", "200", "100"]);
     for (const step of steps) expect(step).toMatch(/not held \(p99 [\d.]+ ms > 1 ms\)$/);
+    // The page gives each step a row marked with its verdict, and the latency-throughput chart.
+    const html = readFileSync(page, "utf8");
+    expect(html.match(/<tr class="fail"><td class="num">(400|200|100)<\/td>/g)?.length).toBe(3);
+    expect(html).toMatch(/<svg id="chart-capacity"[^>]*>[\s\S]*?<polyline /);
+    expect(html).toContain("p99 bound 1 ms");
+    expect(html).not.toContain("no data recorded");
   }, 150_000);
 });
 

@@ -1,5 +1,6 @@
 // Checks the HTML bench report: text is escaped, the series recorder produces sane points,
-// and a real headless Chromium renders the page with its three charts and headline figure.
+// checks are marked pass or fail, and a real headless Chromium renders the page with every
+// chart holding data and the headline figure.
 
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -39,6 +40,48 @@ function syntheticReport(): BenchReport {
   };
 }
 
+/** A pipeline report's stage histograms (seconds) and CPU, as run.ts puts them in `extra`. */
+function pipelineExtras(): BenchReport["extra"] {
+  const stage = (count: number, mean: number) => ({
+    count,
+    sum: count * mean,
+    p50: mean,
+    p95: mean * 2,
+    p99: mean * 4,
+    p999: mean * 8,
+    max: mean * 9,
+  });
+  return {
+    offered: "1000 commands/s",
+    stages: JSON.stringify({
+      matching_stage_queue_wait_seconds: stage(30_000, 0.004),
+      matching_stage_decode_seconds: stage(600, 0.0002),
+      matching_stage_match_seconds: stage(600, 0.0004),
+      matching_stage_commit_seconds: stage(600, 0.002),
+      matching_stage_durability_wait_seconds: stage(600, 0.006),
+      matching_stage_ack_seconds: stage(600, 0.0001),
+      matching_batch_size: stage(600, 50),
+      matching_outbox_confirm_latency_seconds: stage(60_000, 0.01),
+    }),
+    cpuSeconds: JSON.stringify({ broker: 3.1, "valkey primary": 0.8, conductor: 1.9, bench: 1.2 }),
+  };
+}
+
+/** The per-second samples and rewrite spans a pipeline run adds to its recorded series. */
+function withPipelineSamples(series: ReportSeries): ReportSeries {
+  return {
+    ...series,
+    timeline: series.timeline.map((point, i) => ({
+      ...point,
+      queueDepth: i * 40,
+      streamLength: 900 - i * 10,
+      batchSize: 20 + i,
+      collections: { conductor: 2, outbox: 1 + (i % 2), bench: 3 },
+    })),
+    spans: [{ label: "AOF rewrite", detail: "primary", fromSeconds: 1.2, toSeconds: 2.1 }],
+  };
+}
+
 /** A deterministic run with a 2.5-second stall, recorded through SeriesRecorder. */
 function syntheticSeries(): ReportSeries {
   const recorder = new SeriesRecorder({ intervalMs: 1000 });
@@ -66,23 +109,63 @@ describe("renderHtmlReport", () => {
     expect(html).toContain("450-byte event &amp; one order hash");
     expect(html).not.toMatch(/(src|href)=["']?https?:/);
     expect(html).not.toContain("@import");
-    expect(html.match(/<svg /g)?.length).toBe(3);
+    expect(html.match(/<svg /g)?.length).toBe(4);
     expect(html).toContain("p50 0.436 · p99.9 88.6");
   });
 
-  test("a failed check's evidence and its Failed flag are shown as failures, not info and pass", () => {
+  test("each check is marked pass or fail, its Failed flag folded in, evidence apart", () => {
     const report = syntheticReport();
     report.invariants = {
       ok: false,
       duplicateEventsReceived: 3,
       duplicateEventsReceivedFailed: true,
       commandFailures: 0,
+      replicaConnected: true,
+      eventsExpected: 60_000,
     };
+    report.checks = ["duplicateEventsReceived", "commandFailures"];
     const html = renderHtmlReport(report, syntheticSeries());
     const row = (name: string) => new RegExp(`<tr class="(\\w+)"><td>${name}</td>`).exec(html)?.[1];
     expect(row("duplicateEventsReceived")).toBe("fail");
-    expect(row("duplicateEventsReceivedFailed")).toBe("fail");
-    expect(row("commandFailures")).toBe("info");
+    expect(html).not.toContain("<td>duplicateEventsReceivedFailed</td>");
+    expect(row("commandFailures")).toBe("pass");
+    expect(row("replicaConnected")).toBe("pass");
+    expect(html).not.toMatch(/<td>info<\/td>/);
+    // Evidence is a figure without a verdict.
+    expect(html).toContain('<tr><th>eventsExpected</th><td class="num">60,000</td></tr>');
+  });
+
+  test("stages, CPU and closed loop are shown for what they are", () => {
+    const report = { ...syntheticReport(), extra: pipelineExtras() };
+    const html = renderHtmlReport(report, withPipelineSamples(syntheticSeries()));
+    expect(html).not.toContain("matching_stage_");
+    expect(html).toMatch(
+      /<td>durability wait<\/td><td>batch<\/td><td class="num">600<\/td><td class="num">6<\/td>/,
+    );
+    // 3.1 CPU seconds over 2.43 s and 30,000 commands.
+    expect(html).toContain(
+      '<td>broker</td><td class="num">3.10</td><td class="num">1.28</td><td class="num">103</td>',
+    );
+    expect(html).not.toContain("queueing");
+    const closed = renderHtmlReport(
+      {
+        ...report,
+        extra: { ...report.extra, offered: "closed loop (publish as fast as the broker accepts)" },
+      },
+      syntheticSeries(),
+    );
+    expect(closed).toContain("queueing + service p99");
+    expect(closed).toContain("closed loop: mostly time spent queueing");
+  });
+
+  test("a last interval shorter than half a second is not drawn as a spike", () => {
+    const recorder = new SeriesRecorder({ intervalMs: 1000 });
+    recorder.start(0);
+    for (let i = 1; i <= 2000; i++) recorder.record(1e6, i * 1e6);
+    // 2,000 commands in 2 s, then 50 more in the next 20 ms.
+    for (let i = 1; i <= 50; i++) recorder.record(1e6, 2e9 + i * 4e5);
+    const { timeline } = recorder.series();
+    expect(timeline.map((p) => Math.round(p.commandsPerSecond))).toEqual([999, 1000]);
   });
 
   test("series recorder shows a stall as a zero-throughput interval", () => {
@@ -98,11 +181,11 @@ describe("renderHtmlReport", () => {
 
   test("renders 'no data' instead of failing on empty series", () => {
     const html = renderHtmlReport(syntheticReport(), { timeline: [], histogram: [] });
-    expect(html.match(/no data recorded/g)?.length).toBe(3);
-    expect(html.match(/<svg /g)?.length).toBe(3);
+    expect(html.match(/no data recorded/g)?.length).toBe(4);
+    expect(html.match(/<svg /g)?.length).toBe(4);
   });
 
-  test("renders in headless Chromium with three charts and the headline figure", () => {
+  test("renders in headless Chromium with every chart holding data and the headline figure", () => {
     // Absent Chromium is a failure, not a skip: a skipped render check looks like a pass.
     if (!existsSync(chromium)) {
       throw new Error(
@@ -112,7 +195,8 @@ describe("renderHtmlReport", () => {
     const dir = tempDir("matchd-html-report-");
     try {
       const page = join(dir, "report.html");
-      writeFileSync(page, renderHtmlReport(syntheticReport(), syntheticSeries()));
+      const report = { ...syntheticReport(), extra: pipelineExtras() };
+      writeFileSync(page, renderHtmlReport(report, withPipelineSamples(syntheticSeries())));
       const screenshot = join(dir, "report.png");
       const args = [
         "--headless",
@@ -139,9 +223,24 @@ describe("renderHtmlReport", () => {
       if (dump.exitCode !== 0 || dom === "") {
         throw new Error(`chromium --dump-dom failed (${dump.exitCode}): ${dump.stderr.toString()}`);
       }
-      for (const id of ["chart-throughput", "chart-latency", "chart-histogram"]) {
-        expect(dom).toMatch(new RegExp(`<svg[^>]*id="${id}"`));
+      const charts = [
+        "throughput",
+        "latency",
+        "backlog",
+        "batch",
+        "gc",
+        "histogram",
+        "percentiles",
+        "stages",
+      ];
+      for (const id of charts) {
+        // Each chart as Chromium parsed it, holding a drawn line or bar, not "no data".
+        const svg = new RegExp(`<svg[^>]*id="chart-${id}"[\\s\\S]*?</svg>`).exec(dom)?.[0] ?? "";
+        expect(svg).toMatch(/<(polyline|rect) [^>]*(points|width)="[^"]+"/);
+        expect(svg).not.toContain("no data recorded");
       }
+      // The rewrite is shaded on the charts over time.
+      expect(dom).toContain("AOF rewrite (primary): 1.2–2.1 s");
       expect(dom).toContain('<span id="headline-figure" class="figure">12,346</span>');
       expect(dom).toMatch(/<polyline[^>]*points="[^"]+"/);
       expect(dom).toMatch(/<rect x=[^>]*fill="#2563eb"/);

@@ -111,9 +111,25 @@ describe("matchd bench pipeline boundaries", () => {
       "p99",
       "p999",
     ]);
+    // CPU seconds of every process the run involved, each found on this machine.
+    const cpu = JSON.parse(extra.cpuSeconds!) as Record<string, number>;
+    expect(Object.keys(cpu).sort()).toEqual(
+      ["bench", "broker", "conductor", "outbox", "valkey primary", "valkey replica"].sort(),
+    );
+    expect(cpu.broker).toBeGreaterThan(0);
+    expect(cpu.conductor).toBeGreaterThan(0);
+    expect(extra.cpuNotMeasured).toBeUndefined();
+    // Figures that are checks are listed as such: the page marks each pass or fail.
+    expect(report.checks).toEqual(expect.arrayContaining(["commandFailures", "eventsCreated"]));
+    expect(report.checks).not.toContain("eventsExpected");
     expect(code).toBe(0);
     expect(existsSync(html)).toBe(true);
-    expect(readFileSync(html, "utf8")).toContain("<svg");
+    const page = readFileSync(html, "utf8");
+    for (const id of ["throughput", "latency", "backlog", "batch", "gc", "stages", "percentiles"])
+      expect(page).toContain(`id="chart-${id}"`);
+    // The forced rewrites are shaded on the charts over time.
+    expect(page).toMatch(/<title>AOF rewrite \((primary|replica)\): /);
+    expect(page).not.toContain("<td>info</td>");
   }, 150_000);
 
   test("round-trip at an offered rate: latency from the scheduled send, invariants hold", async () => {
