@@ -5,7 +5,7 @@
  */
 import { hostname } from "node:os";
 import packageJson from "../package.json";
-import { benchValuedFlags } from "./bench/flag-names";
+import { benchValuedFlags } from "./bench/registry";
 import { closestFlag, parseArgs } from "./cli/args";
 import { runCheck } from "./cli/check";
 import { clientCommands } from "./cli/client/commands-list";
@@ -17,7 +17,7 @@ import { BrokerRefusedError } from "./infra/amqp/broker-errors";
 import { PolicyRefusedError } from "./infra/boot";
 import { createLogger } from "./infra/log";
 
-const benchValued = new Set(benchValuedFlags);
+const benchValued = new Set(benchValuedFlags());
 const stackValued = new Set(["--dir"]);
 
 const subcommands: readonly Subcommand[] = ["conductor", "outbox", "bench", "stack", "check"];

@@ -2,8 +2,9 @@
  * The cells bench's report: each cell's figures, the affinity read back from the OS, and per
  * cell count the total throughput and its ratio to one cell in the same invocation.
  */
+
+import type { CellsFlags } from "./boundaries/cells";
 import type { ProcessFacts } from "./cell-processes";
-import type { CellsFlags } from "./cells";
 import { environmentFacts, machineEnvironment } from "./environment";
 
 export interface CellRun {

@@ -1,15 +1,7 @@
-/**
- * `matchd bench cells`: independent cells, each a full production path of its own (its own
- * Valkey primary and replica, RabbitMQ node, conductor, outbox, load generator and sink, and
- * its own partition of a multi-pair trace), every process of cell k pinned to CPU k. Runs 1
- * cell, then N at once, and reports each cell's figures, the CPUs each process may use as the
- * OS reports them, and the ratio of total throughput to one cell's.
- */
-import { availableParallelism } from "node:os";
 import { join } from "node:path";
-import { z } from "zod";
 import type { StackInfo } from "../stack/index";
 import { readRecord, toInfo } from "../stack/record";
+import { type CellsFlags, cellsFlags } from "./boundaries/cells";
 import {
   busiestInterrupts,
   CellCpu,
@@ -19,38 +11,14 @@ import {
   withDescendants,
 } from "./cell-processes";
 import { type CellRun, cellsReport, renderCells } from "./cells-report";
-import { ownFlagProblems, parseOwnFlags } from "./own-flags";
+import { parseBenchFlags } from "./flag-check";
 import { type OwnBenchOptions, OwnRun } from "./own-run";
 import { selfCommand } from "./services";
 import { type PipelineChild, spawnPipeline } from "./soak-child";
-import { type WorkloadName, workloadNames } from "./workloads";
-
-const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
-
-export const cellsFlags = z.object({
-  "--cells": z
-    .string()
-    .regex(/^[1-9]\d*(,[1-9]\d*)*$/, "a list of cell counts, e.g. 1,2")
-    .default("1,2"),
-  "--commands": int(1000, 1_000_000).default(20_000),
-  "--rounds": int(1, 10).default(1),
-  "--workload": z.enum(workloadNames as [WorkloadName, ...WorkloadName[]]).default("multi-pair"),
-});
-export type CellsFlags = z.infer<typeof cellsFlags>;
-
-export function cellsProblems(flags: ReadonlyMap<string, string>): string[] {
-  const problems = ownFlagProblems("cells", cellsFlags, flags, "each cell is a stack of its own");
-  const counts = (flags.get("--cells") ?? "1,2").split(",").map(Number);
-  const cpus = availableParallelism();
-  if (counts.some((count) => count > cpus)) {
-    problems.push(`--cells: each cell needs a CPU of its own, and this machine has ${cpus}`);
-  }
-  return problems;
-}
 
 export async function runCellsBench(options: OwnBenchOptions): Promise<number> {
   const { progress } = options;
-  const flags = parseOwnFlags(cellsFlags, options.flags);
+  const flags = parseBenchFlags(cellsFlags, options.flags);
   const counts = flags["--cells"].split(",").map(Number);
   const cells = Math.max(...counts);
   const own = new OwnRun(options, "cells");

@@ -1,51 +1,19 @@
-/**
- * `matchd bench failover`: the full pipeline at a fixed offered rate on the HA stack, the
- * datastore primary SIGKILLed at set moments (each after the last failover recovered and the
- * old primary rejoined as a replica), and what a client and a consumer saw across each kill.
- */
-import { z } from "zod";
 import type { Config } from "../config/schema";
 import { type CommandEnvelope, MatchingEngine } from "../domain/index";
 import { allEventExchanges, commandExchange, commandQueue } from "../infra/amqp/topology";
 import { createValkey } from "../infra/valkey/client";
 import { partitionKeys } from "../infra/valkey/keys";
 import type { StackInfo } from "../stack/index";
+import { type FailoverFlags, failoverFlags } from "./boundaries/failover";
 import { ClusterClient, type ClusterMessage } from "./cluster-client";
 import type { FaultDriver } from "./fault-drivers";
-import { ownFlagProblems, parseOwnFlags } from "./own-flags";
+import { parseBenchFlags } from "./flag-check";
 import { Resequencer } from "./resequencer";
 import { StreamOrderCheck, streamOffset } from "./stream-order";
-import { createWorkload, type WorkloadName, workloadNames } from "./workloads";
-
-const int = (min: number) => z.coerce.number().int().min(min);
-
-/** The failover bench's own flags, checked in one place (benchProblems lists their problems). */
-export const failoverFlags = z.object({
-  "--fault": z
-    .enum(["datastore-primary", "broker-node", "conductor", "outbox"])
-    .default("datastore-primary"),
-  "--faults": int(1).max(100).default(5),
-  "--rate": int(1).max(20_000).default(1000),
-  "--fault-interval": int(4).max(600).default(10),
-  "--workload": z.enum(workloadNames as [WorkloadName, ...WorkloadName[]]).default("alternating"),
-  "--seed": int(0).default(1),
-});
-export type FailoverFlags = z.infer<typeof failoverFlags>;
-
-/** The failover flags, which every other boundary refuses. */
-export const failoverOnlyFlags = ["--fault", "--faults", "--fault-interval"];
-
-export function failoverProblems(flags: ReadonlyMap<string, string>): string[] {
-  return ownFlagProblems(
-    "failover",
-    failoverFlags,
-    flags,
-    "it runs its own stack; its length follows --faults",
-  );
-}
+import { createWorkload } from "./workloads";
 
 export function parseFailoverFlags(flags: ReadonlyMap<string, string>): FailoverFlags {
-  return parseOwnFlags(failoverFlags, flags);
+  return parseBenchFlags(failoverFlags, flags);
 }
 
 /** What one kill did, as the clients saw it. */

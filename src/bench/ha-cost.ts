@@ -1,25 +1,9 @@
-import { z } from "zod";
 import { stackUp } from "../stack/index";
+import { type HaCostFlags, haCostFlags } from "./boundaries/ha-cost";
 import { environmentFacts, machineEnvironment } from "./environment";
-import { ownFlagProblems, parseOwnFlags } from "./own-flags";
+import { parseBenchFlags } from "./flag-check";
 import { type OwnBenchOptions, OwnRun } from "./own-run";
 import { spawnPipeline } from "./soak-child";
-import { type WorkloadName, workloadNames } from "./workloads";
-
-const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
-
-export const haCostFlags = z.object({
-  "--rate": int(1, 20_000).default(1000),
-  "--duration": int(3, 600).default(20),
-  "--commands": int(100, 1_000_000).default(20_000),
-  "--rounds": int(1, 10).default(2),
-  "--workload": z.enum(workloadNames as [WorkloadName, ...WorkloadName[]]).default("alternating"),
-});
-export type HaCostFlags = z.infer<typeof haCostFlags>;
-
-export function haCostProblems(flags: ReadonlyMap<string, string>): string[] {
-  return ownFlagProblems("ha-cost", haCostFlags, flags, "it runs full-pipeline on its own stacks");
-}
 
 interface Setup {
   name: "single" | "broker-cluster" | "ha";
@@ -42,7 +26,7 @@ export interface CostRun {
 
 export async function runHaCostBench(options: OwnBenchOptions): Promise<number> {
   const { progress } = options;
-  const flags = parseOwnFlags(haCostFlags, options.flags);
+  const flags = parseBenchFlags(haCostFlags, options.flags);
   const own = new OwnRun(options, "ha-cost");
   const { dir } = own;
   const dirs = own.stacksIn("plain", "ha");

@@ -1,89 +1,59 @@
 /**
- * The bench's boundaries, one entry each: its name, what it measures (the line `matchd bench
- * --help` prints) and what it runs on. run.ts dispatches on these names and usage.ts lists
- * them, so a boundary added here is known to both. No imports: the CLI's help reads it.
+ * The bench's boundaries, one file each under boundaries/: its name, what it measures (the
+ * line `matchd bench --help` prints), what it runs on and its flags. run.ts dispatches on
+ * these names, flag-check.ts checks flags against them, and the CLI's help and the flag table
+ * of docs/benchmarks.md are generated from them.
  */
 
-export interface BoundaryEntry {
-  name: string;
-  /** What it measures, in lines of at most 80 characters for --help. */
-  summary: readonly string[];
-  /** `none`: in-process; `stack`: the private stack (or the URLs given); `own`: stacks of its own. */
-  runsOn: "none" | "stack" | "own";
-}
+import { brokerBoundary } from "./boundaries/broker";
+import { capacityBoundary } from "./boundaries/capacity";
+import { cellsBoundary } from "./boundaries/cells";
+import { conductorBoundary } from "./boundaries/conductor";
+import { datastoreBoundary } from "./boundaries/datastore";
+import { domainBoundary } from "./boundaries/domain";
+import { failoverBoundary } from "./boundaries/failover";
+import { fullPipelineBoundary } from "./boundaries/full-pipeline";
+import { haCostBoundary } from "./boundaries/ha-cost";
+import { outboxDrainBoundary } from "./boundaries/outbox-drain";
+import { roundTripBoundary } from "./boundaries/round-trip";
+import { soakBoundary } from "./boundaries/soak";
+import type { BoundaryEntry } from "./boundary";
+import { flagMeanings, listed } from "./boundary";
+
+export type { BoundaryEntry } from "./boundary";
 
 export const boundaryRegistry: readonly BoundaryEntry[] = [
-  { name: "domain", runsOn: "none", summary: ["the pure matching domain in-process"] },
-  {
-    name: "datastore",
-    runsOn: "stack",
-    summary: [
-      "the commit shape (MULTI..EXEC) alone, memory vs aof-replicated, plus WAITAOF latency",
-    ],
-  },
-  {
-    name: "broker",
-    runsOn: "stack",
-    summary: [
-      "the broker alone: commands through a quorum queue to a consumer that only acks;",
-      "with --flow events, the outbox's event traffic to a sink queue",
-    ],
-  },
-  {
-    name: "conductor",
-    runsOn: "stack",
-    summary: ["commands published to the queue until processed (conductor only)"],
-  },
-  {
-    name: "outbox-drain",
-    runsOn: "stack",
-    summary: ["a backlog of events drained from the stream to sink queues"],
-  },
-  {
-    name: "full-pipeline",
-    runsOn: "stack",
-    summary: ["conductor and outbox together until every event is received by sinks"],
-  },
-  {
-    name: "round-trip",
-    runsOn: "stack",
-    summary: ["RPC commands (replyTo): send to durable reply"],
-  },
-  {
-    name: "capacity",
-    runsOn: "stack",
-    summary: ["the highest offered rate a pipeline boundary sustains within a p99 bound"],
-  },
-  {
-    name: "failover",
-    runsOn: "own",
-    summary: ["the full pipeline on the HA stack while a server or service is killed (--fault)"],
-  },
-  {
-    name: "ha-cost",
-    runsOn: "own",
-    summary: [
-      "full-pipeline on the plain stack, on a broker cluster and on the HA stack,",
-      "interleaved in one invocation: what each costs in p99 and throughput",
-    ],
-  },
-  {
-    name: "soak",
-    runsOn: "own",
-    summary: [
-      "full-pipeline open loop for minutes to hours, sampled: is memory and disk",
-      "bounded once the dedup window (--dedup-retention-s) is crossed",
-    ],
-  },
-  {
-    name: "cells",
-    runsOn: "own",
-    summary: [
-      "independent cells, each a stack, conductor, outbox and load pinned to a CPU of",
-      "its own: one cell, then N at once (--cells), and the ratio",
-    ],
-  },
+  domainBoundary,
+  datastoreBoundary,
+  brokerBoundary,
+  conductorBoundary,
+  outboxDrainBoundary,
+  fullPipelineBoundary,
+  roundTripBoundary,
+  capacityBoundary,
+  failoverBoundary,
+  haCostBoundary,
+  soakBoundary,
+  cellsBoundary,
 ];
+
+export function boundaryNamed(name: string): BoundaryEntry | undefined {
+  return boundaryRegistry.find((b) => b.name === name);
+}
+
+/** Every valued bench flag some boundary takes, in the order the boundaries list them. */
+export function benchValuedFlags(): string[] {
+  return [...new Set(boundaryRegistry.flatMap((b) => Object.keys(b.flags.shape)))];
+}
+
+/** The boundaries taking `flag`, as a refusal names them: "a, b and c". */
+export function takersOf(flag: string): string {
+  const takers = boundaryRegistry.filter((b) => flag in b.flags.shape);
+  // A boundary that takes it only with another flag is named so, after the plain ones.
+  const plain = takers.filter((b) => b.takesAs?.[flag] === undefined).map((b) => b.name);
+  const qualified = takers.flatMap((b) => b.takesAs?.[flag] ?? []);
+  return listed([...plain, ...qualified]);
+}
 
 /** The `boundaries:` block of `matchd bench --help`. */
 export function boundaryHelp(): string {
@@ -91,4 +61,21 @@ export function boundaryHelp(): string {
   return boundaryRegistry
     .flatMap((b) => b.summary.map((line, i) => `  ${(i === 0 ? b.name : "").padEnd(width)}${line}`))
     .join("\n");
+}
+
+/** The flag table of docs/benchmarks.md: each valued flag, what it means, who takes it. */
+export function flagTable(): string {
+  const rows = benchValuedFlags().map((flag) => {
+    const takers = boundaryRegistry
+      .filter((b) => flag in b.flags.shape)
+      .map((b) => `\`${b.takesAs?.[flag] ?? b.name}\``);
+    return `| \`${flag}\` | ${flagMeanings[flag] ?? ""} | ${takers.join(", ")} |`;
+  });
+  return [
+    "| flag | meaning | boundaries |",
+    "|---|---|---|",
+    ...rows,
+    "| `--json` | one JSON object instead of the table | all |",
+    "| `--keep-stack` | leave the private stack running | all but `domain` |",
+  ].join("\n");
 }

@@ -5,19 +5,18 @@
  */
 import { writeFileSync } from "node:fs";
 import type { Config } from "../config/schema";
-import { httpLimits } from "../infra/http/app";
 import { createValkey } from "../infra/valkey/client";
 import { partitionKeys } from "../infra/valkey/keys";
 import { runBrokerEventFloor } from "./broker-event-floor";
 import { runBrokerFloor } from "./broker-floor";
 import { capacityDefaults, capacityReport } from "./capacity-report";
-import { cellsProblems, runCellsBench } from "./cells";
+import { runCellsBench } from "./cells";
 import { runDatastoreBench } from "./datastore-bench";
 import { runDomainBench, runRestingMemoryBench } from "./domain-bench";
 import { collectEnvironment, environmentFacts } from "./environment";
-import { failoverOnlyFlags, failoverProblems } from "./failover";
 import { runFailoverBench } from "./failover-run";
-import { haCostProblems, runHaCostBench } from "./ha-cost";
+import { benchProblems } from "./flag-check";
+import { runHaCostBench } from "./ha-cost";
 import { renderHtmlReport } from "./html-report";
 import { runOutboxDrainBench, type SinkMode } from "./outbox-drain";
 import {
@@ -30,13 +29,12 @@ import { boundaryRegistry } from "./registry";
 import type { BenchReport } from "./report";
 import { renderReport } from "./report";
 import { fetchMetrics, startService } from "./services";
-import { runSoakBench, soakProblems } from "./soak";
+import { runSoakBench } from "./soak";
 import { StackRun } from "./stack-run";
-import { workloadNames } from "./workloads";
 
 export const benchBoundaries: readonly string[] = boundaryRegistry.map((b) => b.name);
 
-const runsOn = (boundary: string) => boundaryRegistry.find((b) => b.name === boundary)?.runsOn;
+export { benchProblems } from "./flag-check";
 
 export interface BenchRunOptions {
   config: Config;
@@ -64,49 +62,6 @@ function intFlag(flags: ReadonlyMap<string, string>, name: string, fallback: num
   return raw === undefined ? fallback : Number(raw);
 }
 
-/**
- * Every problem of the bench's own flags for `boundary`, checked before any stack starts;
- * main.ts lists them with the configuration's problems, all at once.
- */
-export function benchProblems(
-  boundary: string,
-  flags: ReadonlyMap<string, string>,
-  env: BenchRunOptions["env"],
-  keepStack: boolean,
-): string[] {
-  const own = ownStackBoundaries[boundary];
-  if (own !== undefined) {
-    const urls =
-      env.datastoreGiven || env.brokerGiven
-        ? [`${boundary} starts ${own.starts}: give no datastore or broker URL`]
-        : [];
-    return [...urls, ...own.problems(flags)];
-  }
-  const foreign = Object.entries(ownStackBoundaries).flatMap(([name, { flags: theirs }]) =>
-    theirs
-      .filter((flag) => flags.has(flag))
-      .map((flag) => `${flag} is a flag of ${name}, not of ${boundary}`),
-  );
-  const workload = flags.get("--workload") ?? "alternating";
-  const workloadProblem = (workloadNames as readonly string[]).includes(workload)
-    ? undefined
-    : `--workload must be one of ${workloadNames.join(", ")}, got ${workload}`;
-  const urlsProblem =
-    runsOn(boundary) === "stack" && env.datastoreGiven !== env.brokerGiven
-      ? "give both the datastore and the broker URL (MATCHING_DATASTORE_URL / --datastore-url and MATCHING_BROKER_URL / --broker-url), or neither (a private stack is started)"
-      : undefined;
-  const problems = [
-    ...foreign,
-    urlsProblem,
-    workloadProblem,
-    checkFlow(boundary, flags),
-    checkSink(boundary, flags),
-    ...checkNumbers(boundary, flags),
-    ...checkInProcess(boundary, flags, keepStack),
-  ];
-  return problems.filter((problem): problem is string => problem !== undefined);
-}
-
 export async function runBench(boundary: string, options: BenchRunOptions): Promise<number> {
   const { flags } = options;
   const progress = (line: string) => process.stderr.write(`[bench] ${line}\n`);
@@ -124,189 +79,6 @@ export async function runBench(boundary: string, options: BenchRunOptions): Prom
   const seed = intFlag(flags, "--seed", 1);
   if (boundary === "domain") return finish(runDomainBoundary(options, workload, seed), options);
   return await runWithStack(boundary, options, workload, seed, progress);
-}
-
-/**
- * The boundaries that start stacks of their own: what they start (why given URLs are refused),
- * their flag checks, and the flags only they take, which every other boundary refuses.
- */
-const ownStackBoundaries: Record<
-  string,
-  { starts: string; problems: (flags: ReadonlyMap<string, string>) => string[]; flags: string[] }
-> = {
-  failover: { starts: "its own HA stack", problems: failoverProblems, flags: failoverOnlyFlags },
-  "ha-cost": {
-    starts: "a plain and an HA stack of its own",
-    problems: haCostProblems,
-    flags: ["--rounds"],
-  },
-  cells: {
-    starts: "a stack of its own for each cell",
-    problems: cellsProblems,
-    flags: ["--cells"],
-  },
-  soak: {
-    starts: "a stack of its own",
-    problems: soakProblems,
-    flags: ["--sample-seconds", "--restart-replica-at"],
-  },
-};
-
-/** Minimum value of each integer flag: checked once, up front; the boundaries then only read them. */
-const integerFlags: Record<string, number> = {
-  "--seed": 0,
-  "--commands": 1,
-  "--events": 1,
-  "--rate": 1,
-  "--duration": 1,
-  "--warmup": 0,
-  "--connections": 1,
-  "--resting": 0,
-  "--query-load": 1,
-  "--p99-ms": 1,
-  "--step-seconds": 1,
-};
-
-/** Every integer flag that is out of range, and --duration without a rate. */
-function checkNumbers(boundary: string, flags: ReadonlyMap<string, string>): string[] {
-  const problems: string[] = [];
-  for (const [name, min] of Object.entries(integerFlags)) {
-    const raw = flags.get(name);
-    if (raw === undefined) continue;
-    const value = Number(raw);
-    if (!Number.isSafeInteger(value) || value < min) {
-      problems.push(`${name} must be an integer >= ${min}, got ${raw}`);
-    }
-  }
-  // round-trip runs at 1,000/s unless told otherwise, so it takes --duration alone.
-  if (flags.has("--duration") && !flags.has("--rate") && boundary !== "round-trip")
-    problems.push("--duration needs --rate (closed loop runs a command count)");
-  return problems;
-}
-
-/** Flags about stacks, services, offered load or backlogs: the domain boundary has none. */
-const notForDomain = [
-  "--dir",
-  "--report",
-  "--series",
-  "--conductor-url",
-  "--outbox-url",
-  "--rate",
-  "--duration",
-  "--events",
-  "--connections",
-  "--query-load",
-  "--boundary",
-  "--p99-ms",
-  "--step-seconds",
-];
-
-/**
- * Flags given to a boundary that would ignore them: the in-process domain run starts no stack
- * and times a command count, only it measures resting orders' memory (and then runs no
- * workload), and only datastore opens several connections. A flag silently ignored would
- * leave its user believing the figure reflects it.
- */
-function checkInProcess(
-  boundary: string,
-  flags: ReadonlyMap<string, string>,
-  keepStack: boolean,
-): string[] {
-  const problems: string[] = [];
-  if (boundary !== "domain" && flags.has("--resting"))
-    problems.push(`--resting is a flag of domain, not of ${boundary}`);
-  if (boundary !== "domain" && boundary !== "datastore" && flags.has("--connections"))
-    problems.push(`--connections is a flag of datastore, not of ${boundary}`);
-  if (boundary !== "domain") {
-    // Offered load, backlogs and running services only where the boundary has them.
-    if (boundary === "datastore" || boundary === "outbox-drain") {
-      for (const flag of ["--rate", "--duration"].filter((f) => flags.has(f)))
-        problems.push(`${flag} does not apply to ${boundary} (it runs closed loop)`);
-    }
-    const takesEvents =
-      boundary === "outbox-drain" || (boundary === "broker" && flags.get("--flow") === "events");
-    if (!takesEvents && flags.has("--events"))
-      problems.push(
-        `--events is a flag of outbox-drain and broker --flow events, not of ${boundary}`,
-      );
-    const pipeline =
-      boundary === "conductor" || boundary === "full-pipeline" || boundary === "round-trip";
-    if (!pipeline && flags.has("--conductor-url"))
-      problems.push(
-        `--conductor-url is a flag of conductor, full-pipeline and round-trip, not of ${boundary}`,
-      );
-    if (!pipeline && flags.has("--series"))
-      problems.push(
-        `--series is a flag of conductor, full-pipeline and round-trip, not of ${boundary}`,
-      );
-    if (boundary !== "full-pipeline" && flags.has("--outbox-url"))
-      problems.push(`--outbox-url is a flag of full-pipeline, not of ${boundary}`);
-    if (boundary === "capacity") problems.push(...checkCapacity(flags));
-    else {
-      for (const flag of ["--boundary", "--p99-ms", "--step-seconds"].filter((f) => flags.has(f)))
-        problems.push(`${flag} is a flag of capacity, not of ${boundary}`);
-    }
-    if (!pipeline && flags.has("--query-load"))
-      problems.push(
-        `--query-load is a flag of conductor, full-pipeline and round-trip, not of ${boundary}`,
-      );
-    if (intFlag(flags, "--query-load", 0) > httpLimits.concurrentRequests)
-      problems.push(
-        `--query-load must be at most ${httpLimits.concurrentRequests}, the conductor's limit of concurrent requests`,
-      );
-    return problems;
-  }
-  const given = notForDomain.filter((flag) => flags.has(flag));
-  if (keepStack) given.push("--keep-stack");
-  problems.push(...given.map((flag) => `${flag} does not apply to domain (in-process, no stack)`));
-  // The memory measurement loads resting orders; it runs no workload.
-  if (flags.has("--resting")) {
-    for (const flag of ["--workload", "--commands", "--warmup", "--seed"]) {
-      if (flags.has(flag))
-        problems.push(`${flag} does not apply to domain --resting (no workload runs)`);
-    }
-  }
-  return problems;
-}
-
-/**
- * The capacity search runs its own rates and command counts on the alternating workload
- * (each step must leave the book empty for the next), on one of the pipeline boundaries.
- */
-function checkCapacity(flags: ReadonlyMap<string, string>): string[] {
-  const problems: string[] = [];
-  const inner = flags.get("--boundary");
-  if (inner !== undefined && !["full-pipeline", "conductor", "round-trip"].includes(inner))
-    problems.push(`--boundary must be full-pipeline, conductor or round-trip, got ${inner}`);
-  for (const flag of ["--commands", "--duration", "--warmup", "--query-load"].filter((f) =>
-    flags.has(f),
-  ))
-    problems.push(`${flag} does not apply to capacity (each step's count follows its rate)`);
-  const workload = flags.get("--workload");
-  if (workload !== undefined && workload !== "alternating")
-    problems.push(`capacity runs the alternating workload only, got --workload ${workload}`);
-  return problems;
-}
-
-/** What is wrong with `--sink` for this boundary, if anything. */
-function checkSink(boundary: string, flags: ReadonlyMap<string, string>): string | undefined {
-  const sink = flags.get("--sink");
-  if (sink === undefined) return undefined;
-  if (boundary !== "outbox-drain") return `--sink is a flag of outbox-drain, not of ${boundary}`;
-  if (sink !== "live" && sink !== "queued") return `--sink must be live or queued, got ${sink}`;
-  return undefined;
-}
-
-/** What is wrong with `--flow` for this boundary, if anything. */
-function checkFlow(boundary: string, flags: ReadonlyMap<string, string>): string | undefined {
-  const flow = flags.get("--flow");
-  if (flow === undefined) return undefined;
-  if (boundary !== "broker") return `--flow is a flag of the broker boundary, not of ${boundary}`;
-  if (flow !== "commands" && flow !== "events")
-    return `--flow must be commands or events, got ${flow}`;
-  if (flow === "events" && flags.has("--rate"))
-    return "--flow events runs closed loop; drop --rate";
-  return undefined;
 }
 
 function runDomainBoundary(options: BenchRunOptions, workload: string, seed: number): BenchReport {

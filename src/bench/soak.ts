@@ -6,15 +6,15 @@
  */
 import { readFileSync, statfsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { z } from "zod";
 import type { Config } from "../config/schema";
 import { connectBroker } from "../infra/amqp/connect";
 import { commandQueue } from "../infra/amqp/topology";
 import { createValkey } from "../infra/valkey/client";
 import { partitionKeys } from "../infra/valkey/keys";
 import { type StackInfo, stackUp } from "../stack/index";
+import { type SoakFlags, soakFlags } from "./boundaries/soak";
 import { environmentFacts, machineEnvironment } from "./environment";
-import { ownFlagProblems, parseOwnFlags } from "./own-flags";
+import { parseBenchFlags } from "./flag-check";
 import { type OwnBenchOptions, OwnRun } from "./own-run";
 import { type ReplicaRestart, ReplicaRestarter } from "./replica-restart";
 import type { TimelinePoint } from "./series-recorder";
@@ -23,31 +23,6 @@ import { type PipelineChild, type PipelineOutcome, spawnPipeline } from "./soak-
 import { renderSoakHtml } from "./soak-html";
 import { buildSoakReport, renderSoakReport } from "./soak-report";
 import { type SoakSample, type SoakTargets, takeSample } from "./soak-sampler";
-import { type WorkloadName, workloadNames } from "./workloads";
-
-const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
-
-export const soakFlags = z.object({
-  "--rate": int(1, 20_000).default(2000),
-  "--duration": int(10, 7 * 24 * 3600).default(1800),
-  "--sample-seconds": int(1, 600).default(5),
-  "--workload": z.enum(workloadNames as [WorkloadName, ...WorkloadName[]]).default("exchange"),
-  "--seed": int(0, 2 ** 31).default(1),
-  /** Seconds into the load at which the replica is SIGKILLed and restarted (a full resync). */
-  "--restart-replica-at": int(1, 7 * 24 * 3600).optional(),
-  /** Also write the HTML report, every series plotted over time. */
-  "--report": z.string().min(1).optional(),
-});
-export type SoakFlags = z.infer<typeof soakFlags>;
-
-export function soakProblems(flags: ReadonlyMap<string, string>): string[] {
-  return ownFlagProblems(
-    "soak",
-    soakFlags,
-    flags,
-    "it runs its own stack at --rate for --duration",
-  );
-}
 
 export interface SoakRun {
   flags: SoakFlags;
@@ -63,7 +38,7 @@ export interface SoakRun {
 
 export async function runSoakBench(options: OwnBenchOptions): Promise<number> {
   const { config, progress } = options;
-  const flags = parseOwnFlags(soakFlags, options.flags);
+  const flags = parseBenchFlags(soakFlags, options.flags);
   const own = new OwnRun(options, "soak");
   const { dir, register } = own;
   return own.run(async () => {

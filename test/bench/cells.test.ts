@@ -3,6 +3,7 @@
 
 import { expect, test } from "bun:test";
 import { availableParallelism } from "node:os";
+import { cellsFlags } from "../../src/bench/boundaries/cells";
 import {
   busiestInterrupts,
   cpuSeconds,
@@ -10,15 +11,20 @@ import {
   readInterrupts,
   withDescendants,
 } from "../../src/bench/cell-processes";
-import { cellsFlags, cellsProblems } from "../../src/bench/cells";
 import { type CellRun, cellsReport } from "../../src/bench/cells-report";
+import { benchProblems } from "../../src/bench/flag-check";
+
+const cellsProblems = (flags: ReadonlyMap<string, string>) =>
+  benchProblems("cells", flags, { datastoreGiven: false, brokerGiven: false }, false);
 
 test("a cell needs a CPU of its own, and only the cells flags apply", () => {
   const tooMany = String(availableParallelism() + 1);
   expect(cellsProblems(new Map([["--cells", `1,${tooMany}`]]))).toContain(
     `--cells: each cell needs a CPU of its own, and this machine has ${availableParallelism()}`,
   );
-  expect(cellsProblems(new Map([["--cells", "1,x"]])).join()).toContain("--cells");
+  expect(cellsProblems(new Map([["--cells", "1,x"]]))).toEqual([
+    "--cells must be a list of cell counts, e.g. 1,2, got 1,x",
+  ]);
   expect(cellsProblems(new Map([["--rate", "100"]])).join()).toContain("--rate does not apply");
   expect(cellsProblems(new Map([["--cells", "1"]]))).toEqual([]);
 });

@@ -3,7 +3,7 @@
  * primary ends in a report whose invariants hold and whose kill row has every figure.
  */
 import { describe, expect, test } from "bun:test";
-import { failoverProblems, parseFailoverFlags } from "../../src/bench/failover";
+import { parseFailoverFlags } from "../../src/bench/failover";
 import { benchProblems } from "../../src/bench/run";
 import { matchdCommand } from "../support/stack";
 
@@ -23,8 +23,10 @@ describe("failover flags", () => {
       "--rate": 1000,
       "--fault-interval": 10,
     });
+    const failoverProblems = (flags: ReadonlyMap<string, string>) =>
+      benchProblems("failover", flags, env, false);
     expect(failoverProblems(new Map([["--faults", "0"]]))).toEqual([
-      "--faults: Too small: expected number to be >=1",
+      "--faults must be an integer from 1 to 100, got 0",
     ]);
     expect(failoverProblems(new Map([["--fault", "broker-node"]]))).toEqual([]);
     expect(failoverProblems(new Map([["--fault", "chaos"]]))[0]).toContain("--fault");

@@ -4,20 +4,24 @@
  * (bench/results/runs-2026-12-02.md), not here: one round costs the suite 44 s.
  */
 import { describe, expect, test } from "bun:test";
-import { type CostRun, haCostProblems, haCostReport, renderHaCost } from "../../src/bench/ha-cost";
+import { type CostRun, haCostReport, renderHaCost } from "../../src/bench/ha-cost";
 import { benchProblems } from "../../src/bench/run";
 
 const env = { datastoreGiven: false, brokerGiven: false };
+const haCostProblems = (flags: ReadonlyMap<string, string>) =>
+  benchProblems("ha-cost", flags, env, false);
 
 describe("ha-cost flags", () => {
   test("bounds, other boundaries' flags, and stack URLs are refused", () => {
     expect(haCostProblems(new Map([["--rounds", "2"]]))).toEqual([]);
-    expect(haCostProblems(new Map([["--rounds", "0"]]))[0]).toStartWith("--rounds:");
+    expect(haCostProblems(new Map([["--rounds", "0"]]))).toEqual([
+      "--rounds must be an integer from 1 to 10, got 0",
+    ]);
     expect(haCostProblems(new Map([["--faults", "3"]]))[0]).toContain(
       "--faults does not apply to ha-cost",
     );
     expect(benchProblems("conductor", new Map([["--rounds", "3"]]), env, false)).toContain(
-      "--rounds is a flag of ha-cost, not of conductor",
+      "--rounds is a flag of ha-cost and cells, not of conductor",
     );
     expect(
       benchProblems("ha-cost", new Map(), { datastoreGiven: true, brokerGiven: true }, false)[0],

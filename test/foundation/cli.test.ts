@@ -160,7 +160,7 @@ describe("matchd CLI", () => {
     expect(sideways.stderr).toContain("--flow must be commands or events, got sideways");
     const notBroker = await matchd(["bench", "domain", "--flow", "events"]);
     expect(notBroker.code).toBe(2);
-    expect(notBroker.stderr).toContain("--flow is a flag of the broker boundary, not of domain");
+    expect(notBroker.stderr).toContain("--flow is a flag of broker, not of domain");
     const withRate = await matchd(["bench", "broker", "--flow", "events", "--rate", "100"]);
     expect(withRate.code).toBe(2);
     expect(withRate.stderr).toContain("--flow events runs closed loop");

@@ -1,0 +1,28 @@
+/** The `capacity` boundary: the highest offered rate a pipeline sustains within a p99 bound. */
+import { z } from "zod";
+import { type BoundaryEntry, intFlag, oneOf } from "../boundary";
+import { stackFields } from "./fields";
+
+const ownCounts = "each step's count follows its rate";
+
+export const capacityBoundary: BoundaryEntry = {
+  name: "capacity",
+  runsOn: "stack",
+  summary: ["the highest offered rate a pipeline boundary sustains within a p99 bound"],
+  // Its steps run the alternating workload (each must leave the book empty for the next).
+  flags: z.object({
+    ...stackFields,
+    "--workload": oneOf(["alternating"], "capacity runs the alternating workload only").optional(),
+    "--seed": intFlag(0).optional(),
+    "--rate": intFlag(1).optional(),
+    "--boundary": oneOf(
+      ["full-pipeline", "conductor", "round-trip"],
+      "must be full-pipeline, conductor or round-trip",
+    ).optional(),
+    "--p99-ms": intFlag(1).optional(),
+    "--step-seconds": intFlag(1).optional(),
+  }),
+  refuses: Object.fromEntries(
+    ["--commands", "--duration", "--warmup", "--query-load"].map((flag) => [flag, ownCounts]),
+  ),
+};

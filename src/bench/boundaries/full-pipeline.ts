@@ -1,0 +1,24 @@
+/** The `full-pipeline` boundary: conductor and outbox until the sinks hold every event. */
+import { z } from "zod";
+import { type BoundaryEntry, textFlag } from "../boundary";
+import {
+  durationNeedsRate,
+  loadFields,
+  openLoopFields,
+  serviceFields,
+  stackFields,
+} from "./fields";
+
+export const fullPipelineBoundary: BoundaryEntry = {
+  name: "full-pipeline",
+  runsOn: "stack",
+  summary: ["conductor and outbox together until every event is received by sinks"],
+  flags: z.object({
+    ...loadFields,
+    ...stackFields,
+    ...openLoopFields,
+    ...serviceFields,
+    "--outbox-url": textFlag().optional(),
+  }),
+  check: durationNeedsRate,
+};
