@@ -84,7 +84,8 @@ export class AofRewriteWatch {
         persistence.get("aof_rewrite_in_progress") === "1" ||
         persistence.get("aof_rewrite_scheduled") === "1";
       const count = Number(persistence.get("aof_rewrites"));
-      const done = count - (server.countSeen ?? count);
+      // Counted from the window's opening: a rewrite before the first sample counts too.
+      const done = count - (server.countSeen ?? server.before);
       server.countSeen = count;
       if (now && server.rewritingSince === undefined) server.rewritingSince = t;
       else if (!now && server.rewritingSince !== undefined) this.endSpan(server, t);
