@@ -1,9 +1,10 @@
 /**
  * What a bench boundary declares about itself: its name, what it measures, what it runs on,
- * and its flags as one zod schema (with the reasons it refuses others' flags). flag-check.ts
- * checks every bench flag against these, so each check lives in one place.
+ * its flags as one zod schema (with the reasons it refuses others' flags), and how it runs.
+ * flag-check.ts checks every bench flag against these, so each check lives in one place.
  */
 import { z } from "zod";
+import type { BoundaryRunOptions } from "./stack-boundary";
 import { type WorkloadName, workloadNames } from "./workloads";
 
 export type FlagSchema = z.ZodObject<z.ZodRawShape>;
@@ -26,6 +27,11 @@ export interface BoundaryEntry {
   takesAs?: Readonly<Record<string, string>>;
   /** Problems between its flags (one needs another), found once each value parsed. */
   check?: (flags: ReadonlyMap<string, string>, keepStack: boolean) => string[];
+  /**
+   * Runs it once its flags passed, printing its report; returns the exit code. Its code is
+   * imported when it runs, so that `--help` loads only these declarations.
+   */
+  run: (options: BoundaryRunOptions) => Promise<number>;
 }
 
 /** An integer flag from `min` (to `max`); its problem reads "--x must be an integer >= 1". */
@@ -49,38 +55,92 @@ export const workloadFlag = () =>
 
 export const textFlag = () => z.string().min(1, { error: "must not be empty" });
 
-/** What describes each flag in the flag table of docs/benchmarks.md. */
-export const flagMeanings: Record<string, string> = {
-  "--workload": "`alternating` (default), `mixed`, `sweep`, `multi-pair`, `exchange`",
-  "--commands": "commands to time",
-  "--events": "backlog size, or events to publish (default 100,000)",
-  "--seed": "workload seed (default 1)",
-  "--warmup": "commands run first and not timed",
-  "--rate": "offer R commands/s, open loop; latency from each command's scheduled send time",
-  "--duration": "run for S seconds; needs `--rate`, except `round-trip`, which takes it alone",
-  "--connections": "datastore connections (default 1 and 8)",
-  "--resting": "measure RSS with N resting orders; runs no workload",
-  "--dir": "the stack's directory",
-  "--report": "also a self-contained HTML report",
-  "--conductor-url": "use a running conductor",
-  "--outbox-url": "use a running outbox",
-  "--flow": "`commands` (default: the conductor's traffic) or `events` (the outbox's traffic)",
-  "--sink":
-    "`live` (default: the sink reads during the drain) or `queued` (the sink's queue collects the events; the sink reads and checks them after the timed window)",
-  "--query-load":
-    "C loops send the conductor's HTTP queries back to back during the timed run ([below](#digest-and-other-queries-under-load))",
-  "--boundary": "the boundary searched: `full-pipeline` (default), `conductor`, `round-trip`",
-  "--p99-ms": "the p99 bound (default 25)",
-  "--step-seconds":
-    "each step's length (default 10); `--rate` sets the first step's rate (default 1,000)",
-  "--fault": "what is killed: `datastore-primary` (default), `broker-node`, `conductor`, `outbox`",
-  "--faults": "how many kills, 1..100 (default 5)",
-  "--fault-interval": "seconds from one kill to the next, 4..600 (default 10)",
-  "--rounds": "rounds of the interleaved comparison",
-  "--series": "also write the per-second series as JSON (used by `soak`)",
-  "--sample-seconds": "seconds between samples (default 5)",
-  "--restart-replica-at": "seconds into the load at which the replica is killed and restarted",
-  "--cells": "the cell counts to run, in order, e.g. `1,2` (default)",
+/**
+ * Each valued flag's argument and meaning, for `matchd bench --help` and the flag table of
+ * docs/benchmarks.md; which boundaries take it comes from their schemas.
+ */
+export const flagDocs: Record<string, { arg: string; meaning: string }> = {
+  "--workload": {
+    arg: "NAME",
+    meaning: "alternating (default) | mixed | sweep | multi-pair | exchange",
+  },
+  "--commands": { arg: "N", meaning: "commands to time (the default depends on the boundary)" },
+  "--seed": { arg: "S", meaning: "workload seed (default 1)" },
+  "--warmup": { arg: "N", meaning: "commands run first and not timed" },
+  "--resting": { arg: "N", meaning: "measure RSS with N resting orders; runs no workload" },
+  "--dir": { arg: "DIR", meaning: "where the private stack lives (default a temp dir)" },
+  "--report": { arg: "FILE", meaning: "also write a self-contained HTML report" },
+  "--connections": {
+    arg: "C",
+    meaning: "connections, each committing to a partition of its own (default 1, then 8)",
+  },
+  "--rate": {
+    arg: "R",
+    meaning:
+      "offer R commands/s, open loop, instead of closed loop; latency from each command's scheduled send time",
+  },
+  "--duration": {
+    arg: "S",
+    meaning: "run for S seconds instead of --commands; needs --rate, except round-trip (1000/s)",
+  },
+  "--flow": {
+    arg: "F",
+    meaning: "commands (default: the conductor's traffic) | events (the outbox's traffic)",
+  },
+  "--events": { arg: "N", meaning: "backlog size, or events to publish (default 100000)" },
+  "--conductor-url": {
+    arg: "URL",
+    meaning: "use a running conductor instead of starting one",
+  },
+  "--query-load": {
+    arg: "C",
+    meaning:
+      "C loops send the conductor's HTTP queries back to back during the timed run (digest, book, order, result, metrics)",
+  },
+  "--series": { arg: "FILE", meaning: "also write the per-second series as JSON (soak reads it)" },
+  "--sink": {
+    arg: "S",
+    meaning:
+      "live (default: the sink reads during the drain, which ends when it has every event) | queued (the drain ends when the stream is empty and the sink's queue holds every event; the sink reads and checks them afterwards)",
+  },
+  "--outbox-url": { arg: "URL", meaning: "use a running outbox instead of starting one" },
+  "--boundary": {
+    arg: "B",
+    meaning: "the boundary searched: full-pipeline (default) | conductor | round-trip",
+  },
+  "--p99-ms": { arg: "B", meaning: "the p99 bound, ms (default 25)" },
+  "--step-seconds": {
+    arg: "S",
+    meaning:
+      "each open-loop step's length (default 10); --rate sets the first step's rate (default 1000), doubled until a step fails, then bisected",
+  },
+  "--fault": {
+    arg: "KIND",
+    meaning:
+      "what is killed: datastore-primary (default) | broker-node | conductor | outbox (the active one, while a standby runs)",
+  },
+  "--faults": {
+    arg: "N",
+    meaning: "how many kills, 1..100 (default 5), each once the last one recovered",
+  },
+  "--fault-interval": { arg: "S", meaning: "seconds between kills, 4..600 (default 10)" },
+  "--rounds": {
+    arg: "N",
+    meaning:
+      "rounds of the interleaved comparison (ha-cost: default 2, each set-up at --rate 1000 for --duration 20 s, then --commands 20000; cells: default 1)",
+  },
+  "--sample-seconds": {
+    arg: "S",
+    meaning: "seconds between samples (default 5); --rate defaults to 2000, --duration to 1800",
+  },
+  "--restart-replica-at": {
+    arg: "S",
+    meaning: "SIGKILL the replica S seconds into the load, and restart it",
+  },
+  "--cells": {
+    arg: "LIST",
+    meaning: "the cell counts to run, e.g. 1,2 (default); at most one a CPU",
+  },
 };
 
 /** "a, b and c". */

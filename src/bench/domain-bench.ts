@@ -213,3 +213,16 @@ if (import.meta.main) {
     console.log(renderReport(runDomainBench({ workload, commands, seed: 42, warmup: 50_000 })));
   }
 }
+
+/** `matchd bench domain` with its flags: the workload timed, or resting orders' memory. */
+export function domainReport(flags: ReadonlyMap<string, string>): BenchReport {
+  const number = (name: string, fallback: number) => Number(flags.get(name) ?? fallback);
+  const resting = number("--resting", 0);
+  if (resting > 0) return runRestingMemoryBench(resting);
+  const workload = flags.get("--workload") ?? "alternating";
+  // Sweep: 2,000 cycles of 101 commands, a timed window of a tenth of a second or more (20,000
+  // commands gave windows of ~40 ms, within the machine's noise).
+  const commands = number("--commands", workload === "sweep" ? 202_000 : 1_000_000);
+  const warmup = number("--warmup", 100_000);
+  return runDomainBench({ workload, commands, seed: number("--seed", 1), warmup });
+}

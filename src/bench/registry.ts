@@ -18,7 +18,7 @@ import { outboxDrainBoundary } from "./boundaries/outbox-drain";
 import { roundTripBoundary } from "./boundaries/round-trip";
 import { soakBoundary } from "./boundaries/soak";
 import type { BoundaryEntry } from "./boundary";
-import { flagMeanings, listed } from "./boundary";
+import { flagDocs, listed } from "./boundary";
 
 export type { BoundaryEntry } from "./boundary";
 
@@ -63,19 +63,71 @@ export function boundaryHelp(): string {
     .join("\n");
 }
 
+/** The boundaries taking `flag`, as the flag table and --help list them. */
+function boundariesTaking(flag: string): string[] {
+  return boundaryRegistry
+    .filter((b) => flag in b.flags.shape)
+    .map((b) => b.takesAs?.[flag] ?? b.name);
+}
+
+const generalFlags: [flag: string, meaning: string, who: string][] = [
+  ["--json", "print one JSON object instead of the table", "all"],
+  [
+    "--keep-stack",
+    "leave the private stack running at the end (its directory is printed)",
+    "all but domain",
+  ],
+];
+
 /** The flag table of docs/benchmarks.md: each valued flag, what it means, who takes it. */
 export function flagTable(): string {
   const rows = benchValuedFlags().map((flag) => {
-    const takers = boundaryRegistry
-      .filter((b) => flag in b.flags.shape)
-      .map((b) => `\`${b.takesAs?.[flag] ?? b.name}\``);
-    return `| \`${flag}\` | ${flagMeanings[flag] ?? ""} | ${takers.join(", ")} |`;
+    const doc = flagDocs[flag];
+    const takers = boundariesTaking(flag).map((name) => `\`${name}\``);
+    return `| \`${flag} ${doc?.arg ?? ""}\` | ${doc?.meaning ?? ""} | ${takers.join(", ")} |`;
   });
   return [
     "| flag | meaning | boundaries |",
     "|---|---|---|",
     ...rows,
-    "| `--json` | one JSON object instead of the table | all |",
-    "| `--keep-stack` | leave the private stack running | all but `domain` |",
+    ...generalFlags.map(([flag, meaning, who]) => `| \`${flag}\` | ${meaning} | ${who} |`),
   ].join("\n");
+}
+
+/** Words of `text` in lines of at most `width` characters. */
+function wrap(text: string, width: number): string[] {
+  const lines: string[] = [];
+  let line = "";
+  for (const word of text.split(" ")) {
+    if (line !== "" && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = word;
+    } else line = line === "" ? word : `${line} ${word}`;
+  }
+  return line === "" ? lines : [...lines, line];
+}
+
+/** The `flags:` block of `matchd bench --help`; a flag few boundaries take names them first. */
+export function flagHelp(): string {
+  const column = 22;
+  const entries = [
+    ...benchValuedFlags().map((flag): [string, string] => {
+      const doc = flagDocs[flag];
+      const takers = boundariesTaking(flag);
+      const who = takers.length <= 3 ? `${listed(takers)}: ` : "";
+      return [`${flag} ${doc?.arg ?? ""}`, `${who}${doc?.meaning ?? ""}`];
+    }),
+    ...generalFlags.map(([flag, meaning]): [string, string] => [flag, meaning]),
+  ];
+  return entries
+    .flatMap(([name, meaning]) => {
+      const lines = wrap(meaning, 80 - column);
+      const pad = " ".repeat(column);
+      const label = `  ${name}`;
+      // A name as wide as the column starts its meaning on the next line.
+      return label.length >= column
+        ? [label, ...lines.map((line) => pad + line)]
+        : [label.padEnd(column) + lines[0], ...lines.slice(1).map((line) => pad + line)];
+    })
+    .join("\n");
 }

@@ -2,7 +2,7 @@
  * Help texts for every subcommand, generated from the config schema so flags and
  * environment variables are documented in one place.
  */
-import { boundaryHelp } from "../bench/registry";
+import { boundaryHelp, flagHelp } from "../bench/registry";
 import { readsFlag } from "../config/flag-scope";
 import { type Subcommand, settings } from "../config/schema";
 
@@ -100,44 +100,7 @@ boundaries:
 ${boundaryHelp()}
 
 flags:
-  --workload NAME     alternating (default) | mixed | sweep | multi-pair | exchange
-  --commands N        commands to time (default depends on the boundary)
-  --events N          backlog size for outbox-drain, events for broker --flow events (default 100000)
-  --flow F            broker: commands (default) | events
-  --sink S            outbox-drain: live (default: the sink reads during the drain, which ends when
-                      it has every event) | queued (the drain ends when the stream is empty and the
-                      sink's queue holds every event; the sink reads and checks them afterwards)
-  --seed S            workload seed (default 1)
-  --warmup N          commands run first and not timed
-  --rate R            offer R commands/s (open loop) instead of closed loop
-  --duration S        run for S seconds instead of --commands
-  --connections C     datastore bench connections (default 1 and 8)
-  --resting N         domain: also measure RSS with N resting orders
-  --dir DIR           where the private stack lives (default a temp dir)
-  --json              print one JSON object instead of the table
-  --report FILE       also write a self-contained HTML report
-  --series FILE       conductor, full-pipeline, round-trip: also write the per-second series as JSON
-  --keep-stack        leave the private stack running at the end (its directory is printed)
-  --query-load C      conductor, full-pipeline, round-trip: C loops send the conductor's HTTP
-                      queries back to back during the timed run (digest, book, order, result,
-                      metrics), to set the pipeline's latency under that load beside a run without
-  --boundary B        capacity: full-pipeline (default) | conductor | round-trip
-  --p99-ms B          capacity: the p99 bound, ms (default 25)
-  --step-seconds S    capacity: each open-loop step's length (default 10); --rate sets the
-                      first step's rate (default 1000), doubled until a step fails, then bisected
-  --fault KIND        failover: what is killed: datastore-primary (default) | broker-node |
-                      conductor | outbox (the active one, while a standby runs)
-  --faults N          failover: how many kills (default 5), each once the last one recovered
-  --fault-interval S  failover: seconds between kills (default 10); --rate defaults to 1000
-  --rounds N          ha-cost: interleaved rounds over the three set-ups (default 2); each runs
-                      open loop at --rate (1000) for --duration (20) s, then --commands (20000);
-                      cells: rounds of the whole sequence (default 1)
-  --cells LIST        cells: the cell counts to run, e.g. 1,2 (default); at most one a CPU
-  --sample-seconds S  soak: seconds between samples (default 5); --rate defaults to 2000,
-                      --duration to 1800, --workload to exchange
-  --restart-replica-at S  soak: SIGKILL the replica S seconds into the load and restart it
-  --conductor-url URL use a running conductor's /metrics instead of starting one
-  --outbox-url URL    use a running outbox's /metrics instead of starting one
+${flagHelp()}
 
 With no datastore and broker URL given (MATCHING_DATASTORE_URL / --datastore-url and
 MATCHING_BROKER_URL / --broker-url), the bench starts its own private stack and services

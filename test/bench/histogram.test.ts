@@ -2,7 +2,7 @@
 
 import { expect, test } from "bun:test";
 import { LatencyHistogram } from "../../src/bench/histogram";
-import { histogramSeries } from "../../src/bench/run";
+import { histogramSeries } from "../../src/bench/stack-boundary";
 
 test("percentiles of a uniform 1..100000 ns distribution are within 2%", () => {
   const h = new LatencyHistogram();

@@ -28,4 +28,9 @@ export const brokerBoundary: BoundaryEntry = {
         : []),
     ];
   },
+  run: async (options) => {
+    const { runOnStack } = await import("../stack-boundary");
+    const { brokerReport } = await import("../broker-report");
+    return runOnStack(options, brokerReport);
+  },
 };

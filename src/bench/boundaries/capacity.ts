@@ -25,4 +25,9 @@ export const capacityBoundary: BoundaryEntry = {
   refuses: Object.fromEntries(
     ["--commands", "--duration", "--warmup", "--query-load"].map((flag) => [flag, ownCounts]),
   ),
+  run: async (options) => {
+    const { runOnStack } = await import("../stack-boundary");
+    const { capacityStackReport } = await import("../pipeline-report");
+    return runOnStack(options, capacityStackReport);
+  },
 };

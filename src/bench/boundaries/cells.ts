@@ -32,4 +32,5 @@ export const cellsBoundary: BoundaryEntry = {
       ? [`--cells: each cell needs a CPU of its own, and this machine has ${cpus}`]
       : [];
   },
+  run: async (options) => (await import("../cells")).runCellsBench(options),
 };

@@ -15,4 +15,9 @@ export const conductorBoundary: BoundaryEntry = {
   summary: ["commands published to the queue until processed (conductor only)"],
   flags: z.object({ ...loadFields, ...stackFields, ...openLoopFields, ...serviceFields }),
   check: durationNeedsRate,
+  run: async (options) => {
+    const { runOnStack } = await import("../stack-boundary");
+    const { pipelineStackReport } = await import("../pipeline-report");
+    return runOnStack(options, (context) => pipelineStackReport(context, "conductor"));
+  },
 };

@@ -9,4 +9,9 @@ export const datastoreBoundary: BoundaryEntry = {
   summary: ["the commit shape (MULTI..EXEC) alone, memory vs aof-replicated, plus WAITAOF latency"],
   flags: z.object({ ...loadFields, ...stackFields, "--connections": intFlag(1).optional() }),
   refuses: { "--rate": "it runs closed loop", "--duration": "it runs closed loop" },
+  run: async (options) => {
+    const { runOnStack } = await import("../stack-boundary");
+    const { datastoreReport } = await import("../datastore-report");
+    return runOnStack(options, datastoreReport);
+  },
 };

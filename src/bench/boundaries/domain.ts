@@ -39,4 +39,9 @@ export const domainBoundary: BoundaryEntry = {
     }
     return problems;
   },
+  run: async (options) => {
+    const { domainReport } = await import("../domain-bench");
+    const { printReport } = await import("../stack-boundary");
+    return printReport(domainReport(options.flags), options);
+  },
 };

@@ -22,4 +22,5 @@ export const failoverBoundary: BoundaryEntry = {
   summary: ["the full pipeline on the HA stack while a server or service is killed (--fault)"],
   flags: failoverFlags,
   refusesOthers: "it runs its own stack; its length follows --faults",
+  run: async (options) => (await import("../failover-run")).runFailoverBench(options),
 };

@@ -21,4 +21,9 @@ export const fullPipelineBoundary: BoundaryEntry = {
     "--outbox-url": textFlag().optional(),
   }),
   check: durationNeedsRate,
+  run: async (options) => {
+    const { runOnStack } = await import("../stack-boundary");
+    const { pipelineStackReport } = await import("../pipeline-report");
+    return runOnStack(options, (context) => pipelineStackReport(context, "full-pipeline"));
+  },
 };

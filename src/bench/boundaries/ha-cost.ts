@@ -22,4 +22,5 @@ export const haCostBoundary: BoundaryEntry = {
   ],
   flags: haCostFlags,
   refusesOthers: "it runs full-pipeline on its own stacks",
+  run: async (options) => (await import("../ha-cost")).runHaCostBench(options),
 };

@@ -14,4 +14,9 @@ export const outboxDrainBoundary: BoundaryEntry = {
     "--sink": oneOf(["live", "queued"], "must be live or queued").optional(),
   }),
   refuses: { "--rate": "it runs closed loop", "--duration": "it runs closed loop" },
+  run: async (options) => {
+    const { runOnStack } = await import("../stack-boundary");
+    const { outboxDrainReport } = await import("../outbox-drain-report");
+    return runOnStack(options, outboxDrainReport);
+  },
 };

@@ -9,4 +9,9 @@ export const roundTripBoundary: BoundaryEntry = {
   summary: ["RPC commands (replyTo): send to durable reply"],
   // It runs at 1,000/s unless told otherwise, so it takes --duration alone.
   flags: z.object({ ...loadFields, ...stackFields, ...openLoopFields, ...serviceFields }),
+  run: async (options) => {
+    const { runOnStack } = await import("../stack-boundary");
+    const { pipelineStackReport } = await import("../pipeline-report");
+    return runOnStack(options, (context) => pipelineStackReport(context, "round-trip"));
+  },
 };

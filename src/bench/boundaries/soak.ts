@@ -26,4 +26,5 @@ export const soakBoundary: BoundaryEntry = {
   ],
   flags: soakFlags,
   refusesOthers: "it runs its own stack at --rate for --duration",
+  run: async (options) => (await import("../soak")).runSoakBench(options),
 };
