@@ -9,6 +9,7 @@ import { connectBroker } from "../infra/amqp/connect";
 import { FramePublisher } from "../infra/amqp/fast-publish";
 import { commandQueueArguments } from "../infra/amqp/topology";
 import { LatencyHistogram, type Percentiles } from "./histogram";
+import { sleepUntil } from "./pace";
 import { createWorkload } from "./workloads";
 
 export interface BrokerFloorOptions {
@@ -139,7 +140,7 @@ export async function runBrokerFloor(options: BrokerFloorOptions): Promise<Broke
       for (let i = options.warmup; i < total; ) {
         const wait = due(i) - performance.now();
         if (wait > 0) {
-          await Bun.sleep(wait);
+          await sleepUntil(due(i));
           continue;
         }
         while (i < total && due(i) <= performance.now()) {

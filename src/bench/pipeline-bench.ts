@@ -20,6 +20,7 @@ import { AofRewriteWatch, describeRewrites } from "./aof-rewrites";
 import { SeenEvents } from "./event-dedup";
 import { LatencyHistogram } from "./histogram";
 import { LeanConsumer } from "./lean-consumer";
+import { sleepUntil } from "./pace";
 import { PipelineSampler } from "./pipeline-sampler";
 import { CpuWatch } from "./process-cpu";
 import { type QueryLoadResult, startQueryLoad } from "./query-load";
@@ -398,7 +399,7 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
         const due = timedStart + (i - timedFrom) * intervalMs;
         const now = performance.now();
         if (now < due) {
-          await Bun.sleep(Math.max(0, due - now));
+          await sleepUntil(due);
           continue;
         }
         // Latency counts from the scheduled time, not the actual send: no coordinated omission.
