@@ -104,7 +104,7 @@ export async function capacityReport(run: CapacityRun): Promise<BenchReport> {
     extra: {
       headline:
         sustained === undefined
-          ? `not even ${run.startRate} commands/s held at p99 <= ${run.p99Ms} ms`
+          ? `not even ${Math.min(...steps.map((s) => s.offered))} commands/s, the lowest rate tried, held at p99 <= ${run.p99Ms} ms`
           : `sustainable ${rate} commands/s at p99 <= ${run.p99Ms} ms (${run.pipelineBoundary}, measured p99 ${sustained.latencyMs.p99} ms)`,
       curve: curve.join(" | "),
       stepSeconds: run.stepSeconds,

@@ -54,7 +54,7 @@ export function judgeStep(result: StepResult, p99Ms: number, stepSeconds: number
   return { ...result, held: reasons.length === 0, reasons };
 }
 
-/** Runs the search; the sustained rate is 0 when not even the start rate held. */
+/** Runs the search; no rate is sustained when not even the lowest one tried held. */
 export async function searchCapacity(
   options: CapacityOptions,
 ): Promise<{ sustained: CapacityStep | undefined; steps: CapacityStep[] }> {

@@ -136,7 +136,9 @@ describe("capacity search", () => {
       aRateHeld: false,
       stepsWithOtherFailedInvariants: 0,
     });
-    expect(report.extra.headline).toBe("not even 400 commands/s held at p99 <= 1 ms");
+    expect(report.extra.headline).toBe(
+      "not even 100 commands/s, the lowest rate tried, held at p99 <= 1 ms",
+    );
     const steps = report.extra.curve.split(" | ");
     expect(steps.map((s) => s.split("/s")[0])).toEqual(["400", "200", "100"]);
     for (const step of steps) expect(step).toMatch(/not held \(p99 [\d.]+ ms > 1 ms\)$/);
