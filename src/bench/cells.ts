@@ -40,7 +40,7 @@ export async function runCellsBench(options: OwnBenchOptions): Promise<number> {
           progress(
             `round ${round}: cells ${group.join(", ")} at once, ${flags["--commands"]} commands each`,
           );
-          runs.push(...(await runCells(group, stacks, round, flags, own.dir)));
+          runs.push(...(await runCells(group, stacks, round, flags, own)));
         }
       }
     }
@@ -73,8 +73,9 @@ async function runCells(
   stacks: readonly StackInfo[],
   round: number,
   flags: CellsFlags,
-  dir: string,
+  own: OwnRun,
 ): Promise<CellRun[]> {
+  const dir = own.dir;
   const started = performance.now();
   const count = group.length;
   const interruptsBefore = readInterrupts();
@@ -88,6 +89,7 @@ async function runCells(
       cpus: String(k),
       env: { MATCHING_PARTITION: String(partition), MATCHING_PARTITION_COUNT: String(count) },
       seriesFile: join(dir, `cell-${k}-of-${count}-round-${round}.json`),
+      onTeardown: (stop) => own.onTeardown(stop),
     });
     const cpu = new CellCpu(stack.pids, child.pid);
     return { k, partition, child, servers, cpu };

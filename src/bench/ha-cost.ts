@@ -54,7 +54,7 @@ export async function runHaCostBench(options: OwnBenchOptions): Promise<number> 
       for (const setup of setups)
         for (const loop of ["open", "closed"] as const) {
           progress(`round ${round}: ${setup.name}, ${loop} loop`);
-          runs.push(await runPipeline(setup, round, loop, flags));
+          runs.push(await runPipeline(setup, round, loop, flags, own));
         }
     const report = haCostReport(setups, runs, flags);
     process.stdout.write(`${options.json ? JSON.stringify(report) : renderHaCost(report)}\n`);
@@ -72,12 +72,14 @@ async function runPipeline(
   round: number,
   loop: CostRun["loop"],
   flags: HaCostFlags,
+  own: OwnRun,
 ): Promise<CostRun> {
   const size =
     loop === "open"
       ? ["--rate", String(flags["--rate"]), "--duration", String(flags["--duration"])]
       : ["--commands", String(flags["--commands"])];
   const { pipeline: report } = await spawnPipeline({
+    onTeardown: (stop) => own.onTeardown(stop),
     urls: setup,
     args: ["--workload", flags["--workload"], ...size],
     durability: "aof-replicated",

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import type { Config } from "../config/schema";
 import { stackDown } from "../stack/index";
 import type { ServiceProcess } from "./services";
+import { benchSignals } from "./stack-run";
 
 /** What runBench hands a boundary that runs on its own stacks. */
 export interface OwnBenchOptions {
@@ -53,19 +54,27 @@ export class OwnRun {
     this.stops.push(stop);
   }
 
-  /** Runs `body` (an exit code: 0 when every invariant held), tearing down at the end or at Ctrl-C. */
+  /**
+   * Runs `body` (an exit code: 0 when every invariant held), tearing down at the end or at a
+   * signal (exit 130). SIGTERM and SIGHUP too: the stacks' servers run in sessions of their
+   * own, so a bench killed without its teardown would leave them running.
+   */
   async run(body: () => Promise<number>): Promise<number> {
     let code = 1;
-    const interrupted = () => void this.teardown(false).then(() => process.exit(130));
-    process.once("SIGINT", interrupted);
+    let tearingDown: Promise<void> | undefined;
+    // `on`, not `once`: a second signal during the teardown must not end the process first.
+    const interrupted = () => {
+      tearingDown ??= this.teardown(false).then(() => process.exit(130));
+    };
+    for (const signal of benchSignals) process.on(signal, interrupted);
     try {
       code = await body();
       if (code !== 0 || this.options.keepStack)
         this.options.progress(`the run's directory is kept: ${this.dir}`);
       return code;
     } finally {
-      process.off("SIGINT", interrupted);
-      await this.teardown(code === 0);
+      for (const signal of benchSignals) process.off(signal, interrupted);
+      await (tearingDown ?? this.teardown(code === 0));
     }
   }
 

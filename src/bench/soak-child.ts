@@ -40,6 +40,8 @@ export function spawnPipeline(options: {
   cpus?: string;
   /** More settings for the child, such as its partition. */
   env?: Record<string, string>;
+  /** Where the child's stop is registered: a run torn down early stops it with its stacks. */
+  onTeardown?: (stop: () => Promise<unknown>) => void;
 }): PipelineChild {
   const { services, seriesFile } = options;
   const { MATCHING_REPLICA_URL: _replica, ...env } = process.env;
@@ -65,6 +67,13 @@ export function spawnPipeline(options: {
       },
     },
   );
+  // SIGTERM lets the child stop the services it started; one still there 15 s on is killed.
+  options.onTeardown?.(async () => {
+    if (child.exitCode !== null) return;
+    child.kill("SIGTERM");
+    const exited = await Promise.race([child.exited, Bun.sleep(15_000).then(() => undefined)]);
+    if (exited === undefined) child.kill("SIGKILL");
+  });
   let startedAt: number | undefined;
   const errTail: string[] = [];
   const readErr = (async () => {

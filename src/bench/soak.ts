@@ -84,6 +84,7 @@ async function soak(
     services,
     durability: config.durability,
     seriesFile: join(own.dir, "soak-series.json"),
+    onTeardown: (stop) => own.onTeardown(stop),
     args: [
       ...["--workload", flags["--workload"], "--seed", String(flags["--seed"])],
       ...["--rate", String(flags["--rate"]), "--duration", String(flags["--duration"])],

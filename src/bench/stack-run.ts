@@ -19,7 +19,8 @@ export interface StackRunOptions {
   progress: (line: string) => void;
 }
 
-const signals = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+/** The signals that end a bench run, after its teardown: Ctrl-C, kill, a closed terminal. */
+export const benchSignals = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
 
 export class StackRun implements AsyncDisposable {
   private readonly services: ServiceProcess[] = [];
@@ -61,7 +62,7 @@ export class StackRun implements AsyncDisposable {
       dir !== undefined &&
       (!existsSync(join(dir, "stack.json")) ||
         !(await stackStatus(dir)).processes.some((p) => p.running));
-    for (const signal of signals) process.on(signal, run.onSignal);
+    for (const signal of benchSignals) process.on(signal, run.onSignal);
     try {
       run.starting = ensureStack({
         config: options.config,
@@ -134,7 +135,7 @@ export class StackRun implements AsyncDisposable {
   };
 
   private stopListening(): void {
-    for (const signal of signals) process.off(signal, this.onSignal);
+    for (const signal of benchSignals) process.off(signal, this.onSignal);
   }
 
   private async closeInterrupted(): Promise<"interrupted"> {

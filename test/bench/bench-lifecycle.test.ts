@@ -1,6 +1,7 @@
 // The bench's own lifecycle, from the command line: bad flags are all reported before any
 // stack starts, an interrupt while its private stack is still starting leaves no server
-// behind, and a stack someone else started in --dir is left running.
+// behind, and a stack someone else started in --dir is left running; a bench on its own stack
+// stops its load, services and stack at SIGTERM too.
 
 import { expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
@@ -117,3 +118,34 @@ test("a private stack's directory the bench made is removed once the stack is st
   expect(run.stderr()).toContain("stopping private stack");
   expect(readdirSync(parent)).toEqual([]);
 }, 90_000);
+
+/** The soak's load: a `bench full-pipeline` child writing its series into `dir`. */
+function loadChildrenUnder(dir: string): string[] {
+  const found: string[] = [];
+  for (const pid of readdirSync("/proc").filter((name) => /^\d+$/.test(name))) {
+    try {
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ");
+      if (cmdline.includes(dir) && cmdline.includes("full-pipeline"))
+        found.push(`${pid} ${cmdline}`);
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return found;
+}
+
+test("a SIGTERM to a bench on its own stack stops its load, services and stack", async () => {
+  const dir = tempDir("matchd-bench-own-term-");
+  const run = bench(["soak", "--rate", "50", "--duration", "120", "--dir", dir]);
+  await eventually("the soak's load running", () => loadChildrenUnder(dir).length > 0, 60_000);
+  await eventually("servers recorded", () => recordedRunning(dir).length > 0, 10_000);
+  run.child.kill("SIGTERM");
+  expect(await run.child.exited).toBe(130);
+  await eventually(
+    "nothing left",
+    () => recordedRunning(dir).length + loadChildrenUnder(dir).length === 0,
+    20_000,
+    () => [...recordedRunning(dir), ...loadChildrenUnder(dir)].join(", "),
+  );
+  expect(processesUnder(dir)).toEqual([]);
+}, 120_000);
