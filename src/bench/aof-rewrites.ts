@@ -41,7 +41,7 @@ async function rewriting(valkey: Valkey): Promise<boolean> {
 export class AofRewriteWatch {
   private readonly seen: Span[] = [];
   private lastSampleAt = 0;
-  private lastSampleNow = 0;
+  private origin: number | undefined;
   private closed = false;
 
   private constructor(
@@ -69,15 +69,15 @@ export class AofRewriteWatch {
   }
 
   /**
-   * Notes which servers are rewriting at `t` (the run's seconds): polled through the run, it
+   * Notes which servers are rewriting now (in the run's seconds): polled through the run, it
    * gives each rewrite's span to within a poll interval, for the report's time charts.
    */
-  async sample(t: number): Promise<void> {
+  async sample(): Promise<void> {
     // The replicas' connections go at close; the run's sampler may still be polling.
     if (this.closed) return;
+    const t = this.seconds();
     const previous = this.lastSampleAt;
     this.lastSampleAt = t;
-    this.lastSampleNow = performance.now();
     for (const server of this.servers) {
       const persistence = parseInfo(await server.valkey.info("persistence"));
       const now =
@@ -102,6 +102,16 @@ export class AofRewriteWatch {
     return [...this.seen];
   }
 
+  /** The spans' time zero (performance.now()): the timed run's start; the opening until set. */
+  startsAt(originMs: number): void {
+    this.origin = originMs;
+  }
+
+  /** Seconds since the time zero: the clock of the spans and of forcedAtSeconds. */
+  private seconds(): number {
+    return (performance.now() - (this.origin ?? this.opened)) / 1000;
+  }
+
   private endSpan(server: Server, t: number): void {
     this.seen.push(this.spanOf(server, server.rewritingSince ?? t, t));
     server.rewritingSince = undefined;
@@ -118,7 +128,9 @@ export class AofRewriteWatch {
       if (server.forcedAtSeconds !== undefined) continue;
       if ((await rewritesOf(server.valkey)) > server.before) continue;
       await server.valkey.call("BGREWRITEAOF");
-      server.forcedAtSeconds = Math.round((performance.now() - this.opened) / 100) / 10;
+      // Its span starts now, whether or not a sample sees it running.
+      server.rewritingSince ??= this.seconds();
+      server.forcedAtSeconds = Math.round(this.seconds() * 10) / 10;
     }
   }
 
@@ -131,7 +143,7 @@ export class AofRewriteWatch {
       while ((await rewriting(server.valkey)) && performance.now() < deadline) await Bun.sleep(50);
       // Finished (or still running at the deadline) now, in the run's seconds; one that ran
       // wholly since the last sample spans from it.
-      const now = this.lastSampleAt + (performance.now() - this.lastSampleNow) / 1000;
+      const now = this.seconds();
       const count = await rewritesOf(server.valkey);
       if (server.rewritingSince !== undefined) this.endSpan(server, now);
       else if (count > (server.countSeen ?? server.before))

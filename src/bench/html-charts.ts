@@ -140,7 +140,13 @@ export function lineChart(spec: {
   if (all.length === 0) return noData(spec.id, spec.label);
   const xs = all.map(([x]) => x);
   const ys = all.map(([, y]) => y);
-  const x = linearScale(Math.min(0, ...xs), Math.max(...xs), margin.left, margin.left + plotW);
+  // The time axis also reaches the end of a span after the last point: a rewrite forced
+  // halfway may still run while the last commands drain.
+  const spanEnds = (spec.spans ?? [])
+    .filter((span) => span.fromSeconds >= 0)
+    .map((s) => s.toSeconds);
+  const xMax = Math.max(...xs, ...spanEnds);
+  const x = linearScale(Math.min(0, ...xs), xMax, margin.left, margin.left + plotW);
   const bottom = margin.top + plotH;
   const y = spec.yLog
     ? logScale(Math.min(...ys), Math.max(...ys), bottom, margin.top)
@@ -148,7 +154,7 @@ export function lineChart(spec: {
   const parts = [
     svgOpen(spec.id, spec.label),
     axes(x, y, spec.xLabel, spec.yLabel, spec.yLog ? formatMs : linearFormat(Math.max(...ys))),
-    shadedSpans(spec.spans ?? [], x, Math.max(...xs)),
+    shadedSpans(spec.spans ?? [], x, xMax),
   ];
   for (const line of spec.lines) {
     const runs: string[][] = [[]];

@@ -349,9 +349,8 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
       ],
       benchCollections: () => benchCollections,
     },
-    // Rewrites are timed from the timed run's start, once it has one.
     async () => {
-      if (timedStart > 0) await rewrites?.sample((performance.now() - timedStart) / 1000);
+      await rewrites?.sample();
     },
   );
 
@@ -365,6 +364,7 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
   );
   timedStart = performance.now();
   recorder.start(timedStart * 1e6);
+  rewrites.startsAt(timedStart);
   let queryResult: Promise<QueryLoadResult> | undefined;
   const queryLoad =
     options.queryConnections === undefined
