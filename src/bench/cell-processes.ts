@@ -66,16 +66,23 @@ export function processFacts(pids: readonly number[]): ProcessFacts[] {
   return facts;
 }
 
-/** User plus system CPU seconds of each live process (all its threads), by pid. */
-export function cpuSeconds(pids: readonly number[]): Map<number, number> {
+/**
+ * User plus system CPU seconds of each live process (all its threads), by pid; with
+ * `reapedChildren`, also those of the children it has waited for (a Valkey's rewrite forks).
+ */
+export function cpuSeconds(
+  pids: readonly number[],
+  { reapedChildren = false } = {},
+): Map<number, number> {
   const seconds = new Map<number, number>();
   for (const pid of pids) {
     const stat = readText(`/proc/${pid}/stat`);
     if (stat === undefined) continue;
-    // Fields after the command name, which may hold spaces, closed by the last ')'.
+    // Fields after the command name, which may hold spaces, closed by the last ')':
+    // utime, stime, cutime and cstime are fields 14-17 of the line, 11-14 here.
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    const ticks = Number(fields[11]) + Number(fields[12]);
-    seconds.set(pid, ticks / TICKS_PER_SECOND);
+    const used = (reapedChildren ? [11, 12, 13, 14] : [11, 12]).map((i) => Number(fields[i]));
+    seconds.set(pid, used.reduce((sum, ticks) => sum + ticks, 0) / TICKS_PER_SECOND);
   }
   return seconds;
 }

@@ -4,9 +4,7 @@
  * given by URL, as long as they run on this machine (in this network namespace).
  */
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
-
-/** USER_HZ: /proc/<pid>/stat counts CPU time in these ticks on Linux. */
-const ticksPerSecond = 100;
+import { cpuSeconds } from "./cell-processes";
 
 function listeningInodes(port: number): Set<string> {
   const inodes = new Set<string>();
@@ -53,22 +51,9 @@ export function listeningPid(port: number): number | undefined {
   return undefined;
 }
 
-/**
- * User and system seconds of `pid`, its threads, and the children it has reaped (a Valkey's
- * rewrite forks); undefined once it is gone.
- */
-export function cpuSecondsOf(pid: number): number | undefined {
-  let stat: string;
-  try {
-    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  } catch {
-    return undefined;
-  }
-  // The command name may hold spaces: fields are counted after its closing parenthesis.
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  // utime, stime, cutime, cstime: fields 14-17 of the line, 11-14 after the name.
-  const ticks = [11, 12, 13, 14].reduce((sum, i) => sum + Number(fields[i]), 0);
-  return Number.isFinite(ticks) ? ticks / ticksPerSecond : undefined;
+/** CPU seconds of `pid` and of the children it reaped; undefined once it is gone. */
+function cpuSecondsOf(pid: number): number | undefined {
+  return cpuSeconds([pid], { reapedChildren: true }).get(pid);
 }
 
 /** The port in a URL, with the scheme's default when none is written. */
