@@ -26,17 +26,19 @@ export interface AofRewriteCount {
   forcedAtSeconds?: number;
 }
 
-async function rewritesOf(valkey: Valkey): Promise<number> {
-  return Number(parseInfo(await valkey.info("persistence")).get("aof_rewrites") ?? Number.NaN);
+/** One `INFO persistence`: the server's rewrite count, and whether one runs or is scheduled. */
+async function rewriteState(valkey: Valkey): Promise<{ count: number; rewriting: boolean }> {
+  const persistence = parseInfo(await valkey.info("persistence"));
+  return {
+    count: Number(persistence.get("aof_rewrites") ?? Number.NaN),
+    rewriting:
+      persistence.get("aof_rewrite_in_progress") === "1" ||
+      persistence.get("aof_rewrite_scheduled") === "1",
+  };
 }
 
-async function rewriting(valkey: Valkey): Promise<boolean> {
-  const persistence = parseInfo(await valkey.info("persistence"));
-  return (
-    persistence.get("aof_rewrite_in_progress") === "1" ||
-    persistence.get("aof_rewrite_scheduled") === "1"
-  );
-}
+const rewritesOf = async (valkey: Valkey) => (await rewriteState(valkey)).count;
+const rewriting = async (valkey: Valkey) => (await rewriteState(valkey)).rewriting;
 
 export class AofRewriteWatch {
   private readonly seen: Span[] = [];
@@ -79,11 +81,7 @@ export class AofRewriteWatch {
     const previous = this.lastSampleAt;
     this.lastSampleAt = t;
     for (const server of this.servers) {
-      const persistence = parseInfo(await server.valkey.info("persistence"));
-      const now =
-        persistence.get("aof_rewrite_in_progress") === "1" ||
-        persistence.get("aof_rewrite_scheduled") === "1";
-      const count = Number(persistence.get("aof_rewrites"));
+      const { count, rewriting: now } = await rewriteState(server.valkey);
       // Counted from the window's opening: a rewrite before the first sample counts too.
       const done = count - (server.countSeen ?? server.before);
       server.countSeen = count;
