@@ -8,6 +8,7 @@ import { type FailoverFlags, failoverFlags } from "./boundaries/failover";
 import { ClusterClient, type ClusterMessage } from "./cluster-client";
 import type { FaultDriver } from "./fault-drivers";
 import { parseBenchFlags } from "./flag-check";
+import { sleepUntil } from "./pace";
 import { Resequencer } from "./resequencer";
 import { StreamOrderCheck, streamOffset } from "./stream-order";
 import { createWorkload } from "./workloads";
@@ -190,8 +191,8 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
     loadStartMs = t0;
     for (let k = 0; !loadEnds; k++) {
       const at = t0 + (k * 1000) / flags["--rate"];
-      const wait = at - now();
-      if (wait > 1) await Bun.sleep(wait);
+      // `at` counts from `start`; sleepUntil takes the performance.now() clock.
+      await sleepUntil(start + at);
       send(workload.next(k), at);
     }
   })();
