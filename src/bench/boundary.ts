@@ -35,11 +35,21 @@ export interface BoundaryEntry {
 }
 
 /** An integer flag from `min` (to `max`); its problem reads "--x must be an integer >= 1". */
-export function intFlag(min: number, max?: number) {
+export function intField(min: number, max?: number) {
   const error =
     max === undefined ? `must be an integer >= ${min}` : `must be an integer from ${min} to ${max}`;
   const base = z.coerce.number({ error }).int({ error }).min(min, { error });
   return max === undefined ? base : base.max(max, { error });
+}
+
+/** An integer flag's value, or `fallback`; flag-check.ts has checked every one. */
+export function intFlag(
+  flags: ReadonlyMap<string, string>,
+  name: string,
+  fallback: number,
+): number {
+  const raw = flags.get(name);
+  return raw === undefined ? fallback : Number(raw);
 }
 
 /**

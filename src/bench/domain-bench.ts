@@ -2,6 +2,7 @@
 // generated outside the timed region, a sample of apply() calls timed, state checked at the end.
 
 import { type CommandEnvelope, type CommandOutcome, MatchingEngine } from "../domain/index";
+import { intFlag } from "./boundary";
 import { environmentFacts, machineEnvironment } from "./environment";
 import { LatencyHistogram } from "./histogram";
 import { type BenchReport, renderReport } from "./report";
@@ -216,13 +217,12 @@ if (import.meta.main) {
 
 /** `matchd bench domain` with its flags: the workload timed, or resting orders' memory. */
 export function domainReport(flags: ReadonlyMap<string, string>): BenchReport {
-  const number = (name: string, fallback: number) => Number(flags.get(name) ?? fallback);
-  const resting = number("--resting", 0);
+  const resting = intFlag(flags, "--resting", 0);
   if (resting > 0) return runRestingMemoryBench(resting);
   const workload = flags.get("--workload") ?? "alternating";
   // Sweep: 2,000 cycles of 101 commands, a timed window of a tenth of a second or more (20,000
   // commands gave windows of ~40 ms, within the machine's noise).
-  const commands = number("--commands", workload === "sweep" ? 202_000 : 1_000_000);
-  const warmup = number("--warmup", 100_000);
-  return runDomainBench({ workload, commands, seed: number("--seed", 1), warmup });
+  const commands = intFlag(flags, "--commands", workload === "sweep" ? 202_000 : 1_000_000);
+  const warmup = intFlag(flags, "--warmup", 100_000);
+  return runDomainBench({ workload, commands, seed: intFlag(flags, "--seed", 1), warmup });
 }

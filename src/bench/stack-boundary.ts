@@ -48,15 +48,7 @@ export interface StackReport {
 export const sinkQueueStatement =
   "the bench's sink queue (exclusive, or on a broker node list a quorum queue of the run's own; bound to every event exchange, read without acks by the bench's lean AMQP consumer)";
 
-/** An integer flag's value, or `fallback`; flag-check.ts has checked every one. */
-export function intFlag(
-  flags: ReadonlyMap<string, string>,
-  name: string,
-  fallback: number,
-): number {
-  const raw = flags.get(name);
-  return raw === undefined ? fallback : Number(raw);
-}
+export { intFlag } from "./boundary";
 
 /** Prints the report (table or JSON); the exit code says whether its invariants held. */
 export function printReport(report: BenchReport, options: BenchRunOptions): number {

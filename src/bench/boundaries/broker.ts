@@ -1,6 +1,6 @@
 /** The `broker` boundary: the broker alone, with the conductor's or the outbox's traffic. */
 import { z } from "zod";
-import { type BoundaryEntry, intFlag, oneOf } from "../boundary";
+import { type BoundaryEntry, intField, oneOf } from "../boundary";
 import { durationNeedsRate, loadFields, openLoopFields, stackFields } from "./fields";
 
 export const brokerBoundary: BoundaryEntry = {
@@ -15,7 +15,7 @@ export const brokerBoundary: BoundaryEntry = {
     ...stackFields,
     ...openLoopFields,
     "--flow": oneOf(["commands", "events"], "must be commands or events").optional(),
-    "--events": intFlag(1).optional(),
+    "--events": intField(1).optional(),
   }),
   takesAs: { "--events": "broker --flow events" },
   check: (flags) => {

@@ -1,6 +1,6 @@
 /** The `capacity` boundary: the highest offered rate a pipeline sustains within a p99 bound. */
 import { z } from "zod";
-import { type BoundaryEntry, intFlag, oneOf } from "../boundary";
+import { type BoundaryEntry, intField, oneOf } from "../boundary";
 import { stackFields } from "./fields";
 
 const ownCounts = "each step's count follows its rate";
@@ -13,14 +13,14 @@ export const capacityBoundary: BoundaryEntry = {
   flags: z.object({
     ...stackFields,
     "--workload": oneOf(["alternating"], "capacity runs the alternating workload only").optional(),
-    "--seed": intFlag(0).optional(),
-    "--rate": intFlag(1).optional(),
+    "--seed": intField(0).optional(),
+    "--rate": intField(1).optional(),
     "--boundary": oneOf(
       ["full-pipeline", "conductor", "round-trip"],
       "must be full-pipeline, conductor or round-trip",
     ).optional(),
-    "--p99-ms": intFlag(1).optional(),
-    "--step-seconds": intFlag(1).optional(),
+    "--p99-ms": intField(1).optional(),
+    "--step-seconds": intField(1).optional(),
   }),
   refuses: Object.fromEntries(
     ["--commands", "--duration", "--warmup", "--query-load"].map((flag) => [flag, ownCounts]),

@@ -1,15 +1,15 @@
 /** The `cells` boundary: independent cells, one and then N at once, each on a CPU of its own. */
 import { availableParallelism } from "node:os";
 import { z } from "zod";
-import { type BoundaryEntry, intFlag, textFlag, workloadFlag } from "../boundary";
+import { type BoundaryEntry, intField, textFlag, workloadFlag } from "../boundary";
 
 export const cellsFlags = z.object({
   "--cells": z
     .string()
     .regex(/^[1-9]\d*(,[1-9]\d*)*$/, { error: "must be a list of cell counts, e.g. 1,2" })
     .default("1,2"),
-  "--commands": intFlag(1000, 1_000_000).default(20_000),
-  "--rounds": intFlag(1, 10).default(1),
+  "--commands": intField(1000, 1_000_000).default(20_000),
+  "--rounds": intField(1, 10).default(1),
   "--workload": workloadFlag().default("multi-pair"),
   "--dir": textFlag().optional(),
 });

@@ -1,13 +1,13 @@
 /** The `datastore` boundary: the commit's shape alone against Valkey, closed loop. */
 import { z } from "zod";
-import { type BoundaryEntry, intFlag } from "../boundary";
+import { type BoundaryEntry, intField } from "../boundary";
 import { loadFields, stackFields } from "./fields";
 
 export const datastoreBoundary: BoundaryEntry = {
   name: "datastore",
   runsOn: "stack",
   summary: ["the commit shape (MULTI..EXEC) alone, memory vs aof-replicated, plus WAITAOF latency"],
-  flags: z.object({ ...loadFields, ...stackFields, "--connections": intFlag(1).optional() }),
+  flags: z.object({ ...loadFields, ...stackFields, "--connections": intField(1).optional() }),
   refuses: { "--rate": "it runs closed loop", "--duration": "it runs closed loop" },
   run: async (options) => {
     const { runOnStack } = await import("../stack-boundary");

@@ -1,7 +1,7 @@
 /** The `domain` boundary: the pure matching domain in-process, no stack and no I/O. */
 import { z } from "zod";
 import type { BoundaryEntry } from "../boundary";
-import { intFlag } from "../boundary";
+import { intField } from "../boundary";
 import { loadFields } from "./fields";
 
 const inProcess = "in-process, no stack";
@@ -10,7 +10,7 @@ export const domainBoundary: BoundaryEntry = {
   name: "domain",
   runsOn: "none",
   summary: ["the pure matching domain in-process"],
-  flags: z.object({ ...loadFields, "--resting": intFlag(0).optional() }),
+  flags: z.object({ ...loadFields, "--resting": intField(0).optional() }),
   refuses: Object.fromEntries(
     [
       "--dir",

@@ -1,16 +1,16 @@
 /** The `failover` boundary: the full pipeline on the HA stack while something is killed. */
 import { z } from "zod";
-import { type BoundaryEntry, intFlag, oneOf, textFlag, workloadFlag } from "../boundary";
+import { type BoundaryEntry, intField, oneOf, textFlag, workloadFlag } from "../boundary";
 
 export const failoverFlags = z.object({
   "--fault": oneOf(["datastore-primary", "broker-node", "conductor", "outbox"]).default(
     "datastore-primary",
   ),
-  "--faults": intFlag(1, 100).default(5),
-  "--rate": intFlag(1, 20_000).default(1000),
-  "--fault-interval": intFlag(4, 600).default(10),
+  "--faults": intField(1, 100).default(5),
+  "--rate": intField(1, 20_000).default(1000),
+  "--fault-interval": intField(4, 600).default(10),
   "--workload": workloadFlag().default("alternating"),
-  "--seed": intFlag(0).default(1),
+  "--seed": intField(0).default(1),
   "--dir": textFlag().optional(),
 });
 export type FailoverFlags = z.infer<typeof failoverFlags>;

@@ -3,13 +3,13 @@
  * and the running services'. Each boundary file composes its schema from these.
  */
 import { httpLimits } from "../../infra/http/app";
-import { intFlag, textFlag, workloadFlag } from "../boundary";
+import { intField, textFlag, workloadFlag } from "../boundary";
 
 export const loadFields = {
   "--workload": workloadFlag().optional(),
-  "--commands": intFlag(1).optional(),
-  "--seed": intFlag(0).optional(),
-  "--warmup": intFlag(0).optional(),
+  "--commands": intField(1).optional(),
+  "--seed": intField(0).optional(),
+  "--warmup": intField(0).optional(),
 };
 
 export const stackFields = {
@@ -18,15 +18,15 @@ export const stackFields = {
 };
 
 export const openLoopFields = {
-  "--rate": intFlag(1).optional(),
-  "--duration": intFlag(1).optional(),
+  "--rate": intField(1).optional(),
+  "--duration": intField(1).optional(),
 };
 
 /** Running services given by URL, the side-door query load, and the series file. */
 export const serviceFields = {
   "--conductor-url": textFlag().optional(),
   // No more loops than the conductor serves requests at once.
-  "--query-load": intFlag(1, httpLimits.concurrentRequests).optional(),
+  "--query-load": intField(1, httpLimits.concurrentRequests).optional(),
   "--series": textFlag().optional(),
 };
 

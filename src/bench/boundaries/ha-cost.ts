@@ -1,12 +1,12 @@
 /** The `ha-cost` boundary: what the broker cluster and the HA stack cost, interleaved. */
 import { z } from "zod";
-import { type BoundaryEntry, intFlag, textFlag, workloadFlag } from "../boundary";
+import { type BoundaryEntry, intField, textFlag, workloadFlag } from "../boundary";
 
 export const haCostFlags = z.object({
-  "--rate": intFlag(1, 20_000).default(1000),
-  "--duration": intFlag(3, 600).default(20),
-  "--commands": intFlag(100, 1_000_000).default(20_000),
-  "--rounds": intFlag(1, 10).default(2),
+  "--rate": intField(1, 20_000).default(1000),
+  "--duration": intField(3, 600).default(20),
+  "--commands": intField(100, 1_000_000).default(20_000),
+  "--rounds": intField(1, 10).default(2),
   "--workload": workloadFlag().default("alternating"),
   "--dir": textFlag().optional(),
 });

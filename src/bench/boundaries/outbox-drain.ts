@@ -1,6 +1,6 @@
 /** The `outbox-drain` boundary: a backlog of events drained from the stream to sink queues. */
 import { z } from "zod";
-import { type BoundaryEntry, intFlag, oneOf } from "../boundary";
+import { type BoundaryEntry, intField, oneOf } from "../boundary";
 import { loadFields, stackFields } from "./fields";
 
 export const outboxDrainBoundary: BoundaryEntry = {
@@ -10,7 +10,7 @@ export const outboxDrainBoundary: BoundaryEntry = {
   flags: z.object({
     ...loadFields,
     ...stackFields,
-    "--events": intFlag(1).optional(),
+    "--events": intField(1).optional(),
     "--sink": oneOf(["live", "queued"], "must be live or queued").optional(),
   }),
   refuses: { "--rate": "it runs closed loop", "--duration": "it runs closed loop" },

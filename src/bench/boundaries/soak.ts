@@ -1,15 +1,15 @@
 /** The `soak` boundary: the full pipeline open loop for minutes to hours, sampled. */
 import { z } from "zod";
-import { type BoundaryEntry, intFlag, textFlag, workloadFlag } from "../boundary";
+import { type BoundaryEntry, intField, textFlag, workloadFlag } from "../boundary";
 
 export const soakFlags = z.object({
-  "--rate": intFlag(1, 20_000).default(2000),
-  "--duration": intFlag(10, 7 * 24 * 3600).default(1800),
-  "--sample-seconds": intFlag(1, 600).default(5),
+  "--rate": intField(1, 20_000).default(2000),
+  "--duration": intField(10, 7 * 24 * 3600).default(1800),
+  "--sample-seconds": intField(1, 600).default(5),
   "--workload": workloadFlag().default("exchange"),
-  "--seed": intFlag(0, 2 ** 31).default(1),
+  "--seed": intField(0, 2 ** 31).default(1),
   /** Seconds into the load at which the replica is SIGKILLed and restarted (a full resync). */
-  "--restart-replica-at": intFlag(1, 7 * 24 * 3600).optional(),
+  "--restart-replica-at": intField(1, 7 * 24 * 3600).optional(),
   /** Also write the HTML report, every series plotted over time. */
   "--report": textFlag().optional(),
   "--dir": textFlag().optional(),
