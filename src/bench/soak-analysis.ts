@@ -10,6 +10,13 @@ import type { SoakSample } from "./soak-sampler";
 /** Flat means less than this growth over the judged span (issue #27's target). */
 export const flatGrowthPercent = 5;
 /**
+ * A fitted growth counts only when it is this many standard errors above zero: a series that
+ * scatters (a heap's floor, an AOF's size at each rewrite) fits a slope from its noise alone.
+ * Samples close in time are correlated, so the error is underestimated and the test leans
+ * towards calling a series growing, not flat.
+ */
+export const growthStandardErrors = 2;
+/**
  * A backlog (the event stream, the command queue) starts near zero, so a percentage says
  * nothing: it is bounded when its fitted growth over the judged span stays under this many
  * seconds of the offered commands (for the stream, of five events a command).
@@ -27,6 +34,8 @@ export interface SeriesVerdict {
   perCommandWhileFilling: number | undefined;
   /** Growth over the judged span, by linear fit, in % of the fitted start. */
   growthPercent: number | undefined;
+  /** The standard error of growthPercent, from the fit's residuals. */
+  growthStdErrPercent: number | undefined;
   /** Bytes (or keys) per second over the judged span, by linear fit. */
   slopePerSecond: number | undefined;
   bounded: boolean | undefined;
@@ -48,8 +57,21 @@ export function perMinuteFloor(points: readonly [number, number][]): [number, nu
   return [...floors.values()];
 }
 
-/** Least-squares slope and intercept of y over x. */
-export function linearFit(points: readonly [number, number][]): { slope: number; at0: number } {
+/**
+ * The points where a step series takes a new value: an AOF's size after its last rewrite
+ * changes once a rewrite, and a fit over every sample would weight each size by how long it
+ * lasted.
+ */
+export function stepPoints(points: readonly [number, number][]): [number, number][] {
+  return points.filter(([, y], i) => i === 0 || y !== points[i - 1]![1]);
+}
+
+/** Least-squares slope, intercept and the slope's standard error, of y over x. */
+export function linearFit(points: readonly [number, number][]): {
+  slope: number;
+  at0: number;
+  slopeStdErr: number;
+} {
   const n = points.length;
   const mx = points.reduce((s, [x]) => s + x, 0) / n;
   const my = points.reduce((s, [, y]) => s + y, 0) / n;
@@ -60,7 +82,10 @@ export function linearFit(points: readonly [number, number][]): { slope: number;
     sxx += (x - mx) ** 2;
   }
   const slope = sxx === 0 ? 0 : sxy / sxx;
-  return { slope, at0: my - slope * mx };
+  const at0 = my - slope * mx;
+  const residuals = points.reduce((s, [x, y]) => s + (y - at0 - slope * x) ** 2, 0);
+  const slopeStdErr = n > 2 && sxx > 0 ? Math.sqrt(residuals / (n - 2) / sxx) : 0;
+  return { slope, at0, slopeStdErr };
 }
 
 interface Spans {
@@ -77,6 +102,9 @@ export function spansOf(windowSeconds: number, durationSeconds: number): Spans {
     durationSeconds - from >= 120 ? [from, durationSeconds] : undefined;
   return { fill, judged };
 }
+
+/** Fewer points than this in the judged span (a step series with few rewrites): not judged. */
+export const minimumJudgedPoints = 4;
 
 export function judgeSeries(
   name: string,
@@ -97,19 +125,24 @@ export function judgeSeries(
     last: points[points.length - 1]?.[1] ?? 0,
     perCommandWhileFilling: fill.length >= 3 ? linearFit(fill).slope / rate : undefined,
     growthPercent: undefined,
+    growthStdErrPercent: undefined,
     slopePerSecond: undefined,
     bounded: undefined,
   };
-  if (spans.judged !== undefined && judged.length >= 5) {
-    const { slope, at0 } = linearFit(judged);
+  if (spans.judged !== undefined && judged.length >= minimumJudgedPoints) {
+    const { slope, at0, slopeStdErr } = linearFit(judged);
     const [from, to] = spans.judged;
     const start = Math.max(1, at0 + slope * from);
+    const percentOfStart = (perSecond: number) => ((perSecond * (to - from)) / start) * 100;
     verdict.slopePerSecond = slope;
-    verdict.growthPercent = ((slope * (to - from)) / start) * 100;
+    verdict.growthPercent = percentOfStart(slope);
+    verdict.growthStdErrPercent = percentOfStart(slopeStdErr);
+    const beyondNoise = slope > growthStandardErrors * slopeStdErr;
     verdict.bounded =
-      backlogAllowance === undefined
+      !beyondNoise ||
+      (backlogAllowance === undefined
         ? verdict.growthPercent < flatGrowthPercent
-        : slope * (to - from) < backlogAllowance;
+        : slope * (to - from) < backlogAllowance);
   }
   return verdict;
 }

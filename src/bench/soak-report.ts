@@ -17,6 +17,7 @@ import {
   rewriteWindows,
   type SeriesVerdict,
   spansOf,
+  stepPoints,
   waitAwayFromRewrites,
 } from "./soak-analysis";
 import type { SoakSample } from "./soak-sampler";
@@ -38,9 +39,15 @@ type Series = [
   read: (s: SoakSample) => number,
   /** Events (or commands) a second of offered load adds to a backlog: judged by count. */
   backlogPerSecondOfLoad?: number,
-  /** A sawtooth (a heap, an AOF between rewrites): judged by its per-minute floor. */
-  sawtooth?: boolean,
+  /**
+   * "sawtooth" (a heap): judged by its per-minute floor; "steps" (an AOF's size after its last
+   * rewrite): by its value at each rewrite.
+   */
+  shape?: "sawtooth" | "steps",
 ];
+
+const pointsToJudge = (points: [number, number][], shape: Series[4]) =>
+  shape === "sawtooth" ? perMinuteFloor(points) : shape === "steps" ? stepPoints(points) : points;
 
 function seriesOf(samples: readonly SoakSample[], rate: number): Series[] {
   const first = samples[0];
@@ -54,13 +61,19 @@ function seriesOf(samples: readonly SoakSample[], rate: number): Series[] {
       "bytes",
       (s) => s.servers[server]!.aofBaseBytes,
       undefined,
-      true,
+      "steps",
     ]);
   }
   for (const name of Object.keys(first.rssBytes))
     series.push([`${name} RSS`, "bytes", (s) => s.rssBytes[name] ?? 0]);
   for (const name of Object.keys(first.heapBytes))
-    series.push([`${name} heap used`, "bytes", (s) => s.heapBytes[name] ?? 0, undefined, true]);
+    series.push([
+      `${name} heap used`,
+      "bytes",
+      (s) => s.heapBytes[name] ?? 0,
+      undefined,
+      "sawtooth",
+    ]);
   const allowance = backlogGrowthSeconds * rate;
   series.push(["event stream length", "entries", (s) => s.streamLength, 5 * allowance]);
   series.push(["command queue depth", "messages", (s) => s.queueDepth, allowance]);
@@ -77,16 +90,9 @@ export function buildSoakReport(run: SoakRun) {
   const rate = run.flags["--rate"];
   const duration = run.flags["--duration"];
   const spans = spansOf(run.windowSeconds, duration);
-  const verdicts = seriesOf(run.samples, rate).map(([name, unit, read, allowance, sawtooth]) => {
+  const verdicts = seriesOf(run.samples, rate).map(([name, unit, read, allowance, shape]) => {
     const points = run.samples.map((s): [number, number] => [s.t, read(s)]);
-    return judgeSeries(
-      name,
-      unit,
-      sawtooth ? perMinuteFloor(points) : points,
-      rate,
-      spans,
-      allowance,
-    );
+    return judgeSeries(name, unit, pointsToJudge(points, shape), rate, spans, allowance);
   });
   const judged = spans.judged !== undefined;
   const unbounded = verdicts.filter((v) => v.bounded === false).map((v) => v.name);

@@ -13,6 +13,7 @@ import {
   restartSpan,
   rewriteWindows,
   spansOf,
+  stepPoints,
   waitAwayFromRewrites,
 } from "../../src/bench/soak-analysis";
 import type { SoakSample } from "../../src/bench/soak-sampler";
@@ -114,6 +115,37 @@ describe("soak analysis", () => {
     expect(judgeSeries("heap", "bytes", floors, 1, spans).bounded).toBe(true);
     const leaking = sawtooth.map(([t, y]): [number, number] => [t, y + t / 10]);
     expect(judgeSeries("heap", "bytes", perMinuteFloor(leaking), 1, spans).bounded).toBe(false);
+  });
+
+  test("a growth the noise explains is flat; the same growth without the noise is not", () => {
+    const spans = spansOf(300, 1800);
+    // The outbox heap's per-minute floors in a 2,000/s soak's last ten minutes (MB): the fit
+    // rises 15 %, from two high floors near the end.
+    const floors = [10.02, 7.88, 10.54, 9.53, 7.48, 12.95, 11.21, 7.5, 9.76, 10.1];
+    const scattered = floors.map((y, i): [number, number] => [1200 + i * 60, y * 1e6]);
+    const noisy = judgeSeries("outbox heap used", "bytes", scattered, 2000, spans);
+    expect(noisy.growthPercent).toBeGreaterThan(5);
+    expect(noisy.bounded).toBe(true);
+    const steady = scattered.map(([t]): [number, number] => [t, 9e6 * (1 + (t - 1200) / 6000)]);
+    const leak = judgeSeries("leak", "bytes", steady, 2000, spans);
+    expect(leak.growthStdErrPercent).toBeCloseTo(0);
+    expect(leak.bounded).toBe(false);
+  });
+
+  test("a step series is judged by its value at each step", () => {
+    const steps: [number, number][] = [
+      [0, 5],
+      [5, 5],
+      [10, 7],
+      [15, 7],
+      [20, 7],
+      [25, 6],
+    ];
+    expect(stepPoints(steps)).toEqual([
+      [0, 5],
+      [10, 7],
+      [25, 6],
+    ]);
   });
 
   test("bucket quantiles between two samples, and each rewrite's window", () => {
