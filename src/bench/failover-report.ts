@@ -120,9 +120,15 @@ export function failoverInvariants(o: FailoverObservation): BenchReport["invaria
 }
 
 /** A reply is the stored result itself; compared parsed, so key order cannot differ. */
+/** The same fields and values, in any order: a stored result is rebuilt from its stored form. */
 function sameResult(reply: string, stored: string): boolean {
+  const canonical = (json: string) => {
+    const parsed = JSON.parse(json) as Record<string, unknown>;
+    // A result is flat: the key list as replacer orders its keys.
+    return JSON.stringify(parsed, Object.keys(parsed).sort());
+  };
   try {
-    return JSON.stringify(JSON.parse(reply)) === JSON.stringify(JSON.parse(stored));
+    return canonical(reply) === canonical(stored);
   } catch {
     return reply === stored;
   }

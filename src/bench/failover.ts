@@ -1,3 +1,4 @@
+import { storedResultJson } from "../conductor/stored-result";
 import type { Config } from "../config/schema";
 import { type CommandEnvelope, MatchingEngine } from "../domain/index";
 import { allEventExchanges, commandExchange, commandQueue } from "../infra/amqp/topology";
@@ -244,7 +245,10 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
   const stored: (string | null)[] = [];
   for (let i = 0; i < sent.length; i += 1000) {
     const chunk = sent.slice(i, i + 1000).map((c) => keys.processedCommand(c.commandId));
-    stored.push(...(await valkey.mget(chunk)));
+    const values = await valkey.mget(chunk);
+    stored.push(
+      ...values.map((v, j) => (v === null ? null : storedResultJson(sent[i + j]!.commandId, v))),
+    );
   }
   valkey.disconnect();
   // The stored order: a command nacked while a queue elected a leader went in again after

@@ -24,6 +24,7 @@ import type { Delivery } from "./consumer";
 import type { ConductorMetrics } from "./metrics";
 import { commandOrderId, NetChanges } from "./net-changes";
 import type { ConductorStore } from "./store";
+import { encodeStoredResult } from "./stored-result";
 
 export interface BatchItem {
   delivery: Delivery;
@@ -199,7 +200,7 @@ export async function commitBatch(
     }
     const resultJson = JSON.stringify(outcome.result);
     batchResults.set(commandId, resultJson);
-    batch.setWithTtl(keys.processedCommand(commandId), resultJson, ttl);
+    batch.setWithTtl(keys.processedCommand(commandId), encodeStoredResult(outcome.result), ttl);
     if (outcome.acceptedOrderId !== undefined) {
       batch.setWithTtl(keys.acceptedOrder(outcome.acceptedOrderId), "1", ttl);
     }

@@ -17,6 +17,7 @@ import { waitDurable, writeMarkerAndWaitDurable } from "../infra/valkey/durabili
 import type { PartitionKeys } from "../infra/valkey/keys";
 import { luaScript, runEncodedScript, runScript } from "../infra/valkey/lua-script";
 import { type CommitBuilder, commitScript, orderHashFields, stopHashFields } from "./commit-script";
+import { storedResultJson } from "./stored-result";
 
 /** The commit script, run by SHA (its source once, after a restart or SCRIPT FLUSH). */
 const commitLua = luaScript("commit", commitScript);
@@ -107,7 +108,7 @@ export class ConductorStore {
     const values = await this.reader.mget(keys);
     commandIds.forEach((id, i) => {
       const value = values[i];
-      if (value != null) stored.set(id, value);
+      if (value != null) stored.set(id, storedResultJson(id, value));
     });
     orderIds.forEach((id, i) => {
       if (values[commandIds.length + i] != null) accepted.add(id);
@@ -124,7 +125,8 @@ export class ConductorStore {
    */
   async storedResult(commandId: string, durableWithinMs?: number): Promise<string | null> {
     const connection = this.queries;
-    const stored = await connection.get(this.keys.processedCommand(commandId));
+    const value = await connection.get(this.keys.processedCommand(commandId));
+    const stored = value === null ? null : storedResultJson(commandId, value);
     if (stored === null || durableWithinMs === undefined) return stored;
     // After the read (which connects the lazy connection on first use): the marker and the
     // wait share a connection; the read need not, since what it saw precedes the marker.

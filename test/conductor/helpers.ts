@@ -8,6 +8,7 @@ import amqp, { type ChannelModel, type ConfirmChannel, type Options } from "amqp
 import { createWorkload } from "../../src/bench/workloads";
 import { CommitBuilder, commitScript } from "../../src/conductor/commit-script";
 import { ConductorStore } from "../../src/conductor/store";
+import { decodeStoredResult } from "../../src/conductor/stored-result";
 import { type CommandEnvelope, MatchingEngine, type RestingOrder } from "../../src/domain/index";
 import {
   commandExchange,
@@ -237,7 +238,7 @@ export class PartitionStore {
       const values = await this.valkey.mget(ids.map((id) => this.keys.processedCommand(id)));
       ids.forEach((id, i) => {
         const value = values[i];
-        if (value != null) out.set(id, JSON.parse(value) as Record<string, unknown>);
+        if (value != null) out.set(id, { ...decodeStoredResult(id, value) });
       });
     }
     return out;

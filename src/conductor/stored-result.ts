@@ -1,0 +1,74 @@
+/**
+ * The stored form of a command's result under `processed-command:<commandId>`: a JSON array of
+ * its fields in a fixed order, without what the key and the code already say (the command id,
+ * the code's name, the status spelled out). It holds one result for every command of the dedup
+ * window, so its size is most of the window's memory; a result written as a JSON object (by an
+ * earlier version, still inside its window) is read as it was.
+ */
+import { resultCodeName } from "../domain/result-codes";
+import type { CommandResult, OrderStatus } from "../domain/types";
+
+const statuses = ["accepted", "rejected", "duplicate"] as const satisfies CommandResult["status"][];
+
+type Stored = [
+  code: number,
+  status: number,
+  orderId: string | null,
+  orderStatus: OrderStatus | null,
+  executedVolume: string | null,
+  remainingVolume: string | null,
+  events: number,
+  reason: string | null,
+  cancelledOrders: number | null,
+  triggeredStops: number | null,
+  /** Only when it is not the code's own name. */
+  codeName: string | null,
+];
+
+/** The result as stored: the command id is the key's, the code's name is the table's. */
+export function encodeStoredResult(result: CommandResult): string {
+  const stored: Stored = [
+    result.code,
+    statuses.indexOf(result.status),
+    result.orderId ?? null,
+    result.orderStatus ?? null,
+    result.executedVolume ?? null,
+    result.remainingVolume ?? null,
+    result.events,
+    result.reason ?? null,
+    result.cancelledOrders ?? null,
+    result.triggeredStops ?? null,
+    result.codeName === resultCodeName(result.code) ? null : result.codeName,
+  ];
+  let end = stored.length;
+  while (end > 0 && stored[end - 1] === null) end--;
+  return JSON.stringify(stored.slice(0, end));
+}
+
+/** The result a stored value holds, as the command produced it. */
+export function decodeStoredResult(commandId: string, value: string): CommandResult {
+  if (!value.startsWith("[")) return JSON.parse(value) as CommandResult;
+  const stored = JSON.parse(value) as Partial<Stored>;
+  const [code = 0, status = 0, orderId, orderStatus, executed, remaining, events = 0] = stored;
+  const [, , , , , , , reason, cancelledOrders, triggeredStops, codeName] = stored;
+  const result: CommandResult = {
+    commandId,
+    status: statuses[status] ?? "rejected",
+    code,
+    codeName: codeName ?? resultCodeName(code),
+    events,
+  };
+  if (reason != null) result.reason = reason;
+  if (orderId != null) result.orderId = orderId;
+  if (orderStatus != null) result.orderStatus = orderStatus;
+  if (executed != null) result.executedVolume = executed;
+  if (remaining != null) result.remainingVolume = remaining;
+  if (cancelledOrders != null) result.cancelledOrders = cancelledOrders;
+  if (triggeredStops != null) result.triggeredStops = triggeredStops;
+  return result;
+}
+
+/** The stored value as the JSON a reply or `GET /commands/:id` carries. */
+export function storedResultJson(commandId: string, value: string): string {
+  return value.startsWith("[") ? JSON.stringify(decodeStoredResult(commandId, value)) : value;
+}

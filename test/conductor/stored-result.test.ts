@@ -1,0 +1,62 @@
+/**
+ * The stored form of a command's result: every result the engine produces reads back as it
+ * was, it is smaller than the JSON object, and a JSON object stored earlier still reads.
+ */
+import { describe, expect, test } from "bun:test";
+import { createWorkload } from "../../src/bench/workloads";
+import {
+  decodeStoredResult,
+  encodeStoredResult,
+  storedResultJson,
+} from "../../src/conductor/stored-result";
+import { MatchingEngine } from "../../src/domain/index";
+import type { CommandResult } from "../../src/domain/types";
+
+/** Results of every kind: the exchange mix places, cancels, amends, stops and rejects. */
+function engineResults(count: number): CommandResult[] {
+  const engine = new MatchingEngine();
+  const workload = createWorkload("exchange", { seed: 7, pairs: 2 });
+  const results = workload.prefill().map((command) => engine.apply(command).result);
+  for (let i = 0; i < count; i++) results.push(engine.apply(workload.next(i)).result);
+  // A command applied twice: the duplicate result.
+  const again = workload.prefill()[0];
+  if (again !== undefined) results.push(engine.apply(again).result);
+  return results;
+}
+
+describe("stored result", () => {
+  test("every result of the exchange mix reads back equal, in at most half the bytes", () => {
+    const results = engineResults(5_000);
+    const codes = new Set(results.map((r) => r.code));
+    expect(codes.size).toBeGreaterThan(5);
+    let jsonBytes = 0;
+    let storedBytes = 0;
+    for (const result of results) {
+      const stored = encodeStoredResult(result);
+      expect(decodeStoredResult(result.commandId, stored)).toEqual(result);
+      jsonBytes += JSON.stringify(result).length;
+      storedBytes += stored.length;
+    }
+    expect(storedBytes).toBeLessThan(jsonBytes / 2);
+  });
+
+  test("a name or a field the table does not predict is kept", () => {
+    const odd: CommandResult = {
+      commandId: "c-1",
+      status: "rejected",
+      code: 999,
+      codeName: "from-a-later-version",
+      reason: 'a reason with "quotes", | and ]',
+      events: 0,
+      cancelledOrders: 3,
+    };
+    expect(decodeStoredResult("c-1", encodeStoredResult(odd))).toEqual(odd);
+  });
+
+  test("a result stored as a JSON object reads as it was written", () => {
+    const legacy =
+      '{"commandId":"c-2","status":"accepted","code":100,"codeName":"rested","events":1}';
+    expect(storedResultJson("c-2", legacy)).toBe(legacy);
+    expect(decodeStoredResult("c-2", legacy).codeName).toBe("rested");
+  });
+});
