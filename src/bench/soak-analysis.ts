@@ -6,6 +6,7 @@
  */
 import type { TimelinePoint } from "./series-recorder";
 import type { SoakSample } from "./soak-sampler";
+import { allStalls, worstStallBetween } from "./soak-stalls";
 
 /** Flat means less than this growth over the judged span (issue #27's target). */
 export const flatGrowthPercent = 5;
@@ -194,6 +195,11 @@ export interface RewriteWindow {
   forkMs: number;
   /** The window overlaps a replica's restart and resync, which stall waits by themselves. */
   duringReplicaRestart: boolean;
+  /** The window the wait is cut from: one sample before the interval to one after it. */
+  spanFromS: number;
+  spanToS: number;
+  /** The longest Valkey main-thread stall in that window (latency monitor), if any. */
+  worstStall: { server: string; event: string; ms: number } | undefined;
 }
 
 /** Seconds since the load began: from a replica's SIGKILL to some time after it is online. */
@@ -240,11 +246,15 @@ function around(samples: readonly SoakSample[], i: number): [number, number][] {
  */
 export function rewriteWindows(samples: readonly SoakSample[], restart?: Span): RewriteWindow[] {
   const windows: RewriteWindow[] = [];
+  const stalls = allStalls(samples);
   for (let i = 1; i < samples.length; i++) {
     for (const server of rewrittenAt(samples, i)) {
       const waits = around(samples, i);
       const fromS = samples[i - 1]!.t;
       const toS = samples[i]!.t;
+      const spanFromS = samples[Math.max(0, i - 2)]!.t;
+      const spanToS = samples[Math.min(samples.length - 1, i + 1)]!.t;
+      const stall = worstStallBetween(stalls, spanFromS, spanToS);
       windows.push({
         server,
         fromS,
@@ -252,11 +262,10 @@ export function rewriteWindows(samples: readonly SoakSample[], restart?: Span): 
         durabilityWaitP999Ms: quantileBound(waits, 0.999) * 1000,
         waits: waits[waits.length - 1]?.[1] ?? 0,
         forkMs: (samples[i]!.servers[server]?.forkUsec ?? 0) / 1000,
-        duringReplicaRestart: overlaps(
-          restart,
-          samples[Math.max(0, i - 2)]!.t,
-          samples[Math.min(samples.length - 1, i + 1)]!.t,
-        ),
+        duringReplicaRestart: overlaps(restart, spanFromS, spanToS),
+        spanFromS,
+        spanToS,
+        worstStall: stall && { server: stall.server, event: stall.event, ms: stall.ms },
       });
     }
   }

@@ -13,6 +13,7 @@ import {
   perMinute,
   perMinuteFloor,
   quantileBound,
+  type RewriteWindow,
   restartSpan,
   rewriteWindows,
   type SeriesVerdict,
@@ -21,6 +22,7 @@ import {
   waitAwayFromRewrites,
 } from "./soak-analysis";
 import type { SoakSample } from "./soak-sampler";
+import { allStalls, stallTable } from "./soak-stalls";
 
 /** The full pipeline's checks that a replica's restart fails by stalling, not by losing. */
 const stallsOfARestart = [
@@ -153,6 +155,7 @@ export function buildSoakReport(run: SoakRun) {
       hoursUntilDiskIsFull: judged ? hoursUntil(run.diskFreeBytes, diskSlope) : "not judged",
     },
     aofRewrites: rewrites,
+    valkeyStalls: stallTable(allStalls(run.samples), judgedRewrites),
     durabilityWaitMs: {
       p999WholeRun: quantileBound(allWaits, 0.999) * 1000,
       worstP999AroundARewrite: worstRewriteWait,
@@ -190,6 +193,11 @@ export function describeWaits(waits: SoakReport["durabilityWaitMs"]): string {
   ].join("; ");
 }
 
+export const describeStall = (stall: RewriteWindow["worstStall"]) =>
+  stall === undefined
+    ? "no stall recorded"
+    : `worst stall ${stall.server} ${stall.event} ${stall.ms} ms`;
+
 const mb = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`;
 const num = (value: number | undefined, digits = 1) =>
   value === undefined ? "-" : value.toFixed(digits);
@@ -209,7 +217,8 @@ export function renderSoakReport(report: SoakReport): string {
     ),
     "",
     `projection  memory exhausted in ${report.projection.hoursUntilMemoryIsExhausted} h (of ${mb(report.projection.memoryAvailableAtStartBytes)} available); disk full in ${report.projection.hoursUntilDiskIsFull} h (of ${mb(report.projection.diskFreeAtStartBytes)} free)`,
-    `rewrites    ${report.aofRewrites.length}: ${report.aofRewrites.map((r) => `${r.server} at ${Math.round(r.toS)} s (fork ${r.forkMs.toFixed(1)} ms; durability wait p99.9 <= ${r.durabilityWaitP999Ms} ms${r.duringReplicaRestart ? "; during the replica restart" : ""})`).join("; ") || "none"}`,
+    `rewrites    ${report.aofRewrites.length}: ${report.aofRewrites.map((r) => `${r.server} at ${Math.round(r.toS)} s (fork ${r.forkMs.toFixed(1)} ms; durability wait p99.9 <= ${r.durabilityWaitP999Ms} ms; ${describeStall(r.worstStall)}${r.duringReplicaRestart ? "; during the replica restart" : ""})`).join("; ") || "none"}`,
+    `stalls      Valkey main thread >= ${report.valkeyStalls.thresholdMs} ms (latency monitor), around rewrites / away: ${report.valkeyStalls.rows.map((s) => `${s.server} ${s.event} ${s.aroundRewrites.count} max ${s.aroundRewrites.maxMs} ms / ${s.awayFromRewrites.count} max ${s.awayFromRewrites.maxMs} ms`).join("; ") || "none"}`,
     `durability  ${describeWaits(report.durabilityWaitMs)}; timeouts ${report.durabilityTimeouts}`,
     `replica     ${typeof report.replicaRestart === "string" ? report.replicaRestart : `SIGKILLed at ${Math.round(report.replicaRestart.killedAtS)} s, restarted at ${Math.round(report.replicaRestart.restartedAtS ?? -1)} s, online again at ${Math.round(report.replicaRestart.onlineAgainAtS ?? -1)} s, ${report.replicaRestart.fullResyncs} full resync(s)${report.replicaRestart.error ? `; failed: ${report.replicaRestart.error}` : ""}`}`,
     `backlogs    stream length max ${report.maxStreamLength}; command queue depth max ${report.maxCommandQueueDepth}`,

@@ -7,6 +7,7 @@
 import { readFileSync } from "node:fs";
 import type { ChannelModel } from "amqplib";
 import { parseInfo, type Valkey } from "../infra/valkey/client";
+import type { Stall, StallWatch } from "./valkey-stalls";
 
 export interface ServerSample {
   usedMemory: number;
@@ -31,6 +32,8 @@ export interface SoakSample {
   durabilityTimeouts: number;
   /** Cumulative counts per upper bound (seconds) of the conductor's durability wait. */
   durabilityWait: [bound: number, count: number][];
+  /** The servers' main-thread stalls since the sample before (Valkey's latency monitor). */
+  stalls: Stall[];
 }
 
 export interface SoakTargets {
@@ -43,6 +46,7 @@ export interface SoakTargets {
   pids: () => Record<string, number>;
   conductorUrl: string;
   outboxUrl: string;
+  stalls: StallWatch;
 }
 
 /** VmRSS of a live process, in bytes; 0 once it is gone. */
@@ -122,5 +126,6 @@ export async function takeSample(targets: SoakTargets, t: number): Promise<SoakS
       Number(conductor.matching_durability_timeouts_total ?? 0) +
       Number(outbox.matching_outbox_durability_timeouts_total ?? 0),
     durabilityWait: histogramBuckets(prometheus, "matching_stage_durability_wait_seconds"),
+    stalls: await targets.stalls.read(t),
   };
 }

@@ -23,6 +23,7 @@ import { type PipelineChild, type PipelineOutcome, spawnPipeline } from "./soak-
 import { renderSoakHtml } from "./soak-html";
 import { buildSoakReport, renderSoakReport } from "./soak-report";
 import { type SoakSample, type SoakTargets, takeSample } from "./soak-sampler";
+import { StallWatch } from "./valkey-stalls";
 
 export interface SoakRun {
   flags: SoakFlags;
@@ -119,7 +120,10 @@ async function soak(
     }),
     conductorUrl: services.conductor.url,
     outboxUrl: services.outbox.url,
+    stalls: new StallWatch({ primary, replica }),
   };
+  // Sets the servers' latency-monitor threshold before the load begins; nothing is recorded yet.
+  await targets.stalls.read(0);
   const memAvailableBytes = memAvailable();
   const disk = statfsSync(own.dir);
   const samples = await sampleWhileLoaded(load, targets, restarter, flags, progress);

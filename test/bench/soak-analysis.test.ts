@@ -18,6 +18,7 @@ import {
 } from "../../src/bench/soak-analysis";
 import type { SoakSample } from "../../src/bench/soak-sampler";
 import { histogramBuckets } from "../../src/bench/soak-sampler";
+import { allStalls, stallTable } from "../../src/bench/soak-stalls";
 
 function sample(t: number, rewrites: number, waits: [number, number][]): SoakSample {
   return {
@@ -39,6 +40,7 @@ function sample(t: number, rewrites: number, waits: [number, number][]): SoakSam
     heapBytes: {},
     durabilityTimeouts: 0,
     durabilityWait: waits,
+    stalls: [],
   };
 }
 
@@ -174,6 +176,38 @@ describe("soak analysis", () => {
     ]);
     expect(windows).toHaveLength(1);
     expect(windows[0]).toMatchObject({ server: "primary", fromS: 0, toS: 5, waits: 1100 });
+    expect(windows[0]!.worstStall).toBeUndefined();
+  });
+
+  test("a rewrite's window names its longest Valkey stall; the table splits them", () => {
+    const stall = (t: number, event: string, ms: number) => ({ server: "replica", event, t, ms });
+    const samples = [
+      sample(0, 0, []),
+      { ...sample(5, 0, []), stalls: [stall(3, "aof-fsync-always", 12)] },
+      { ...sample(10, 1, []), stalls: [stall(8, "fork", 40), stall(9, "aof-fsync-always", 30)] },
+      sample(15, 1, []),
+      sample(20, 1, []),
+      { ...sample(25, 1, []), stalls: [stall(24, "aof-fsync-always", 7)] },
+    ];
+    const windows = rewriteWindows(samples);
+    expect(windows).toHaveLength(1);
+    expect(windows[0]).toMatchObject({ spanFromS: 0, spanToS: 15 });
+    expect(windows[0]!.worstStall).toEqual({ server: "replica", event: "fork", ms: 40 });
+    const table = stallTable(allStalls(samples), windows);
+    expect(table.rows).toEqual([
+      {
+        server: "replica",
+        event: "aof-fsync-always",
+        aroundRewrites: { count: 2, maxMs: 30 },
+        awayFromRewrites: { count: 1, maxMs: 7 },
+      },
+      {
+        server: "replica",
+        event: "fork",
+        aroundRewrites: { count: 1, maxMs: 40 },
+        awayFromRewrites: { count: 0, maxMs: 0 },
+      },
+    ]);
   });
 
   test("rewrites in a replica restart are marked; quiet windows give the tail without them", () => {
