@@ -39,6 +39,7 @@ run broker-rate1000 broker --rate 1000 --duration 20
 run broker-rate2500 broker --rate 2500 --duration 20
 run conductor conductor --commands 20000
 run conductor-batch1 conductor --commands 2000 --batch-max 1
+run conductor-ratio conductor-ratio --pairs 3
 run outbox-drain outbox-drain --events 100000
 run outbox-drain-window1 outbox-drain --events 5000 --window 1
 run outbox-drain-queued outbox-drain --events 100000 --sink queued
@@ -79,6 +80,8 @@ const datastore = extra("datastore");
 console.log("");
 console.log(`- domain-resting: ${resting.restingOrders} resting orders, RSS ${resting.rssMiB?.toFixed(1)} MiB`);
 console.log(`- datastore tx/s: memory x1 ${datastore["memory x1 tx/s"]}, x8 ${datastore["memory x8 tx/s"]}; aof-replicated x1 ${datastore["aof-replicated x1 tx/s"]}, x8 ${datastore["aof-replicated x8 tx/s"]}`);
+const ratio = extra("conductor-ratio");
+if (ratio.ratio !== undefined) console.log(`- conductor-ratio: conductor ${ratio.conductorCommandsPerSecond} against broker alone ${ratio.brokerAloneCommandsPerSecond} /s, ratio ${ratio.ratio} (${ratio.target})`);
 for (const name of ["broker-rate1000", "broker-rate2500"]) {
   const lag = extra(name).sendLagMs;
   if (lag !== undefined) console.log(`- ${name}: bench send lag ms ${typeof lag === "string" ? lag : JSON.stringify(lag)}`);

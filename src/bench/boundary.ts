@@ -119,6 +119,7 @@ export const flagDocs: Record<string, { arg: string; meaning: string }> = {
     meaning: "the boundary searched: full-pipeline (default) | conductor | round-trip",
   },
   "--p99-ms": { arg: "B", meaning: "the p99 bound, ms (default 25)" },
+  "--pairs": { arg: "N", meaning: "alternating broker-alone and conductor runs (default 3)" },
   "--step-seconds": {
     arg: "S",
     meaning:

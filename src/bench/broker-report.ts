@@ -24,7 +24,7 @@ export async function brokerReport(context: StackContext): Promise<StackReport> 
 }
 
 /** The conductor's traffic: commands through a quorum queue to a consumer that only acks. */
-async function brokerCommandReport(
+export async function brokerCommandReport(
   config: Config,
   flags: ReadonlyMap<string, string>,
   environment: Record<string, string>,

@@ -32,7 +32,7 @@ const boundaryStatements: Record<PipelineBoundary, string> = {
     "client view: command sent as RPC (replyTo) -> conductor -> durable commit -> reply received; latency from each command's scheduled send time",
 };
 
-interface Services {
+export interface Services {
   conductor: string;
   outbox: string | undefined;
 }
@@ -41,7 +41,7 @@ interface Services {
  * The services a pipeline run needs, on a clean partition: those given by URL must run the
  * bench's durability policy; the others are started on the stack.
  */
-async function pipelineServices(
+export async function pipelineServices(
   context: StackContext,
   pipelineBoundary: PipelineBoundary,
 ): Promise<Services> {
@@ -138,9 +138,17 @@ export async function pipelineStackReport(
   context: StackContext,
   boundary: PipelineBoundary,
 ): Promise<StackReport> {
+  return pipelineRunReport(context, boundary, await pipelineServices(context, boundary));
+}
+
+/** One timed pipeline run of `boundary` on services already running. */
+export async function pipelineRunReport(
+  context: StackContext,
+  boundary: PipelineBoundary,
+  { conductor, outbox }: Services,
+): Promise<StackReport> {
   const { config, flags, progress, envFacts } = context;
   const pipelineBoundary = boundary;
-  const { conductor, outbox } = await pipelineServices(context, boundary);
   const seed = intFlag(flags, "--seed", 1);
   const workload = flags.get("--workload") ?? "alternating";
   const defaultCommands = pipelineBoundary === "round-trip" ? 10_000 : 20_000;

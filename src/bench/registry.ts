@@ -9,6 +9,7 @@ import { brokerBoundary } from "./boundaries/broker";
 import { capacityBoundary } from "./boundaries/capacity";
 import { cellsBoundary } from "./boundaries/cells";
 import { conductorBoundary } from "./boundaries/conductor";
+import { conductorRatioBoundary } from "./boundaries/conductor-ratio";
 import { datastoreBoundary } from "./boundaries/datastore";
 import { domainBoundary } from "./boundaries/domain";
 import { failoverBoundary } from "./boundaries/failover";
@@ -27,6 +28,7 @@ export const boundaryRegistry: readonly BoundaryEntry[] = [
   datastoreBoundary,
   brokerBoundary,
   conductorBoundary,
+  conductorRatioBoundary,
   outboxDrainBoundary,
   fullPipelineBoundary,
   roundTripBoundary,

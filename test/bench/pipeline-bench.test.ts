@@ -69,6 +69,32 @@ const required = [
 ];
 
 describe("matchd bench pipeline boundaries", () => {
+  test("conductor-ratio: broker alone and conductor alternate, on one conductor", async () => {
+    const { code, report, stderr } = await bench([
+      "conductor-ratio",
+      "--pairs",
+      "2",
+      "--commands",
+      "400",
+      "--warmup",
+      "100",
+    ]);
+    expect(code).toBe(0);
+    for (const key of required) expect(report).toHaveProperty(key);
+    expect(report.boundary).toBe("conductor-ratio");
+    expect(report.invariants).toMatchObject({ ok: true, runs: 4, runsWithBrokenInvariants: 0 });
+    // One conductor for both pairs: a second would fence the first mid-run.
+    expect(stderr.match(/starting conductor/g)).toHaveLength(1);
+    const extra = report.extra as Record<string, string | number>;
+    const broker = JSON.parse(String(extra.brokerAloneCommandsPerSecond)) as number[];
+    const conductor = JSON.parse(String(extra.conductorCommandsPerSecond)) as number[];
+    expect(broker).toHaveLength(2);
+    expect(conductor).toHaveLength(2);
+    expect(report.commandsPerSecond).toBe(Math.round((conductor[0]! + conductor[1]!) / 2));
+    expect(extra.ratio).toBeCloseTo((conductor[0]! + conductor[1]!) / (broker[0]! + broker[1]!), 2);
+    expect(String(extra.target)).toMatch(/^ratio >= 0.55 \(issue #25\): (met|not met)$/);
+  });
+
   test("full-pipeline: every event reaches the sinks, invariants hold, HTML report written", async () => {
     const dir = tempDir("matchd-bench-test-");
     const html = join(dir, "report.html");
