@@ -9,14 +9,14 @@ import { connectedReplicas, type Valkey } from "../infra/valkey/client";
 import type { TimelinePoint } from "./series-recorder";
 import { fetchMetrics, metricNumber } from "./services";
 
-interface QueueSample {
+export interface QueueSample {
   /** performance.now() when taken: the timed run's start is not known before it opens. */
   at: number;
   queueDepth: number;
   streamLength: number;
 }
 
-interface CounterSample {
+export interface CounterSample {
   at: number;
   batches: number;
   batchedCommands: number;
@@ -104,37 +104,66 @@ export class PipelineSampler {
    * `startedAt` is the timed run's start (performance.now()), the points' time zero.
    */
   timeline<P extends TimelinePoint>(points: readonly P[], startedAt: number): P[] {
-    const t = (at: number) => (at - startedAt) / 1000;
-    return points.map((point, k) => {
-      // Each point covers (previous point, tSeconds].
-      const from = k === 0 ? 0 : points[k - 1]!.tSeconds;
-      const inInterval = this.samples.filter((s) => t(s.at) >= from && t(s.at) < point.tSeconds);
-      return {
-        ...point,
-        queueDepth: Math.max(0, ...inInterval.map((s) => s.queueDepth)),
-        streamLength: Math.max(0, ...inInterval.map((s) => s.streamLength)),
-        ...this.countersBetween(startedAt + from * 1000, startedAt + point.tSeconds * 1000),
-      };
-    });
+    return foldTimeline(points, startedAt, this.samples, this.counters);
   }
+}
 
-  /** Mean batch and collections per second between the counter samples nearest the interval. */
-  private countersBetween(from: number, to: number): Partial<TimelinePoint> {
-    const start = [...this.counters].reverse().find((c) => c.at <= from) ?? this.counters[0];
-    const end = this.counters.find((c) => c.at >= to) ?? this.counters[this.counters.length - 1];
-    if (start === undefined || end === undefined || end.at <= start.at) return {};
-    const batches = end.batches - start.batches;
-    const span = (end.at - start.at) / 1000;
-    const collections: Record<string, number> = {};
-    for (const name of Object.keys(end.collections)) {
-      const count = (end.collections[name] ?? Number.NaN) - (start.collections[name] ?? Number.NaN);
-      if (Number.isFinite(count)) collections[name] = Math.round((count / span) * 10) / 10;
+/**
+ * The recorder's points with each interval's deepest queue, longest stream and counters
+ * (PipelineSampler.timeline), from samples and counters in time order.
+ */
+export function foldTimeline<P extends TimelinePoint>(
+  points: readonly P[],
+  startedAt: number,
+  samples: readonly QueueSample[],
+  counters: readonly CounterSample[],
+): P[] {
+  const t = (at: number) => (at - startedAt) / 1000;
+  // Samples, counters and points are all in time order: one pass with cursors, so that an
+  // hour's run (3,600 points, 14,400 samples) is not a product of the two.
+  let next = 0;
+  let start = 0;
+  let end = 0;
+  return points.map((point, k) => {
+    // Each point covers [previous point, tSeconds).
+    const from = k === 0 ? 0 : points[k - 1]!.tSeconds;
+    while (next < samples.length && t(samples[next]!.at) < from) next++;
+    let queueDepth = 0;
+    let streamLength = 0;
+    for (; next < samples.length && t(samples[next]!.at) < point.tSeconds; next++) {
+      queueDepth = Math.max(queueDepth, samples[next]!.queueDepth);
+      streamLength = Math.max(streamLength, samples[next]!.streamLength);
     }
+    // The counters nearest outside the interval: the last at or before its start (or the
+    // first counter) and the first at or after its end (or the last counter).
+    const fromAt = startedAt + from * 1000;
+    const toAt = startedAt + point.tSeconds * 1000;
+    while (start + 1 < counters.length && counters[start + 1]!.at <= fromAt) start++;
+    while (end < counters.length - 1 && counters[end]!.at < toAt) end++;
     return {
-      ...(batches > 0
-        ? { batchSize: (end.batchedCommands - start.batchedCommands) / batches }
-        : {}),
-      collections,
+      ...point,
+      queueDepth,
+      streamLength,
+      ...countersBetween(counters[start], counters[end]),
     };
+  });
+}
+
+/** Mean batch and collections per second between two counter samples. */
+function countersBetween(
+  start: CounterSample | undefined,
+  end: CounterSample | undefined,
+): Partial<TimelinePoint> {
+  if (start === undefined || end === undefined || end.at <= start.at) return {};
+  const batches = end.batches - start.batches;
+  const span = (end.at - start.at) / 1000;
+  const collections: Record<string, number> = {};
+  for (const name of Object.keys(end.collections)) {
+    const count = (end.collections[name] ?? Number.NaN) - (start.collections[name] ?? Number.NaN);
+    if (Number.isFinite(count)) collections[name] = Math.round((count / span) * 10) / 10;
   }
+  return {
+    ...(batches > 0 ? { batchSize: (end.batchedCommands - start.batchedCommands) / batches } : {}),
+    collections,
+  };
 }
