@@ -82,6 +82,10 @@ export function renderSoakHtml(report: SoakReport): string {
     ["durability wait p99.9", describeWaits(report.durabilityWaitMs)],
     ["durability timeouts", String(report.durabilityTimeouts)],
     [
+      "resting orders",
+      `${report.restingOrders.first} at the start, ${report.restingOrders.last} at the end; judged span: ${report.restingOrders.judgedSpan}`,
+    ],
+    [
       "replica restart",
       typeof report.replicaRestart === "string"
         ? report.replicaRestart

@@ -171,6 +171,7 @@ export function buildSoakReport(run: SoakRun) {
     replicaRestart: restart ?? "none (--restart-replica-at not given)",
     maxStreamLength: Math.max(0, ...run.samples.map((s) => s.streamLength)),
     maxCommandQueueDepth: Math.max(0, ...run.samples.map((s) => s.queueDepth)),
+    restingOrders: restingOrdersOver(run.samples, spans.judged),
     perMinute: perMinute(run.timeline),
     samples: run.samples.map(({ durabilityWait: _buckets, ...rest }) => rest),
     invariants,
@@ -180,6 +181,22 @@ export function buildSoakReport(run: SoakRun) {
 }
 
 export type SoakReport = ReturnType<typeof buildSoakReport>;
+
+/**
+ * The resting orders at the start and end of the run and of the judged span: the books' own
+ * growth, beside which a Valkey series judged growing reads (state, not a leak).
+ */
+function restingOrdersOver(samples: readonly SoakSample[], judged: [number, number] | undefined) {
+  const at = (t: number) => samples.find((s) => s.t >= t)?.restingOrders;
+  return {
+    first: samples[0]?.restingOrders ?? 0,
+    last: samples[samples.length - 1]?.restingOrders ?? 0,
+    judgedSpan:
+      judged === undefined
+        ? "not judged"
+        : `${at(judged[0]) ?? "-"} at ${judged[0]} s, ${samples[samples.length - 1]?.restingOrders ?? "-"} at the end`,
+  };
+}
 
 /** The durability wait's verdict: the whole run, around rewrites, and away from them. */
 export function describeWaits(waits: SoakReport["durabilityWaitMs"]): string {
@@ -222,6 +239,7 @@ export function renderSoakReport(report: SoakReport): string {
     `durability  ${describeWaits(report.durabilityWaitMs)}; timeouts ${report.durabilityTimeouts}`,
     `replica     ${typeof report.replicaRestart === "string" ? report.replicaRestart : `SIGKILLed at ${Math.round(report.replicaRestart.killedAtS)} s, restarted at ${Math.round(report.replicaRestart.restartedAtS ?? -1)} s, online again at ${Math.round(report.replicaRestart.onlineAgainAtS ?? -1)} s, ${report.replicaRestart.fullResyncs} full resync(s)${report.replicaRestart.error ? `; failed: ${report.replicaRestart.error}` : ""}`}`,
     `backlogs    stream length max ${report.maxStreamLength}; command queue depth max ${report.maxCommandQueueDepth}`,
+    `books       resting orders ${report.restingOrders.first} at the start, ${report.restingOrders.last} at the end; judged span: ${report.restingOrders.judgedSpan}`,
     "",
     "minute  commands/s  p50 ms (median of seconds)  p99 ms (worst second)",
     ...report.perMinute.map(

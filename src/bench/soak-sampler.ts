@@ -34,6 +34,11 @@ export interface SoakSample {
   durabilityWait: [bound: number, count: number][];
   /** The servers' main-thread stalls since the sample before (Valkey's latency monitor). */
   stalls: Stall[];
+  /**
+   * The partition's resting orders (the conductor's gauge): the books are state, not
+   * history, and a workload whose books keep filling grows Valkey's memory by them.
+   */
+  restingOrders: number;
 }
 
 export interface SoakTargets {
@@ -127,5 +132,6 @@ export async function takeSample(targets: SoakTargets, t: number): Promise<SoakS
       Number(outbox.matching_outbox_durability_timeouts_total ?? 0),
     durabilityWait: histogramBuckets(prometheus, "matching_stage_durability_wait_seconds"),
     stalls: await targets.stalls.read(t),
+    restingOrders: Number(conductor.matching_resting_orders ?? 0),
   };
 }

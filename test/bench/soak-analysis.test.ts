@@ -41,6 +41,7 @@ function sample(t: number, rewrites: number, waits: [number, number][]): SoakSam
     durabilityTimeouts: 0,
     durabilityWait: waits,
     stalls: [],
+    restingOrders: 0,
   };
 }
 
