@@ -235,7 +235,7 @@ export const settings = [
     flag: "--dedup-retention-s",
     accepted: "seconds 60..31536000 that dedup markers and stored results are kept",
     // An hour: past broker redeliveries (seconds to minutes) and a producer's retry of a lost
-    // acknowledgement (minutes), at a cost that stays bounded: 620 B a command, 4.5 GB at
+    // acknowledgement (minutes), at a cost that stays bounded: 320 B a command, 2.3 GB at
     // 2,000 commands/s (dedup-sizing.ts). A command held unacknowledged renews its markers at
     // each redelivery, so a replica outage cannot outlast them. Shorter is allowed (a soak
     // crosses it) and warned about at boot (checkDedupSizing).

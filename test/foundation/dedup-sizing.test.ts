@@ -32,10 +32,10 @@ describe("dedup window sizing", () => {
     await admin.config("SET", "maxmemory", "0");
     const valkey = createValkey(server.url, { name: "matchd-test" });
     const outcome = await checkDedupSizing(valkey, 3600, 2000).finally(() => valkey.disconnect());
-    expect(dedupWindowBytes(2000, 3600)).toBe(4_464_000_000);
+    expect(dedupWindowBytes(2000, 3600)).toBe(2_304_000_000);
     expect(outcome).toMatchObject({ ok: true, name: "dedup window fits in memory" });
     expect(outcome.warning).toBeUndefined();
-    expect(outcome.detail).toContain("holds about 4.46 GB");
+    expect(outcome.detail).toContain("holds about 2.30 GB");
     expect(outcome.detail).toContain("no maxmemory is set");
   });
 
@@ -45,8 +45,8 @@ describe("dedup window sizing", () => {
     try {
       const small = await checkDedupSizing(valkey, 3600, 2000);
       expect(small).toMatchObject({ ok: true, warning: true });
-      // 104,857,600 B / (3,600 s × 620 B) = 46 commands/s.
-      expect(small.detail).toContain("holds the window up to 46 commands/s");
+      // 104,857,600 B / (3,600 s × 320 B) = 91 commands/s.
+      expect(small.detail).toContain("holds the window up to 91 commands/s");
       expect(small.detail).toContain("cannot hold it");
       const fits = await checkDedupSizing(valkey, 3600, 40);
       expect(fits.warning).toBeUndefined();

@@ -10,12 +10,13 @@ import type { CheckOutcome } from "./durability";
 
 /**
  * Valkey memory one command holds while its window lasts, as `bench soak` measured it at
- * 1,000 commands/s of multi-pair with a 300 s window (runs-2026-12-02.md): used_memory grew
- * 559 B a command while the window filled, and held 613 B a command of the window once it was
- * crossed (Valkey's active expiry ran 17 % behind). MEMORY USAGE gives 352 B for
- * `processed-command:<id>` with its result and 96 B for `accepted-order:<id>`.
+ * 1,000 commands/s of the exchange mix with a 120 s window (runs-2026-12-04.md), results
+ * stored compact: used_memory grew 312 B a command while the window filled, and held 303 B a
+ * command of the window once it was crossed. Each result's stored form averages 49 bytes; a
+ * result stored as a JSON object took 384 B a key (MEMORY USAGE) and the window 491 B a
+ * command at 2,000/s.
  */
-export const dedupBytesPerCommand = 620;
+export const dedupBytesPerCommand = 320;
 
 /** A window shorter than this is allowed (a soak crosses it) but warned about. */
 export const safeDedupWindowS = 3600;
