@@ -25,6 +25,10 @@ export interface ClusterDatastore {
   ports: Record<string, number>;
 }
 
+/**
+ * `ports` holds each node's port, then each node's cluster bus port: given explicitly, since
+ * the default (port + 10000) was not reserved and another process may hold it.
+ */
 export async function startClusterDatastore(
   root: string,
   ports: number[],
@@ -37,7 +41,7 @@ export async function startClusterDatastore(
         dir: `${root}/${name}`,
         port: ports[i]!,
         appendonly: true,
-        extraArgs: clusterConfig,
+        extraArgs: [...clusterConfig, `cluster-port ${busPort(ports, i)}`],
         onSpawn: (p) => recordSpawn({ name, ...p, group: true }),
       }),
     ),
@@ -68,6 +72,14 @@ export async function startClusterDatastore(
     })),
     ports: Object.fromEntries(nodes.map((node, i) => [clusterNodeNames[i]!, node.port])),
   };
+}
+
+function busPort(ports: readonly number[], node: number): number {
+  const port = ports[clusterNodeNames.length + node];
+  if (port === undefined) {
+    throw new Error(`a cluster needs ${2 * clusterNodeNames.length} ports, got ${ports.length}`);
+  }
+  return port;
 }
 
 async function withNode<T>(port: number, use: (redis: Redis) => Promise<T>): Promise<T> {

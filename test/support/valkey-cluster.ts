@@ -29,7 +29,7 @@ function client(port: number): Redis {
 export async function startValkeyCluster(prefix: string): Promise<ValkeyCluster> {
   const started = await startClusterDatastore(
     tempDir(prefix),
-    await freePorts(6),
+    await freePorts(12),
     () => {},
     () => {},
   );
