@@ -3,7 +3,9 @@
  * given) and the conductor and outbox as child processes of this same binary, with
  * readiness waits and a teardown that also runs on Ctrl-C.
  */
+
 import type { Config } from "../config/schema";
+import { withAllocatorEnv } from "../infra/allocator-env";
 import { stackDown, stackUp } from "../stack/index";
 import { freePorts } from "../stack/process";
 
@@ -87,7 +89,7 @@ export async function startService(
   const child = Bun.spawn([...selfCommand(), name, ...args], {
     stdout: "ignore",
     stderr: "pipe",
-    env: { ...process.env, ...env },
+    env: withAllocatorEnv({ ...process.env, ...env }),
   });
   const logTail: string[] = [];
   void (async () => {

@@ -4,7 +4,9 @@
  * begins (its commands are made before that), and gives its report, and its per-second series
  * when asked, when it ends.
  */
+
 import { readFileSync } from "node:fs";
+import { withAllocatorEnv } from "../infra/allocator-env";
 import type { Percentiles } from "./histogram";
 import type { TimelinePoint } from "./series-recorder";
 import type { ServiceProcess } from "./services";
@@ -58,13 +60,14 @@ export function spawnPipeline(options: {
     {
       stdout: "pipe",
       stderr: "pipe",
-      env: {
+      // The load generator and the services it starts, on the services' allocator setting.
+      env: withAllocatorEnv({
         ...env,
         MATCHING_DATASTORE_URL: options.urls.datastoreUrl,
         MATCHING_BROKER_URL: options.urls.brokerUrl,
         MATCHING_DURABILITY: options.durability,
         ...options.env,
-      },
+      }),
     },
   );
   // SIGTERM lets the child stop the services it started; one still there 15 s on is killed.

@@ -12,6 +12,7 @@ import {
   MatchingEngine,
   MatchingInvariantError,
 } from "../domain/index";
+import { allocatorSetting } from "../infra/allocator-env";
 import { brokerRefusalAtBoot } from "../infra/amqp/connect";
 import { awaitDurabilityPolicy } from "../infra/boot";
 import { countCollections } from "../infra/gc-observer";
@@ -47,7 +48,11 @@ const haltGraceMs = 2000;
 const haltedExitCode = 7;
 
 export async function runConductor(config: Config, log: Logger): Promise<number> {
-  log.info("conductor starting", { config: describeConfig(config), durability: config.durability });
+  log.info("conductor starting", {
+    config: describeConfig(config),
+    durability: config.durability,
+    allocator: allocatorSetting(),
+  });
   // The policy is checked once the datastore answers, with HTTP already serving (the
   // contract: /metrics answers while a dependency is down); a datastore that answers and
   // cannot honour it ends the boot (exit 3).

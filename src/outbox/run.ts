@@ -7,6 +7,7 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Config } from "../config/schema";
+import { allocatorSetting } from "../infra/allocator-env";
 import { brokerRefusalAtBoot } from "../infra/amqp/connect";
 import { awaitDurabilityPolicy } from "../infra/boot";
 import { countCollections } from "../infra/gc-observer";
@@ -179,6 +180,7 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
     readCount: config.outboxReadCount,
     leaseTtlMs: config.outboxLeaseTtlMs,
     claimIdleMs: config.outboxClaimIdleMs,
+    allocator: allocatorSetting(),
   });
 
   // The contract's /metrics answers while a dependency is down: the policy is checked once

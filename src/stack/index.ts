@@ -5,6 +5,7 @@
 
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
+import { allocatorEnv } from "../infra/allocator-env";
 import { commandQueue } from "../infra/amqp/topology";
 import { type HaStatus, haNodeNames, haSentinelNames, haStatus, startHaDatastore } from "./ha";
 import {
@@ -95,6 +96,7 @@ function envFile(record: { datastoreUrl: string; replicaUrl: string; brokerUrl: 
     `MATCHING_DATASTORE_URL=${record.datastoreUrl}`,
     `MATCHING_REPLICA_URL=${record.replicaUrl}`,
     `MATCHING_BROKER_URL=${record.brokerUrl}`,
+    ...Object.entries(allocatorEnv).map(([name, value]) => `${name}=${value}`),
     // biome-ignore lint/suspicious/noTemplateCurlyInString: shell text, expanded by the shell.
     "set${IFS}+a",
     "",

@@ -89,6 +89,8 @@ describe("local stack", () => {
       expect(env).toContain(`MATCHING_DATASTORE_URL=${info.datastoreUrl}\n`);
       expect(env).toContain(`MATCHING_REPLICA_URL=${info.replicaUrl}\n`);
       expect(env).toContain(`MATCHING_BROKER_URL=${info.brokerUrl}\n`);
+      // Services started from a shell that sourced it get the allocator setting.
+      expect(env).toContain("MIMALLOC_PURGE_DELAY=-1\n");
     },
     STACK_UP_TIMEOUT_MS,
   );
