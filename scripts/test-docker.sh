@@ -155,6 +155,8 @@ uid_ok() { local uid; uid=$(docker run --rm --entrypoint id "$image" -u) && [ -n
 check "a container of the image runs as a non-root uid" uid_ok
 healthcheck_ok() { docker image inspect -f '{{json .Config.Healthcheck.Test}}' "$image" | grep -q matchd-healthcheck; }
 check "image has a HEALTHCHECK" healthcheck_ok
+allocator_ok() { docker image inspect -f '{{json .Config.Env}}' "$image" | grep -q '"MIMALLOC_PURGE_DELAY=-1"'; }
+check "image sets MIMALLOC_PURGE_DELAY=-1 (docs/operations.md)" allocator_ok
 
 # --- Compose, end to end.
 read -r -a ports <<<"$(node -e '
