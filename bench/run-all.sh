@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# The bench process too keeps freed pages, as the services it starts do (docs/operations.md).
+export MIMALLOC_PURGE_DELAY="${MIMALLOC_PURGE_DELAY:--1}"
 out=bench/results
 mkdir -p "$out"
 

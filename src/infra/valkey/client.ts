@@ -6,6 +6,8 @@
  * 250 ms through Sentinels). A redis+sentinel:// URL connects through the Sentinels.
  */
 import Redis, { type RedisOptions } from "ioredis";
+// Before any command: without it, ioredis traces every command under Bun.
+import "./tracing-channel";
 import { parseDatastoreAddress } from "./address";
 import { isRedirect, SlotOwnerConnector } from "./cluster-slot";
 
