@@ -3,7 +3,6 @@
  * given) and the conductor and outbox as child processes of this same binary, with
  * readiness waits and a teardown that also runs on Ctrl-C.
  */
-
 import type { Config } from "../config/schema";
 import { withAllocatorEnv } from "../infra/allocator-env";
 import { stackDown, stackUp } from "../stack/index";

@@ -4,7 +4,6 @@
  * begins (its commands are made before that), and gives its report, and its per-second series
  * when asked, when it ends.
  */
-
 import { readFileSync } from "node:fs";
 import { withAllocatorEnv } from "../infra/allocator-env";
 import type { Percentiles } from "./histogram";
