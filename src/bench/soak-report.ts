@@ -67,7 +67,7 @@ function seriesOf(samples: readonly SoakSample[], rate: number): Series[] {
     ]);
   }
   for (const name of Object.keys(first.rssBytes))
-    series.push([`${name} RSS`, "bytes", (s) => s.rssBytes[name] ?? 0]);
+    series.push([`${name} RSS`, "bytes", (s) => s.rssBytes[name] ?? 0, undefined, rssShape(name)]);
   for (const name of Object.keys(first.heapBytes))
     series.push([
       `${name} heap used`,
@@ -82,6 +82,24 @@ function seriesOf(samples: readonly SoakSample[], rate: number): Series[] {
   return series;
 }
 
+/**
+ * RabbitMQ's RSS is a sawtooth: each quorum WAL file's entries stay in memory until the file
+ * rolls over at 64 MB (docs/operations.md, RabbitMQ), about every 40 s at 2,000 commands/s.
+ */
+const rssShape = (process: string): Series[4] => (process === "rabbitmq" ? "sawtooth" : undefined);
+
+/** Each series' verdict: growth per command while the window fills, and over the judged span. */
+export function seriesVerdicts(
+  samples: readonly SoakSample[],
+  rate: number,
+  spans: ReturnType<typeof spansOf>,
+): SeriesVerdict[] {
+  return seriesOf(samples, rate).map(([name, unit, read, allowance, shape]) => {
+    const points = samples.map((s): [number, number] => [s.t, read(s)]);
+    return judgeSeries(name, unit, pointsToJudge(points, shape), rate, spans, allowance);
+  });
+}
+
 function hoursUntil(free: number, slopePerSecond: number): number | "never (bounded)" {
   return slopePerSecond <= 0
     ? "never (bounded)"
@@ -92,10 +110,7 @@ export function buildSoakReport(run: SoakRun) {
   const rate = run.flags["--rate"];
   const duration = run.flags["--duration"];
   const spans = spansOf(run.windowSeconds, duration);
-  const verdicts = seriesOf(run.samples, rate).map(([name, unit, read, allowance, shape]) => {
-    const points = run.samples.map((s): [number, number] => [s.t, read(s)]);
-    return judgeSeries(name, unit, pointsToJudge(points, shape), rate, spans, allowance);
-  });
+  const verdicts = seriesVerdicts(run.samples, rate, spans);
   const judged = spans.judged !== undefined;
   const unbounded = verdicts.filter((v) => v.bounded === false).map((v) => v.name);
   // Memory: every process's RSS (a server's RSS holds its used_memory). Disk: both AOFs.

@@ -16,6 +16,7 @@ import {
   stepPoints,
   waitAwayFromRewrites,
 } from "../../src/bench/soak-analysis";
+import { seriesVerdicts } from "../../src/bench/soak-report";
 import type { SoakSample } from "../../src/bench/soak-sampler";
 import { histogramBuckets } from "../../src/bench/soak-sampler";
 import { allStalls, stallTable } from "../../src/bench/soak-stalls";
@@ -133,6 +134,21 @@ describe("soak analysis", () => {
     const leak = judgeSeries("leak", "bytes", steady, 2000, spans);
     expect(leak.growthStdErrPercent).toBeCloseTo(0);
     expect(leak.bounded).toBe(false);
+  });
+
+  test("RabbitMQ's RSS is judged by its per-minute floor, other processes' by every sample", () => {
+    // A 45 s sawtooth (its WAL's memory table filling, then freed) over a flat floor, sampled
+    // every 5 s, whose teeth grow taller in the last five minutes.
+    const tooth = (t: number) => 200e6 + ((t % 45) / 45) * (t > 1500 ? 240e6 : 80e6);
+    const samples = Array.from({ length: 361 }, (_, i) => {
+      const at = sample(i * 5, 0, []);
+      at.rssBytes = { rabbitmq: tooth(i * 5), conductor: tooth(i * 5) };
+      return at;
+    });
+    const verdicts = seriesVerdicts(samples, 2000, spansOf(300, 1800));
+    const verdict = (name: string) => verdicts.find((v) => v.name === name)!;
+    expect(verdict("rabbitmq RSS").bounded).toBe(true);
+    expect(verdict("conductor RSS").bounded).toBe(false);
   });
 
   test("a step series is judged by its value at each step", () => {
