@@ -60,6 +60,7 @@ describe("matchd stack up, for a person", () => {
       "MATCHING_DATASTORE_URL",
       "MATCHING_REPLICA_URL",
       "MATCHING_BROKER_URL",
+      "MIMALLOC_PURGE_DELAY",
     ]);
     if (findBinary("docker") === undefined) {
       console.log("no docker client here: Docker's own parser not run");
