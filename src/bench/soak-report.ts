@@ -84,7 +84,8 @@ function seriesOf(samples: readonly SoakSample[], rate: number): Series[] {
 
 /**
  * RabbitMQ's RSS is a sawtooth: each quorum WAL file's entries stay in memory until the file
- * rolls over at 64 MB (docs/operations.md, RabbitMQ), about every 40 s at 2,000 commands/s.
+ * rolls over at 64 MB (docs/operations.md, RabbitMQ): about every 40 s at the ~1.5 MB/s a
+ * 2,000 commands/s soak writes to it.
  */
 const rssShape = (process: string): Series[4] => (process === "rabbitmq" ? "sawtooth" : undefined);
 

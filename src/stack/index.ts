@@ -37,7 +37,7 @@ import {
 } from "./record";
 import { declareTap, tapMaxMessages, tapQueue } from "./tap";
 import { startValkey, waitForReplicatedAof } from "./valkey";
-import { clusterNodeNames, startClusterDatastore } from "./valkey-cluster";
+import { clusterNodeNames, clusterPortCount, startClusterDatastore } from "./valkey-cluster";
 
 export {
   currentPrimary,
@@ -225,7 +225,7 @@ async function stackUpLocked(
   try {
     // Every port reserved at once: reserved separately, two servers starting side by side
     // could be handed the same port (seen: the replica took RabbitMQ's).
-    const ports = await freePorts(ha ? 13 : cluster ? 15 : 5);
+    const ports = await freePorts(ha ? 13 : cluster ? 3 + clusterPortCount : 5);
     const brokerPorts = ports.splice(0, ha ? 7 : 3);
     // RabbitMQ's ~4 s boot dominates, so the datastore starts alongside it.
     const broker = ha

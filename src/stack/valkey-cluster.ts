@@ -11,6 +11,9 @@ import { startValkey } from "./valkey";
 
 export const clusterNodeNames = [1, 2, 3, 4, 5, 6].map((n) => `valkey-cluster-${n}`);
 
+/** The ports a cluster needs: each node's own, then each node's cluster bus port. */
+export const clusterPortCount = 2 * clusterNodeNames.length;
+
 const clusterConfig = [
   "cluster-enabled yes",
   "cluster-config-file nodes.conf",
@@ -77,7 +80,7 @@ export async function startClusterDatastore(
 function busPort(ports: readonly number[], node: number): number {
   const port = ports[clusterNodeNames.length + node];
   if (port === undefined) {
-    throw new Error(`a cluster needs ${2 * clusterNodeNames.length} ports, got ${ports.length}`);
+    throw new Error(`a cluster needs ${clusterPortCount} ports, got ${ports.length}`);
   }
   return port;
 }

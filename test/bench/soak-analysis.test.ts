@@ -124,7 +124,7 @@ describe("soak analysis", () => {
   test("a growth the noise explains is flat; the same growth without the noise is not", () => {
     const spans = spansOf(300, 1800);
     // Nine per-minute floors of the outbox heap in a 2,000/s soak's last ten minutes (MB; they
-    // fit +4.5 +- 27 %), and a tenth, made up, so that the fit passes the 5 % bound.
+    // fit +4.5 %, standard error 27 %), and a tenth, made up, so that the fit passes the 5 % bound.
     const floors = [10.02, 7.88, 10.54, 9.53, 7.48, 12.95, 11.21, 7.5, 9.76, 10.1];
     const scattered = floors.map((y, i): [number, number] => [1200 + i * 60, y * 1e6]);
     const noisy = judgeSeries("outbox heap used", "bytes", scattered, 2000, spans);

@@ -4,6 +4,8 @@
  */
 import { expect, test } from "bun:test";
 import dc from "node:diagnostics_channel";
+// ioredis's own tracing wrapper, which its every command goes through.
+import { traceCommand } from "ioredis/built/tracing";
 import "../../src/infra/valkey/client";
 import { defineTracingHasSubscribers } from "../../src/infra/valkey/tracing-channel";
 
@@ -16,4 +18,16 @@ test("a tracing channel reports its subscribers, as Node's does", () => {
   expect(channel.hasSubscribers).toBe(true);
   channel.unsubscribe(handlers);
   expect(channel.hasSubscribers).toBe(false);
+});
+
+test("with nobody listening, ioredis runs a command untraced: its own promise comes back", () => {
+  const reply = Promise.resolve("OK");
+  const context = () => ({
+    command: "GET",
+    args: ["k"],
+    database: 0,
+    serverAddress: "127.0.0.1",
+    serverPort: 6379,
+  });
+  expect(traceCommand(() => reply, context)).toBe(reply);
 });

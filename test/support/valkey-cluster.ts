@@ -5,7 +5,7 @@
  */
 import Redis from "ioredis";
 import { freePorts } from "../../src/stack/process";
-import { startClusterDatastore } from "../../src/stack/valkey-cluster";
+import { clusterPortCount, startClusterDatastore } from "../../src/stack/valkey-cluster";
 import { tempDir } from "./temp-dir";
 
 export interface ValkeyCluster {
@@ -29,7 +29,7 @@ function client(port: number): Redis {
 export async function startValkeyCluster(prefix: string): Promise<ValkeyCluster> {
   const started = await startClusterDatastore(
     tempDir(prefix),
-    await freePorts(12),
+    await freePorts(clusterPortCount),
     () => {},
     () => {},
   );

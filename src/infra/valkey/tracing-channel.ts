@@ -1,8 +1,8 @@
 /**
  * Gives Bun's `TracingChannel` the `hasSubscribers` getter Node's has. ioredis (5.11) asks it
  * before every command and traces unless it is `false`; Bun 1.4 leaves it undefined, so every
- * command was traced with nobody listening: each argument of each commit script turned into a
- * string for a trace context, and each reply wrapped in extra promises.
+ * command was traced with nobody listening: its arguments turned into strings for a trace
+ * context, and its reply wrapped in extra promises.
  */
 import dc from "node:diagnostics_channel";
 
