@@ -13,8 +13,8 @@ import {
 import { type CellRun, cellsReport, renderCells } from "./cells-report";
 import { parseBenchFlags } from "./flag-check";
 import { type OwnBenchOptions, OwnRun } from "./own-run";
-import { selfCommand } from "./services";
 import { type PipelineChild, spawnPipeline } from "./soak-child";
+import { spawnSelf } from "./spawn-self";
 
 export async function runCellsBench(options: OwnBenchOptions): Promise<number> {
   const { progress } = options;
@@ -52,10 +52,11 @@ export async function runCellsBench(options: OwnBenchOptions): Promise<number> {
 
 /** `matchd stack up` under `taskset -c cpu`: every server it starts inherits the CPU. */
 async function pinnedStackUp(dir: string, cpu: number): Promise<StackInfo> {
-  const child = Bun.spawn(
-    ["taskset", "-c", String(cpu), ...selfCommand(), "stack", "up", "--dir", dir, "--no-tap"],
-    { stdout: "pipe", stderr: "pipe" },
-  );
+  const child = spawnSelf(["stack", "up", "--dir", dir, "--no-tap"], {
+    prefix: ["taskset", "-c", String(cpu)],
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const [code, errors] = await Promise.all([child.exited, new Response(child.stderr).text()]);
   const record = readRecord(dir);
   if (code !== 0 || record?.status !== "up") {

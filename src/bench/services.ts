@@ -4,9 +4,9 @@
  * readiness waits and a teardown that also runs on Ctrl-C.
  */
 import type { Config } from "../config/schema";
-import { withAllocatorEnv } from "../infra/allocator-env";
 import { stackDown, stackUp } from "../stack/index";
 import { freePorts } from "../stack/process";
+import { spawnSelf } from "./spawn-self";
 
 export interface ServiceProcess {
   name: string;
@@ -15,11 +15,6 @@ export interface ServiceProcess {
   stop(): Promise<number>;
   kill(): void;
   exited: Promise<number>;
-}
-
-/** The command that runs this same matchd: the compiled binary, or bun + main.ts from source. */
-export function selfCommand(): string[] {
-  return Bun.main.endsWith(".ts") ? [process.execPath, Bun.main] : [process.execPath];
 }
 
 export interface BenchStack {
@@ -85,10 +80,10 @@ export async function startService(
     "--http-port": port,
     "--http-host": "127.0.0.1",
   }).flatMap(([flag, value]) => [flag, String(value)]);
-  const child = Bun.spawn([...selfCommand(), name, ...args], {
+  const child = spawnSelf([name, ...args], {
     stdout: "ignore",
     stderr: "pipe",
-    env: withAllocatorEnv({ ...process.env, ...env }),
+    env: { ...process.env, ...env },
   });
   const logTail: string[] = [];
   void (async () => {

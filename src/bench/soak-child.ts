@@ -5,11 +5,10 @@
  * when asked, when it ends.
  */
 import { readFileSync } from "node:fs";
-import { withAllocatorEnv } from "../infra/allocator-env";
 import type { Percentiles } from "./histogram";
 import type { TimelinePoint } from "./series-recorder";
 import type { ServiceProcess } from "./services";
-import { selfCommand } from "./services";
+import { spawnSelf } from "./spawn-self";
 
 export interface PipelineOutcome {
   invariants: { ok: boolean; [check: string]: unknown };
@@ -46,10 +45,8 @@ export function spawnPipeline(options: {
 }): PipelineChild {
   const { services, seriesFile } = options;
   const { MATCHING_REPLICA_URL: _replica, ...env } = process.env;
-  const child = Bun.spawn(
+  const child = spawnSelf(
     [
-      ...(options.cpus === undefined ? [] : ["taskset", "-c", options.cpus]),
-      ...selfCommand(),
       ...["bench", "full-pipeline", "--json", ...options.args],
       ...(seriesFile === undefined ? [] : ["--series", seriesFile]),
       ...(services === undefined
@@ -57,16 +54,17 @@ export function spawnPipeline(options: {
         : ["--conductor-url", services.conductor.url, "--outbox-url", services.outbox.url]),
     ],
     {
+      prefix: options.cpus === undefined ? [] : ["taskset", "-c", options.cpus],
       stdout: "pipe",
       stderr: "pipe",
       // The load generator and the services it starts, on the services' allocator setting.
-      env: withAllocatorEnv({
+      env: {
         ...env,
         MATCHING_DATASTORE_URL: options.urls.datastoreUrl,
         MATCHING_BROKER_URL: options.urls.brokerUrl,
         MATCHING_DURABILITY: options.durability,
         ...options.env,
-      }),
+      },
     },
   );
   // SIGTERM lets the child stop the services it started; one still there 15 s on is killed.
