@@ -57,7 +57,8 @@ export function spawnPipeline(options: {
       prefix: options.cpus === undefined ? [] : ["taskset", "-c", options.cpus],
       stdout: "pipe",
       stderr: "pipe",
-      // The load generator and the services it starts, on the services' allocator setting.
+      // Without the replica URL; spawnSelf adds the allocator setting, which the services
+      // this child starts inherit.
       env: {
         ...env,
         MATCHING_DATASTORE_URL: options.urls.datastoreUrl,

@@ -6,7 +6,7 @@ import type { SpawnOptions, Subprocess } from "bun";
 import { withAllocatorEnv } from "../infra/allocator-env";
 
 /** The command that runs this same matchd: the compiled binary, or bun + main.ts from source. */
-export function selfCommand(): string[] {
+function selfCommand(): string[] {
   return Bun.main.endsWith(".ts") ? [process.execPath, Bun.main] : [process.execPath];
 }
 
