@@ -243,23 +243,23 @@ export class CommandConsumer {
   async close(): Promise<void> {
     this.stopping = true;
     this.connected = false;
-    // The channels close first, each with its own close-ok: frames queued on a channel (the
-    // last batch's acknowledgement, its replies) reach the broker before it, whereas closing
-    // the connection at once could overtake them and leave a committed batch unacknowledged.
-    // Each close waits for the broker's close-ok, but never longer than closeTimeoutMs: a
-    // broker that stopped answering must not hold up the shutdown.
-    const quietly = (closing: Promise<void>) => closing.catch(() => undefined);
-    if (this.output) await withinMs(quietly(this.output.close()), closeTimeoutMs);
-    if (this.channel) await withinMs(quietly(this.channel.close()), closeTimeoutMs);
-    // Unacknowledged deliveries go back to the queue when the channel closes.
-    if (this.connection) await withinMs(quietly(this.connection.close()), closeTimeoutMs);
-    if (this.outputConnection)
-      await withinMs(quietly(this.outputConnection.close()), closeTimeoutMs);
+    await this.closeConnections();
   }
 
-  /** Closes both connections (a lost link, a failed or abandoned start). */
+  /**
+   * Closes both links (a stop, a lost link, a requeue, a failed or abandoned start), each
+   * channel before its connection. A channel's close frame queues behind the frames already on
+   * that channel (a batch's acknowledgement, its replies) and its close-ok comes after the
+   * broker took them; the connection's close frame travels apart and, while the socket is
+   * full, overtakes them, and the broker discards whatever follows it: replies of acknowledged
+   * commands that no redelivery sends again. Each close is bounded: a broker that stopped
+   * answering must not hold anything up.
+   */
   private closeConnections(): Promise<unknown> {
-    return Promise.all([closeBounded(this.connection), closeBounded(this.outputConnection)]);
+    return Promise.all([
+      closeLink(this.channel, this.connection),
+      closeLink(this.output, this.outputConnection),
+    ]);
   }
 
   private lost(reason: string, generation: number, level: "info" | "warn" = "warn"): void {
@@ -306,15 +306,32 @@ export class CommandConsumer {
 }
 
 /**
- * Closes a connection, waiting at most closeTimeoutMs for the broker's answer. A connection the
- * broker blocks (a resource alarm stops it reading from publishing connections) is left to
- * close once the alarm clears: its socket still holds replies of acknowledged commands, which
- * no redelivery would send again.
+ * Closes a channel, then its connection, waiting at most closeTimeoutMs for each of the
+ * broker's answers. A connection the broker blocks (a resource alarm stops it reading from
+ * publishing connections) is left to close once the alarm clears: its socket still holds
+ * replies of acknowledged commands, which no redelivery would send again.
  */
-async function closeBounded(connection: ChannelModel | undefined): Promise<void> {
-  if (!connection) return;
-  await withinMs(
-    connection.close().catch(() => undefined),
-    closeTimeoutMs,
-  );
+async function closeLink(
+  channel: Channel | undefined,
+  connection: ChannelModel | undefined,
+): Promise<void> {
+  if (channel)
+    await withinMs(
+      quietly(() => channel.close()),
+      closeTimeoutMs,
+    );
+  if (connection)
+    await withinMs(
+      quietly(() => connection.close()),
+      closeTimeoutMs,
+    );
+}
+
+/** A close that may throw at once (amqplib on a closed channel) or reject: either is done. */
+async function quietly(close: () => Promise<void>): Promise<void> {
+  try {
+    await close();
+  } catch {
+    // Already closed, or closing: nothing more to wait for.
+  }
 }

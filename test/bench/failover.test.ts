@@ -15,6 +15,17 @@ function withoutStackUrls(): Record<string, string | undefined> {
   return rest;
 }
 
+/** The report's failed checks with their counts, or why there is no report. */
+function failedChecks(out: string): string {
+  try {
+    const { invariants } = JSON.parse(out) as { invariants: Record<string, unknown> };
+    const failed = Object.keys(invariants).filter((k) => k !== "ok" && invariants[k] === false);
+    return `failed checks: ${failed.map((k) => `${k} (${String(invariants[k.replace(/Ok$/, "")])})`).join(", ")}`;
+  } catch {
+    return "no JSON report on stdout";
+  }
+}
+
 describe("failover flags", () => {
   test("defaults, bounds and the flags of other boundaries", () => {
     expect(parseFailoverFlags(new Map())).toMatchObject({
@@ -49,7 +60,13 @@ describe("bench failover", () => {
       // Without the suite's stack URLs: failover starts an HA stack of its own.
       { stdout: "pipe", stderr: "pipe", env: withoutStackUrls() },
     );
-    const [out, code] = await Promise.all([new Response(child.stdout).text(), child.exited]);
+    const [out, err, code] = await Promise.all([
+      new Response(child.stdout).text(),
+      new Response(child.stderr).text(),
+      child.exited,
+    ]);
+    // On a failure, the log shows why: the failed checks, or the bench's own last words.
+    if (code !== 0) console.error(`${failedChecks(out)}\n${err.slice(-3000)}`);
     expect(code).toBe(0);
     const report = JSON.parse(out) as {
       invariants: Record<string, unknown>;
