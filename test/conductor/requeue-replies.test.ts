@@ -48,7 +48,9 @@ test("replies of an acknowledged batch still arrive when the next batch fails", 
   await consumer.startWithRetry();
   const client = await amqp.connect(stack.brokerUrl);
   const channel = await client.createConfirmChannel();
-  const { queue: replyQueue } = await channel.assertQueue("", { exclusive: true });
+  // A quorum queue, as clients that must not lose a reply declare theirs.
+  const replyQueue = `matchd-test-replies-${partition}`;
+  await channel.assertQueue(replyQueue, { durable: true, arguments: { "x-queue-type": "quorum" } });
   const replies = new Set<string>();
   await channel.consume(
     replyQueue,
@@ -85,5 +87,6 @@ test("replies of an acknowledged batch still arrive when the next batch fails", 
   await consumer.close();
   consumer = undefined;
   await channel.deleteQueue(commandQueue(partition));
+  await channel.deleteQueue(replyQueue);
   await client.close();
 }, 60_000);
