@@ -43,6 +43,8 @@ const quorum = 2;
 /** Names that imply no role: a failover makes any of them the primary. */
 export const haNodeNames = ["valkey-1", "valkey-2", "valkey-3"] as const;
 export const haSentinelNames = ["sentinel-1", "sentinel-2", "sentinel-3"] as const;
+/** The ports startHaDatastore takes: each node's, then each Sentinel's. */
+export const haPortCount = haNodeNames.length + haSentinelNames.length;
 
 const host = "127.0.0.1";
 /** A bound on every command of the helpers below: a stopped (SIGSTOP) server never answers. */

@@ -7,7 +7,14 @@ import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { allocatorEnv } from "../infra/allocator-env";
 import { commandQueue } from "../infra/amqp/topology";
-import { type HaStatus, haNodeNames, haSentinelNames, haStatus, startHaDatastore } from "./ha";
+import {
+  type HaStatus,
+  haNodeNames,
+  haPortCount,
+  haSentinelNames,
+  haStatus,
+  startHaDatastore,
+} from "./ha";
 import {
   findBinary,
   freePorts,
@@ -19,6 +26,7 @@ import {
 } from "./process";
 import { RABBITMQ_CTL, RABBITMQ_SERVER, startRabbitmq } from "./rabbitmq";
 import {
+  brokerClusterPortCount,
   brokerClusterStatus,
   brokerNodeNames,
   brokerSharedDir,
@@ -225,8 +233,10 @@ async function stackUpLocked(
   try {
     // Every port reserved at once: reserved separately, two servers starting side by side
     // could be handed the same port (seen: the replica took RabbitMQ's).
-    const ports = await freePorts(ha ? 13 : cluster ? 3 + clusterPortCount : 5);
-    const brokerPorts = ports.splice(0, ha ? 7 : 3);
+    const brokerPortCount = ha ? brokerClusterPortCount : singleBrokerPortCount;
+    const datastorePortCount = ha ? haPortCount : cluster ? clusterPortCount : pairPortCount;
+    const ports = await freePorts(brokerPortCount + datastorePortCount);
+    const brokerPorts = ports.splice(0, brokerPortCount);
     // RabbitMQ's ~4 s boot dominates, so the datastore starts alongside it.
     const broker = ha
       ? startClusterBroker(root, brokerPorts, recordSpawn, log)
@@ -281,6 +291,9 @@ async function stackUpLocked(
   }
 }
 
+/** startSingleBroker's ports: AMQP, distribution, epmd. */
+const singleBrokerPortCount = 3;
+
 /** The plain broker: one node, its AMQP, distribution and epmd ports recorded as before. */
 async function startSingleBroker(
   root: string,
@@ -320,6 +333,9 @@ async function startClusterBroker(
     brokerNodes: cluster.nodes,
   };
 }
+
+/** startPair's ports: the primary's and the replica's. */
+const pairPortCount = 2;
 
 /** The plain datastore: valkey-primary and its one replica, ready once WAITAOF 1 1 holds. */
 async function startPair(

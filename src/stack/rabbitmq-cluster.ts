@@ -38,6 +38,8 @@ import {
 } from "./record";
 
 export const brokerNodeNames = ["rabbitmq-1", "rabbitmq-2", "rabbitmq-3"] as const;
+/** The ports startClusterBroker takes: each node's AMQP port, each node's distribution port, epmd's. */
+export const brokerClusterPortCount = 2 * brokerNodeNames.length + 1;
 /** Under the stack's directory: what the nodes share (the cookie's home, definitions, epmd's log). */
 export const brokerSharedDir = "rabbitmq-cluster";
 
