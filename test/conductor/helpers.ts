@@ -9,6 +9,8 @@ import { createWorkload } from "../../src/bench/workloads";
 import { CommitBuilder, commitScript } from "../../src/conductor/commit-script";
 import { ConductorStore } from "../../src/conductor/store";
 import { decodeStoredResult } from "../../src/conductor/stored-result";
+import { resolveConfig } from "../../src/config/resolve";
+import type { Config } from "../../src/config/schema";
 import { type CommandEnvelope, MatchingEngine, type RestingOrder } from "../../src/domain/index";
 import {
   commandExchange,
@@ -30,6 +32,24 @@ import {
 import { startValkeyPair, type ValkeyPair } from "../support/valkey-pair";
 
 export const partitionCount = 1024;
+
+/** A conductor's config on the suite's stack, for tests that drive its parts in-process. */
+export function conductorConfig(stack: TestStack, partition: number, prefetch: number): Config {
+  const resolved = resolveConfig(
+    {
+      MATCHING_PARTITION: String(partition),
+      MATCHING_PARTITION_COUNT: String(partitionCount),
+      MATCHING_DATASTORE_URL: stack.datastoreUrl,
+      MATCHING_BROKER_URL: stack.brokerUrl,
+      MATCHING_PREFETCH: String(prefetch),
+      MATCHING_LOG_LEVEL: "error",
+    },
+    new Map(),
+    "conductor",
+  );
+  if (!resolved.ok) throw new Error(resolved.problems.join("; "));
+  return resolved.config;
+}
 
 export { eventually };
 
