@@ -135,6 +135,7 @@ test("replies of an acknowledged batch still arrive when the next batch fails", 
     "every acknowledged command's reply",
     () => replies.size === commands - 1,
     30_000,
+    () => `(${replies.size} of ${commands - 1} arrived)`,
   );
   expect([...replies].sort((a, b) => Number(a) - Number(b))).toEqual(
     Array.from({ length: commands - 1 }, (_, i) => String(i)),
