@@ -123,10 +123,15 @@ export async function commitBatch(
     }
   }
   const t1 = performance.now();
-  const { stored, accepted } = await store.lookup(commandIds, orderIds);
+  const { stored, accepted } = await store.lookup(commandIds, orderIds, context.epoch);
   const t2 = performance.now();
 
-  const batch = new CommitBuilder(keys.ownerEpoch, context.epoch, keys.eventSequence);
+  const batch = new CommitBuilder(
+    keys.ownerEpoch,
+    context.epoch,
+    keys.eventSequence,
+    store.chainFor(),
+  );
   const ttl = config.dedupRetentionSeconds;
   // Results of commands seen earlier in this same batch: a redelivery inside one batch.
   const batchResults = new Map<string, string>();

@@ -58,13 +58,16 @@ function hashArgs(fields: readonly string[]): string {
  * KEYS[1]        owner-epoch key of the partition
  * KEYS[2]        the events stream (any key when the batch has no events)
  * KEYS[3]        the stream's sequence counter: the last `seq` given to an event
- * KEYS[4..]      the keys ops reference by index, then the nm marker keys (the last nm KEYS)
+ * KEYS[4]        the commit counter: how many batches the partition's history holds
+ * KEYS[5..]      the keys ops reference by index, then the nm marker keys (the last nm KEYS)
  * ARGV[1]        the epoch this conductor owns
  * ARGV[2]        the TTL in seconds of every marker
- * ARGV[3]        nm, the number of markers: SET KEYS[#KEYS-nm+j] ARGV[5+j-1] EX ttl
+ * ARGV[3]        nm, the number of markers: SET KEYS[#KEYS-nm+j] ARGV[6+j-1] EX ttl
  * ARGV[4]        ne, the number of events, which follow the marker values:
  *                XADD KEYS[2] * event json seq n, in order, n counting on from KEYS[3]
- * ARGV[5+nm+ne..] ops, each an op code followed by its arguments (k: a KEYS index):
+ * ARGV[5]        the commit count this batch builds on: the count after the conductor's
+ *                last commit (or as it read it with the books)
+ * ARGV[6+nm+ne..] ops, each an op code followed by its arguments (k: a KEYS index):
  *                S k ttl value        SET KEYS[k] value EX ttl
  *                O k v1 .. v14        HSET an order hash: every field of orderHashFields
  *                                     (an order hash always has the same fields, so no
@@ -83,7 +86,9 @@ function hashArgs(fields: readonly string[]): string {
  *                resend after a lost reply: its first marker exists), writing nothing
  * errors         "FENCED <expected> <found>" when the epoch differs (nothing written);
  *                "BADOP ..." on a bad header, an unknown op code, a bad key index or bad
- *                arity (nothing written: checked first)
+ *                arity (nothing written: checked first); "DIVERGED <expected> <found>" when
+ *                the commit count is not ARGV[5]: this node's history is not the one the
+ *                batch was matched on (nothing written)
  */
 export const commitScript = `
 local current = redis.call('GET', KEYS[1])
@@ -94,7 +99,9 @@ local n = #ARGV
 local ttl = ARGV[2]
 local nm = tonumber(ARGV[3])
 local ne = tonumber(ARGV[4])
-if nm == nil or ne == nil or nm < 0 or ne < 0 or 4 + nm + ne > n or 3 + nm > #KEYS then
+local builtOn = tonumber(ARGV[5])
+if nm == nil or ne == nil or builtOn == nil or nm < 0 or ne < 0 or 5 + nm + ne > n
+  or 4 + nm > #KEYS then
   return redis.error_reply('BADOP header')
 end
 local markerBase = #KEYS - nm
@@ -102,7 +109,7 @@ local width = {
   S = 4, Z = 4, R = 3, D = 2, X = 3, A = 3, E = 3, H = 4, F = 3,
   O = ${2 + orderHashFields.length}, P = ${2 + stopHashFields.length}
 }
-local first = 5 + nm + ne
+local first = 6 + nm + ne
 -- Validate every op before the first write: a script error after a write would leave
 -- the batch half applied, because scripts are atomic but not rolled back.
 local i = first
@@ -116,7 +123,7 @@ while i <= n do
     return redis.error_reply('BADOP truncated')
   end
   local k = tonumber(ARGV[i + 1])
-  if k == nil or k < 4 or k > markerBase then
+  if k == nil or k < 5 or k > markerBase then
     return redis.error_reply('BADOP key ' .. op .. ' ' .. tostring(ARGV[i + 1]))
   end
   i = i + w
@@ -127,15 +134,22 @@ end
 if ne > 0 and nm > 0 and redis.call('EXISTS', KEYS[markerBase + 1]) == 1 then
   return 0
 end
+-- After a failover the batch could reach a node that lacks the batch before it (it was
+-- matched on top of that one): applied there, it would reuse its sequence numbers.
+local count = tonumber(redis.call('GET', KEYS[4]) or '0')
+if count ~= builtOn then
+  return redis.error_reply('DIVERGED ' .. ARGV[5] .. ' ' .. count)
+end
+redis.call('SET', KEYS[4], count + 1)
 for j = 1, nm do
-  redis.call('SET', KEYS[markerBase + j], ARGV[4 + j], 'EX', ttl)
+  redis.call('SET', KEYS[markerBase + j], ARGV[5 + j], 'EX', ttl)
 end
 local events = KEYS[2]
 if ne > 0 then
   -- A contiguous number per event, so that a consumer can tell a gap (an event the broker
   -- refused while a later one got through) from the end of the stream.
   local seq = redis.call('INCRBY', KEYS[3], ne) - ne
-  for j = 5 + nm, 4 + nm + ne do
+  for j = 6 + nm, 5 + nm + ne do
     seq = seq + 1
     redis.call('XADD', events, '*', 'event', ARGV[j], 'seq', seq)
   end
@@ -203,6 +217,8 @@ export class CommitBuilder {
     private readonly epochKey: string,
     private readonly epoch: number,
     private readonly sequenceKey: string,
+    /** The commit counter and the count this batch builds on (KEYS[4], ARGV[5]). */
+    private readonly chain: { key: string; builtOn: number },
   ) {}
 
   private sealed: { keys: string[]; args: string[] } | undefined;
@@ -223,6 +239,7 @@ export class CommitBuilder {
         this.epochKey,
         this.eventsKey ?? this.epochKey,
         this.sequenceKey,
+        this.chain.key,
         ...this.opKeys,
         ...this.markerKeys,
       ],
@@ -231,6 +248,7 @@ export class CommitBuilder {
         String(this.markerTtl ?? 1),
         String(this.markerKeys.length),
         String(this.events.length),
+        String(this.chain.builtOn),
         ...this.markerValues,
         ...this.events,
         ...this.ops,
@@ -244,7 +262,7 @@ export class CommitBuilder {
     let index = this.keyIndex.get(name);
     if (index === undefined) {
       this.opKeys.push(name);
-      index = String(this.opKeys.length + 3);
+      index = String(this.opKeys.length + 4);
       this.keyIndex.set(name, index);
     }
     return index;

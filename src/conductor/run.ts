@@ -91,14 +91,7 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
   });
   queries.on("error", () => undefined); // reported as 503 by the query
   const policyWatch = watchFsyncPolicy(config, log, `matchd-conductor-p${config.partition}-policy`);
-  const store = new ConductorStore(
-    writer,
-    keys,
-    reader,
-    queries,
-    policyWatch?.violation,
-    policyWatch?.requiredReplicas,
-  );
+  const store = new ConductorStore(writer, keys, reader, queries, policyWatch?.rule());
   let conductor: Conductor | undefined;
   const consumer = new CommandConsumer(config, log, () => conductor?.notify());
   const metrics = createConductorMetrics(
@@ -183,7 +176,7 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
     );
     if (refused !== null) throw refused;
     policyVerified = true;
-    policyWatch?.start();
+    await policyWatch?.start();
     for (let delayMs = 100; ; delayMs = Math.min(delayMs * 2, 5000)) {
       try {
         await owner.reload();

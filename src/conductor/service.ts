@@ -102,7 +102,9 @@ export class Conductor {
 
   /** Claims ownership and loads the books; retried by the caller on failure. */
   async takeOwnership(): Promise<void> {
-    const { epoch, previous } = await this.store.claimOwnership();
+    const { epoch, previous } = await this.store.claimOwnership(
+      this.config.durability === "aof-replicated" ? this.config.durabilityTimeoutMs : undefined,
+    );
     // Nobody owned the partition since this conductor's own epoch (every commit is fenced by
     // the owner epoch), so books it loaded or committed itself are still Valkey's: a requeued
     // batch, which reconnects and so claims again, costs one reload, in fail(), not two.
@@ -132,9 +134,16 @@ export class Conductor {
   async reload(): Promise<void> {
     this.loaded = false;
     const started = performance.now();
+    // The books and the commit count must come from one node: a failover that moves the
+    // writer's connection mid-load (or a commit of a fenced owner) fails the load, retried.
+    const connection = this.store.writerConnection();
+    const commits = await this.store.readChain();
     const orders = await this.store.loadRestingOrders();
     const stops = await this.store.loadStopOrders();
     const halts = await this.store.loadHalts();
+    if (this.store.writerConnection() !== connection || (await this.store.readChain()) !== commits)
+      throw new Error("the books changed or the datastore connection moved while they loaded");
+    this.store.resetChain(commits);
     this.engine.clear();
     for (const order of orders) this.engine.loadRestingOrder(order);
     // After the resting orders: a stop's precisions are checked against its pair's.

@@ -13,7 +13,11 @@ import type {
   TimeInForce,
 } from "../domain/index";
 import { connectionGeneration, type Valkey } from "../infra/valkey/client";
-import { waitDurable, writeMarkerAndWaitDurable } from "../infra/valkey/durability";
+import {
+  type DurabilityRule,
+  waitDurable,
+  writeMarkerAndWaitDurable,
+} from "../infra/valkey/durability";
 import type { PartitionKeys } from "../infra/valkey/keys";
 import { luaScript, runEncodedScript, runScript } from "../infra/valkey/lua-script";
 import { type CommitBuilder, commitScript, orderHashFields, stopHashFields } from "./commit-script";
@@ -52,6 +56,16 @@ export class FencedError extends Error {
   }
 }
 
+/**
+ * The node a batch was about to be committed on, or looked up on, does not hold the history
+ * the conductor matched on (a failover moved a connection onto a node that lacks a commit, or
+ * has a different owner epoch): nothing was written; the batch is requeued and the books
+ * reloaded from the node the writer reaches now.
+ */
+export class DivergedError extends Error {
+  readonly code = "DIVERGED";
+}
+
 export interface DedupLookup {
   /** Stored results of commands already processed, by command id. */
   stored: Map<string, string>;
@@ -71,24 +85,54 @@ export class ConductorStore {
     private readonly reader: Valkey = writer,
     /** Stored-result queries, which may wait for durability: never the reader's lookups. */
     private readonly queries: Valkey = reader,
-    /** Why the durability policy no longer holds (FsyncPolicyWatch): every wait then fails. */
-    private readonly policyViolation: () => string | undefined = () => undefined,
-    /** Replica fsyncs a wait needs (FsyncPolicyWatch.requiredReplicas, replica-rule.ts). */
-    private readonly replicasRequired: () => number = () => 1,
+    /** What every durability wait asks of the policy watch (FsyncPolicyWatch.rule). */
+    private readonly rule: DurabilityRule = {},
   ) {}
+
+  /**
+   * The commit count the next commit builds on: the count read with the books, plus one per
+   * commit since (see CommitBuilder's chain). Unknown (-1) until the first reload.
+   */
+  private chain = -1;
+
+  /** The commit counter and the count the next batch builds on. */
+  chainFor(): { key: string; builtOn: number } {
+    return { key: this.keys.commitCount, builtOn: this.chain };
+  }
+
+  /** The commit count on the node the writer reaches now (0 before the first commit). */
+  async readChain(): Promise<number> {
+    return Number((await this.writer.get(this.keys.commitCount)) ?? 0);
+  }
+
+  /** Sets the count the next commit builds on: read with the books (Conductor.reload). */
+  resetChain(count: number): void {
+    this.chain = count;
+  }
+
+  /**
+   * True while the fencing keys (outside the `matching:` prefix, which harnesses may delete)
+   * exist: false means the datastore lost the partition's keys, not that a harness reset them.
+   */
+  async fencingIntact(): Promise<boolean> {
+    return (await this.writer.exists(this.keys.ownerEpochCounter)) === 1;
+  }
 
   /**
    * Takes ownership of the partition: every earlier owner's commits are fenced from now on.
    * The epoch comes from a counter that outlives a reset of the `matching:` keyspace, so a
    * stale owner's epoch can never be issued again and match after a reset.
    */
-  async claimOwnership(): Promise<{ epoch: number; previous: number }> {
+  async claimOwnership(durableWithinMs?: number): Promise<{ epoch: number; previous: number }> {
+    const claimedOn = connectionGeneration(this.writer);
     const [epoch, previous] = (await runScript(
       this.writer,
       claimOwnershipLua,
       [this.keys.ownerEpochCounter, this.keys.ownerEpoch],
       [],
     )) as [number, number];
+    // A claim a failover takes back would let the fenced owner commit again: durable first.
+    if (durableWithinMs !== undefined) await this.waitDurable(durableWithinMs, claimedOn);
     return { epoch: Number(epoch), previous: Number(previous) };
   }
 
@@ -97,15 +141,28 @@ export class ConductorStore {
     return Number((await this.reader.get(this.keys.ownerEpoch)) ?? 0);
   }
 
-  async lookup(commandIds: readonly string[], orderIds: readonly string[]): Promise<DedupLookup> {
+  /**
+   * Reads the dedup markers of a batch on the reader's connection, with the owner epoch and the
+   * commit count in the same MGET: the reader may sit on another node than the writer (after a
+   * failover), and its answer counts only when that node holds this conductor's epoch and every
+   * commit it made. Throws DivergedError when not, FencedError when a newer epoch owns it.
+   */
+  async lookup(
+    commandIds: readonly string[],
+    orderIds: readonly string[],
+    epoch: number,
+  ): Promise<DedupLookup> {
     const stored = new Map<string, string>();
     const accepted = new Set<string>();
     if (commandIds.length + orderIds.length === 0) return { stored, accepted };
     const keys = [
+      this.keys.ownerEpoch,
+      this.keys.commitCount,
       ...commandIds.map((id) => this.keys.processedCommand(id)),
       ...orderIds.map((id) => this.keys.acceptedOrder(id)),
     ];
-    const values = await this.reader.mget(keys);
+    const [epochSeen, countSeen, ...values] = await this.reader.mget(keys);
+    this.checkReaderNode(epoch, epochSeen ?? null, Number(countSeen ?? 0));
     commandIds.forEach((id, i) => {
       const value = values[i];
       if (value != null) stored.set(id, storedResultJson(id, value));
@@ -114,6 +171,19 @@ export class ConductorStore {
       if (values[commandIds.length + i] != null) accepted.add(id);
     });
     return { stored, accepted };
+  }
+
+  /** See lookup. A missing epoch (a keyspace reset) is left to the commit, which is fenced. */
+  private checkReaderNode(epoch: number, epochSeen: string | null, countSeen: number): void {
+    if (epochSeen === null) return;
+    if (Number(epochSeen) > epoch) {
+      throw new FencedError(`FENCED ${epoch} ${epochSeen} (seen by the dedup lookup)`, false);
+    }
+    if (Number(epochSeen) !== epoch || countSeen !== this.chain) {
+      throw new DivergedError(
+        `the dedup lookup's node holds epoch ${epochSeen} and ${countSeen} commits, not ${epoch} and ${this.chain}: not the writer's history`,
+      );
+    }
   }
 
   /**
@@ -125,40 +195,44 @@ export class ConductorStore {
    */
   async storedResult(commandId: string, durableWithinMs?: number): Promise<string | null> {
     const connection = this.queries;
+    // The lazy connection connects on first use: the read must know which connection it is on.
+    if (connection.status === "wait") await connection.connect();
+    const readOn = connectionGeneration(connection);
     const value = await connection.get(this.keys.processedCommand(commandId));
     const stored = value === null ? null : storedResultJson(commandId, value);
     if (stored === null || durableWithinMs === undefined) return stored;
-    // After the read (which connects the lazy connection on first use): the marker and the
-    // wait share a connection; the read need not, since what it saw precedes the marker.
+    // The marker and the wait cover what the read saw only on the node it read from: a wait
+    // that ends on another connection than the read's throws ConnectionChangedError.
     await writeMarkerAndWaitDurable(
       connection,
       this.keys.durabilityProbe,
       durableWithinMs,
-      this.policyViolation,
-      this.replicasRequired,
+      this.rule,
+      readOn,
     );
     return stored;
   }
 
+  /** Runs a batch's commit (built on chainFor()); the next one builds on it. */
   async commit(batch: CommitBuilder): Promise<void> {
     try {
       await runEncodedScript(this.writer, commitLua, batch.keys, batch.args);
+      this.chain++;
     } catch (error) {
+      // Whatever happened, the count is not known any more: a reload reads it again.
+      this.chain = -1;
       const message = (error as Error).message;
       if (message.startsWith("FENCED")) {
         throw new FencedError(message, message.endsWith(" false") || message.endsWith(" nil"));
       }
+      if (message.startsWith("DIVERGED")) throw new DivergedError(message);
       throw error;
     }
   }
 
   /** Waits for the writes made on the writer connection of `writtenOn` (see writerConnection). */
   async waitDurable(timeoutMs: number, writtenOn: number): Promise<number> {
-    const waitedMs = await waitDurable(this.writer, timeoutMs, {
-      writtenOn,
-      violation: this.policyViolation,
-      replicasRequired: this.replicasRequired,
-    });
+    const waitedMs = await waitDurable(this.writer, timeoutMs, { writtenOn, ...this.rule });
     this.onDurable();
     return waitedMs;
   }

@@ -94,8 +94,7 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
             metrics.durabilityWait.observe(waitedMs / 1000);
             failovers.durableWrite();
           },
-          violation: policyWatch?.violation,
-          replicasRequired: policyWatch?.requiredReplicas,
+          ...policyWatch?.rule(),
         }
       : null,
   );
@@ -210,7 +209,7 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
     throw refused;
   }
   policyVerified = true;
-  policyWatch?.start();
+  await policyWatch?.start();
   lease.start();
   const running = deliveryLoop.start();
   // A loop that ends by itself (it should not), or fails, also ends the process, through the

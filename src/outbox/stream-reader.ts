@@ -5,7 +5,12 @@
  * writes use separate connections so a blocking read never delays an acknowledgement.
  */
 import { connectionGeneration, replyCode, type Valkey } from "../infra/valkey/client";
-import { ConnectionChangedError, markerWriteScript, waitDurable } from "../infra/valkey/durability";
+import {
+  ConnectionChangedError,
+  type DurabilityRule,
+  markerWriteScript,
+  waitDurable,
+} from "../infra/valkey/durability";
 import type { PartitionKeys } from "../infra/valkey/keys";
 import { runEncodedScript, runScript } from "../infra/valkey/lua-script";
 import { entryTimeMs, type StreamEntry } from "./envelope";
@@ -46,13 +51,9 @@ export interface AckItem {
 }
 
 /** Under aof-replicated: how long a read waits for its entries' fsync, and where the wait is told. */
-export interface ReadDurability {
+export interface ReadDurability extends DurabilityRule {
   timeoutMs: number;
   observeWaitMs: (waitedMs: number) => void;
-  /** Why the durability policy no longer holds (FsyncPolicyWatch): every wait then fails. */
-  violation?: () => string | undefined;
-  /** Replica fsyncs a wait needs (FsyncPolicyWatch.requiredReplicas, replica-rule.ts). */
-  replicasRequired?: () => number;
 }
 
 export class OutboxStream {
@@ -218,14 +219,13 @@ export class OutboxStream {
   ): Promise<void> {
     if (this.durability === null) return;
     if (barrier) await this.reader.call("EVAL", ...this.barrierCommand());
-    const durability = this.durability;
-    const waitedMs = await waitDurable(this.reader, durability.timeoutMs, {
+    const { timeoutMs, observeWaitMs: _, ...rule } = this.durability;
+    const waitedMs = await waitDurable(this.reader, timeoutMs, {
       abandon,
       writtenOn: generation,
-      violation: durability.violation,
-      ...(durability.replicasRequired ? { replicasRequired: durability.replicasRequired } : {}),
+      ...rule,
     });
-    durability.observeWaitMs(waitedMs);
+    this.durability.observeWaitMs(waitedMs);
   }
 
   /**

@@ -97,6 +97,8 @@ describe("group commit", () => {
     const config = conductorConfig(partition);
     const conductorStore = new ConductorStore(store.valkey, store.keys);
     const { epoch } = await conductorStore.claimOwnership();
+    // As the conductor's reload does: the next commit builds on the count read with the books.
+    conductorStore.resetChain(await conductorStore.readChain());
     return {
       config,
       engine: new MatchingEngine(),
@@ -128,6 +130,8 @@ describe("group commit", () => {
     const engine = new MatchingEngine();
     const conductorStore = new ConductorStore(store.valkey, store.keys);
     const { epoch } = await conductorStore.claimOwnership();
+    // As the conductor's reload does: the next commit builds on the count read with the books.
+    conductorStore.resetChain(await conductorStore.readChain());
     const metrics = createConductorMetrics(
       config,
       () => 0,
@@ -380,7 +384,10 @@ describe("the commit script's encoding", () => {
       await store.valkey.set(keys.ownerEpoch, "3");
       const values = orderHashFields.map((field) => `${field}-value`);
       const stage = () => {
-        const batch = new CommitBuilder(keys.ownerEpoch, 3, keys.eventSequence);
+        const batch = new CommitBuilder(keys.ownerEpoch, 3, keys.eventSequence, {
+          key: keys.commitCount,
+          builtOn: 0,
+        });
         batch.setWithTtl(keys.processedCommand("c1"), "{}", 60);
         batch.setWithTtl(keys.processedCommand("c2"), "{}", 90);
         batch.xadd(keys.events, '{"n":1}');
@@ -407,6 +414,12 @@ describe("the commit script's encoding", () => {
       const sequenceKey = stage();
       sequenceKey.args.push("D", "3");
       await expect(run(sequenceKey)).rejects.toThrow("BADOP key D 3");
+      await nothingWritten();
+
+      // KEYS[4] is the commit counter: no op may write it either.
+      const countKey = stage();
+      countKey.args.push("D", "4");
+      await expect(run(countKey)).rejects.toThrow("BADOP key D 4");
       await nothingWritten();
 
       const beyondKeys = stage();
@@ -447,18 +460,21 @@ describe("the commit script's encoding", () => {
     const { keys } = store;
     const run = (batch: CommitBuilder) =>
       store.valkey.eval(commitScript, batch.keys.length, ...batch.keys, ...batch.args);
-    const stage = (command: string, events: number) => {
-      const batch = new CommitBuilder(keys.ownerEpoch, 5, keys.eventSequence);
+    const stage = (command: string, events: number, builtOn: number) => {
+      const batch = new CommitBuilder(keys.ownerEpoch, 5, keys.eventSequence, {
+        key: keys.commitCount,
+        builtOn,
+      });
       batch.setWithTtl(keys.processedCommand(command), "{}", 60);
       for (let n = 0; n < events; n++) batch.xadd(keys.events, `{"n":${n}}`);
       return batch;
     };
     try {
       await store.valkey.set(keys.ownerEpoch, "5");
-      await run(stage("a", 2));
-      expect(await run(stage("a", 2))).toBe(0);
-      await run(stage("b", 0));
-      await run(stage("c", 3));
+      await run(stage("a", 2, 0));
+      expect(await run(stage("a", 2, 1))).toBe(0);
+      await run(stage("b", 0, 1));
+      await run(stage("c", 3, 2));
       const entries = await store.valkey.xrange(keys.events, "-", "+");
       expect(entries.map(([, fields]) => fields)).toEqual(
         [0, 1, 0, 1, 2].map((n, i) => ["event", `{"n":${n}}`, "seq", String(i + 1)]),
@@ -476,11 +492,22 @@ describe("the commit script's encoding", () => {
     const conductorStore = new ConductorStore(store.valkey, store.keys);
     try {
       const { epoch } = await conductorStore.claimOwnership();
-      const first = new CommitBuilder(store.keys.ownerEpoch, epoch, store.keys.eventSequence);
+      conductorStore.resetChain(await conductorStore.readChain());
+      const first = new CommitBuilder(
+        store.keys.ownerEpoch,
+        epoch,
+        store.keys.eventSequence,
+        conductorStore.chainFor(),
+      );
       first.setWithTtl(store.keys.processedCommand("a"), "1", 60);
       await conductorStore.commit(first);
       await store.valkey.script("FLUSH");
-      const second = new CommitBuilder(store.keys.ownerEpoch, epoch, store.keys.eventSequence);
+      const second = new CommitBuilder(
+        store.keys.ownerEpoch,
+        epoch,
+        store.keys.eventSequence,
+        conductorStore.chainFor(),
+      );
       second.setWithTtl(store.keys.processedCommand("b"), "2", 60);
       await conductorStore.commit(second);
       expect(

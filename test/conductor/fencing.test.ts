@@ -31,8 +31,11 @@ describe("the commit script", () => {
     const { keys } = store;
     try {
       await store.valkey.set(keys.ownerEpoch, "7");
-      const stage = (epoch: number) => {
-        const batch = new CommitBuilder(keys.ownerEpoch, epoch, keys.eventSequence);
+      const stage = (epoch: number, builtOn = 0) => {
+        const batch = new CommitBuilder(keys.ownerEpoch, epoch, keys.eventSequence, {
+          key: keys.commitCount,
+          builtOn,
+        });
         batch.setWithTtl(keys.processedCommand("c1"), '{"ok":true}', 60);
         batch.replaceOrderHash(
           keys.order("o1"),
@@ -71,7 +74,12 @@ describe("the commit script", () => {
       await expect(run(store, late)).rejects.toThrow("BADOP");
       await nothingWritten();
 
+      // Built on a history this node does not hold (a commit count it lacks, or one past it).
+      await expect(run(store, stage(7, 1))).rejects.toThrow("DIVERGED 1 0");
+      await nothingWritten();
+
       expect(await run(store, stage(7))).toBe(5);
+      expect(await store.valkey.get(keys.commitCount)).toBe("1");
       expect(await store.valkey.get(keys.processedCommand("c1"))).toBe('{"ok":true}');
       expect(await store.valkey.hget(keys.order("o1"), "price")).toBe("price-value");
       expect(await store.eventCount()).toBe(1);

@@ -557,8 +557,12 @@ export async function writeRestingBook(
 ): Promise<void> {
   const writer = new ConductorStore(store.valkey, store.keys);
   await store.valkey.set(store.keys.ownerEpoch, "1");
+  const commits = Number((await store.valkey.get(store.keys.commitCount)) ?? 0);
   for (let start = 0; start < total; start += 2000) {
-    const batch = new CommitBuilder(store.keys.ownerEpoch, 1, store.keys.eventSequence);
+    const batch = new CommitBuilder(store.keys.ownerEpoch, 1, store.keys.eventSequence, {
+      key: store.keys.commitCount,
+      builtOn: commits + start / 2000,
+    });
     for (let i = start; i < Math.min(total, start + 2000); i++)
       writer.stageRestingOrder(batch, restingOrder(pairId, i));
     writer.stagePair(batch, pairId);

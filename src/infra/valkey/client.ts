@@ -141,6 +141,18 @@ function clusterOptions(
   };
 }
 
+/**
+ * The server at the other end of the connection, `ip:port`, as Sentinel names servers (an
+ * IPv4-mapped address unmapped); undefined while it has no socket. Under Sentinel the URL does
+ * not say which node a connection reached.
+ */
+export function nodeAddress(valkey: Valkey): string | undefined {
+  const socket = (valkey as unknown as { stream?: { remoteAddress?: string; remotePort?: number } })
+    .stream;
+  if (socket?.remoteAddress === undefined || socket.remotePort === undefined) return undefined;
+  return `${socket.remoteAddress.replace(/^::ffff:/, "")}:${socket.remotePort}`;
+}
+
 /** Replicas the server reports connected (INFO replication's connected_slaves). */
 export async function connectedReplicas(valkey: Valkey): Promise<number> {
   return Number(parseInfo(await valkey.info("replication")).get("connected_slaves") ?? "0");

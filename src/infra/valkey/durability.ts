@@ -6,7 +6,7 @@
 import { ReplyError } from "ioredis";
 import type { DurabilityPolicy } from "../../config/schema";
 import { withinMs } from "../within";
-import { connectionGeneration, parseInfo, type Valkey } from "./client";
+import { connectionGeneration, nodeAddress, parseInfo, type Valkey } from "./client";
 import {
   checkPrimaryFsync,
   checkReplicasFsync,
@@ -201,13 +201,9 @@ export async function checkDatastore(
       // The same sliced wait as every commit: one blocking WAITAOF can stall ~1 s.
       // Every healthy replica, as every commit's wait will need (replica-rule.ts).
       const required = requiredReplicaFsyncs(listed, lagLimitS);
-      const waitedMs = await writeMarkerAndWaitDurable(
-        valkey,
-        probeKey,
-        timeoutMs,
-        undefined,
-        () => required,
-      );
+      const waitedMs = await writeMarkerAndWaitDurable(valkey, probeKey, timeoutMs, {
+        replicasRequired: () => required,
+      });
       outcomes.push({
         name: "probe write fsynced on primary and replica",
         ok: true,
@@ -249,16 +245,22 @@ export async function writeMarkerAndWaitDurable(
   valkey: Valkey,
   key: string,
   timeoutMs: number,
-  violation?: () => string | undefined,
-  replicasRequired?: () => number,
+  rule: DurabilityRule = {},
+  /** The connection the writes to cover went out on, when they came before the marker. */
+  writtenOn = connectionGeneration(valkey),
 ): Promise<number> {
-  const writtenOn = connectionGeneration(valkey);
   await runScript(valkey, markerWriteScript, [key], [String(Date.now()), 60_000]);
-  return waitDurable(valkey, timeoutMs, {
-    writtenOn,
-    ...(violation ? { violation } : {}),
-    ...(replicasRequired ? { replicasRequired } : {}),
-  });
+  return waitDurable(valkey, timeoutMs, { writtenOn, ...rule });
+}
+
+/** What a durability wait asks of the watch (FsyncPolicyWatch); every part optional. */
+export interface DurabilityRule {
+  /** Why the policy no longer holds: a wait then never succeeds. */
+  violation?: () => string | undefined;
+  /** Replica fsyncs the wait needs, read before every slice (replica-rule.ts); 1 by default. */
+  replicasRequired?: () => number;
+  /** The server the replica count is for: a wait that ran on another one does not count. */
+  watchedNode?: () => string | undefined;
 }
 
 async function commandExists(valkey: Valkey, name: string): Promise<boolean> {
@@ -309,14 +311,8 @@ export async function waitDurable(
     writtenOn,
     violation,
     replicasRequired = () => 1,
-  }: {
-    abandon?: () => boolean;
-    writtenOn?: number;
-    /** Why the policy no longer holds (FsyncPolicyWatch): a wait then never succeeds. */
-    violation?: () => string | undefined;
-    /** Replica fsyncs the wait needs, read before every slice (replica-rule.ts); 1 by default. */
-    replicasRequired?: () => number;
-  } = {},
+    watchedNode,
+  }: DurabilityRule & { abandon?: () => boolean; writtenOn?: number } = {},
 ): Promise<number> {
   const started = performance.now();
   let local = 0;
@@ -338,6 +334,11 @@ export async function waitDurable(
     if (local >= 1 && replicas >= required) {
       if (writtenOn !== undefined && connectionGeneration(valkey) !== writtenOn)
         throw new ConnectionChangedError();
+      const watched = watchedNode?.();
+      if (watched !== undefined && nodeAddress(valkey) !== watched)
+        throw new ConnectionChangedError(
+          `the durability wait ran on ${nodeAddress(valkey)}, the replica count is for ${watched}`,
+        );
       const reason = violation?.();
       if (reason !== undefined) throw new PolicyViolatedError(reason);
       return performance.now() - started;

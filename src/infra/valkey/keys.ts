@@ -33,6 +33,11 @@ export interface PartitionKeys {
   conductorHeartbeat: string;
   /** Extension: the counter ownership epochs are drawn from; it survives a keyspace reset. */
   ownerEpochCounter: string;
+  /**
+   * Extension: how many batches were committed on the partition's history, checked and counted
+   * by every commit, so that a batch never lands on a node that lacks the one before it.
+   */
+  commitCount: string;
   /** Extension: written by the outbox after each read so its durability wait has a write to cover. */
   outboxReadBarrier: string;
   /**
@@ -66,6 +71,7 @@ export function partitionKeys(partition: number): PartitionKeys {
     // Outside the `matching:` prefix on purpose, in the same hash slot: harnesses that delete
     // every `matching:*` key keep it, so an epoch is never issued twice (see claimOwnership).
     ownerEpochCounter: `fencing:{matching-p${partition}}:owner-epoch-counter`,
+    commitCount: `fencing:{matching-p${partition}}:commit-count`,
     outboxReadBarrier: `${prefix}outbox-read-barrier`,
     durabilityProbe: `${prefix}durability-probe`,
   };

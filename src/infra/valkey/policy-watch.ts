@@ -1,6 +1,7 @@
 /**
  * Watches the durability policy while a service runs under `aof-replicated`: how many replica
- * fsyncs a wait needs (replica-rule.ts), and the primary's `appendfsync`. The boot
+ * fsyncs a wait needs and, with Sentinels, whether they still name the watched server the
+ * primary with no failover under way (replica-rule.ts); and the primary's `appendfsync`. The boot
  * check saw `always`, but a `CONFIG SET` afterwards would weaken every later durability wait
  * (under `everysec` some servers count an offset fsynced before it is, redis/redis#13793).
  * While it reads anything else, or the server is no longer a primary, or the setting stays
@@ -11,11 +12,16 @@ import type { Config } from "../../config/schema";
 import type { Logger } from "../log";
 import type { MetricsRegistry } from "../metrics";
 import { parseDatastoreAddress } from "./address";
-import { createValkey, parseInfo, type Valkey } from "./client";
-import { appendfsyncOf, listedReplicas } from "./fsync-policy";
+import { createValkey, nodeAddress, parseInfo, type Valkey } from "./client";
+import type { DurabilityRule } from "./durability";
+import { appendfsyncOf, type ListedReplica, listedReplicas } from "./fsync-policy";
 import { partitionKeys } from "./keys";
-import { replicaLagLimitS, requiredReplicaFsyncs } from "./replica-rule";
-import { askSentinels, largestDownAfterMs } from "./sentinel";
+import {
+  defaultReplicaLagLimitS,
+  requiredReplicaFsyncs,
+  sentinelReplicaRule,
+} from "./replica-rule";
+import { SentinelPoller } from "./sentinel";
 
 /** How often the setting is read: a change is acted on within this, plus one read. */
 export const policyWatchIntervalMs = 2000;
@@ -33,62 +39,105 @@ export class FsyncPolicyWatch {
   private timer: ReturnType<typeof setInterval> | undefined;
   private replicaTimer: ReturnType<typeof setInterval> | undefined;
   private required = 1;
-  /** Undefined until the Sentinels were asked (never, without Sentinels). */
-  private lagLimitS: number | undefined;
-  /** When the Sentinels were last asked: while none answers, at most every 10 s, not per count. */
-  private sentinelsAskedAt = Number.NEGATIVE_INFINITY;
+  /** Why the Sentinels' view forbids acknowledging on the watched server (replica-rule.ts). */
+  private sentinelReason: string | undefined;
+  /** The watched server, `ip:port`, as of the last count that read it. */
+  private watched: string | undefined;
 
   constructor(
     /** A connection of its own: a read must not queue behind a blocked durability wait. */
     private readonly valkey: Valkey,
     private readonly log: Logger,
     private readonly intervalMs = policyWatchIntervalMs,
-    /** Asks the Sentinels for their down-after-milliseconds; absent without Sentinels. */
-    private readonly downAfterMs?: () => Promise<number | undefined>,
+    /** Asks the Sentinels about the primary and its replicas; absent without Sentinels. */
+    private readonly sentinels?: SentinelPoller,
   ) {}
 
   /** Why the policy no longer holds, or undefined while it does. */
-  violation = (): string | undefined => this.reason;
+  violation = (): string | undefined => this.reason ?? this.sentinelReason;
+
+  /**
+   * The server the replica count is for, `ip:port`: a wait that ran on another one (its
+   * connection moved first, in a failover) is not covered by the count.
+   */
+  watchedNode = (): string | undefined => this.watched;
 
   /** Replica fsyncs a durability wait needs now (replica-rule.ts). */
   requiredReplicas = (): number => this.required;
 
-  start(): void {
-    this.timer = setInterval(() => void this.check(), this.intervalMs);
-    this.replicaTimer = setInterval(() => void this.countReplicas(), replicaWatchIntervalMs);
+  /** What every durability wait on the watched datastore asks of this watch. */
+  rule(): Required<DurabilityRule> {
+    return {
+      violation: this.violation,
+      replicasRequired: this.requiredReplicas,
+      watchedNode: this.watchedNode,
+    };
   }
 
-  /** Re-counts the healthy replicas of the watched primary; a failed read keeps the count. */
+  /** Starts watching; resolves after the first count, so no wait runs on the default of 1. */
+  async start(): Promise<void> {
+    this.timer = setInterval(() => void this.check(), this.intervalMs);
+    this.replicaTimer = setInterval(() => void this.countReplicas(), replicaWatchIntervalMs);
+    await this.countReplicas();
+  }
+
+  /** Re-counts the replicas a wait needs on the watched primary; a failed read keeps the count. */
   async countReplicas(): Promise<void> {
     try {
-      if (
-        this.lagLimitS === undefined &&
-        this.downAfterMs &&
-        performance.now() - this.sentinelsAskedAt >= 10_000
-      ) {
-        this.sentinelsAskedAt = performance.now();
-        this.lagLimitS = await this.lagLimitFromSentinels();
-      }
+      if (this.sentinels !== undefined) return await this.countWithSentinels(this.sentinels);
       const replication = parseInfo(await this.valkey.info("replication"));
       if (replication.get("role") !== "master") return;
-      const limit = this.lagLimitS ?? replicaLagLimitS(undefined);
-      const required = requiredReplicaFsyncs(listedReplicas(replication), limit);
-      if (required !== this.required) {
-        this.log.info("durability waits need a new number of replica fsyncs", {
-          from: this.required,
-          to: required,
-          lagLimitSeconds: limit,
-        });
-      }
-      this.required = required;
+      const limit = defaultReplicaLagLimitS;
+      this.watched = nodeAddress(this.valkey);
+      this.setRequired(requiredReplicaFsyncs(listedReplicas(replication), limit), {
+        lagLimitSeconds: limit,
+      });
     } catch {
       // A reconnect or a failover: the next read counts again.
     }
   }
 
-  private async lagLimitFromSentinels(): Promise<number | undefined> {
-    const downAfterMs = await this.downAfterMs?.();
-    return downAfterMs === undefined ? undefined : replicaLagLimitS(downAfterMs);
+  /**
+   * The Sentinel rule: the watched server's listed replicas and the Sentinels' views, read in
+   * one round. With no Sentinel answering nothing changes: a replica is never left out, and a
+   * refusal never lifted, without their word.
+   */
+  private async countWithSentinels(sentinels: SentinelPoller): Promise<void> {
+    const [replication, views] = await Promise.all([
+      this.valkey.info("replication").then(parseInfo),
+      sentinels.poll(),
+    ]);
+    const watched = nodeAddress(this.valkey);
+    if (replication.get("role") !== "master" || watched === undefined) return;
+    this.watched = watched;
+    if (views.length === 0) return;
+    const listed: ListedReplica[] = listedReplicas(replication);
+    const outcome = sentinelReplicaRule({ watched, listed, views, sentinels: sentinels.count });
+    if (outcome.kind === "violated") {
+      if (this.sentinelReason === undefined) {
+        this.log.warn("the Sentinels forbid acknowledging on this primary", {
+          reason: outcome.reason,
+        });
+      }
+      this.sentinelReason = outcome.reason;
+      return;
+    }
+    if (this.sentinelReason !== undefined) {
+      this.log.info("the Sentinels name this primary again; durability waits may succeed", {});
+    }
+    this.sentinelReason = undefined;
+    this.setRequired(outcome.replicas, { counted: outcome.counted, excluded: outcome.excluded });
+  }
+
+  private setRequired(required: number, why: Record<string, unknown>): void {
+    if (required !== this.required) {
+      this.log.info("durability waits need a new number of replica fsyncs", {
+        from: this.required,
+        to: required,
+        ...why,
+      });
+    }
+    this.required = required;
   }
 
   async check(): Promise<void> {
@@ -130,6 +179,7 @@ export class FsyncPolicyWatch {
     this.timer = undefined;
     this.replicaTimer = undefined;
     this.valkey.disconnect();
+    this.sentinels?.close();
   }
 }
 
@@ -149,11 +199,11 @@ export function watchFsyncPolicy(
   });
   valkey.on("error", () => undefined); // an unreadable setting keeps the last answer
   const address = parseDatastoreAddress(config.datastoreUrl);
-  const downAfterMs =
-    typeof address === "object" && address.kind === "sentinel"
-      ? async () => largestDownAfterMs((await askSentinels(address, config.sentinelPassword)).views)
-      : undefined;
-  return new FsyncPolicyWatch(valkey, log, policyWatchIntervalMs, downAfterMs);
+  if (typeof address !== "object" || address.kind !== "sentinel") {
+    return new FsyncPolicyWatch(valkey, log, policyWatchIntervalMs);
+  }
+  const sentinels = new SentinelPoller(address, config.sentinelPassword);
+  return new FsyncPolicyWatch(valkey, log, policyWatchIntervalMs, sentinels);
 }
 
 /** The replica rule's live figure on /metrics: how many replica fsyncs each wait needs now. */

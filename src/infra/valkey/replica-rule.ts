@@ -1,17 +1,17 @@
 /**
- * The rule that keeps an acknowledged write across the promotion Sentinel makes: a durability
- * wait needs the fsync of every replica that Sentinel could still promote, not of any one.
+ * The rule that keeps an acknowledged write across every promotion Sentinel makes: a
+ * durability wait needs the fsync of every replica that Sentinel could still promote, and
+ * nothing is acknowledged on a primary that the Sentinels no longer name, or are failing over.
  *
- * WAITAOF 1 1 proves that one replica has the write, but with two replicas Sentinel may
- * promote the other: it ranks candidates by the replication offsets of its last INFO, which
- * can predate the primary's death. So a wait asks for every healthy replica (at least one):
- * one the primary lists online whose last acknowledgement is at most `lagLimitS` seconds old.
- * A replica that stops acknowledging for longer is one Sentinel has marked down (it stops
- * answering pings too) when the limit is above Sentinel's down-after-milliseconds, and
- * Sentinel never promotes a replica it holds down; until then waits time out and nothing is
- * acknowledged. A replica that has lost its link to the primary (state not online) is left
- * out at once: it cannot confirm anything, and its offset falls behind the others', which
- * Sentinel ranks first.
+ * With Sentinels (sentinelReplicaRule), a replica counts until the Sentinels themselves say
+ * it cannot be promoted: a majority of them answer and every one that answers flags it down
+ * (s_down, o_down) or without a link (disconnected); Sentinel never promotes a replica it
+ * flags so. A replica that merely lost its link to the primary still counts: `SENTINEL
+ * FAILOVER` and a promotion after a freeze or a partition start exactly so, with the chosen
+ * replica detached by `REPLICAOF NO ONE` while it is healthy. docs/durability.md argues it.
+ *
+ * Without Sentinels (no automatic promotion) the older rule stands: every replica the primary
+ * lists online whose last acknowledgement is at most `lagLimitS` seconds old.
  */
 import type { ListedReplica } from "./fsync-policy";
 
@@ -32,4 +32,65 @@ export function healthyReplicas(listed: readonly ListedReplica[], lagLimitS: num
 /** How many replica fsyncs a durability wait needs: every healthy replica, never fewer than 1. */
 export function requiredReplicaFsyncs(listed: readonly ListedReplica[], lagLimitS: number): number {
   return Math.max(1, healthyReplicas(listed, lagLimitS));
+}
+
+/** One Sentinel's answer about the monitored primary (SENTINEL MASTER and SENTINEL REPLICAS). */
+export interface SentinelReplicaView {
+  /** The primary it names, `ip:port`. */
+  master: string;
+  /** Its flags for the primary: `master`, `s_down`, `o_down`, `failover_in_progress`, ... */
+  masterFlags: readonly string[];
+  replicas: readonly { address: string; flags: readonly string[] }[];
+}
+
+export interface SentinelRuleInput {
+  /** The server the durability waits run on, `ip:port`. */
+  watched: string;
+  /** Its INFO replication list. */
+  listed: readonly ListedReplica[];
+  /** The Sentinels that answered. */
+  views: readonly SentinelReplicaView[];
+  /** Sentinels in the URL: exclusions need a majority of them to answer. */
+  sentinels: number;
+}
+
+export type SentinelRuleOutcome =
+  | { kind: "required"; replicas: number; counted: string[]; excluded: string[] }
+  | { kind: "violated"; reason: string };
+
+const cannotBePromoted = new Set(["s_down", "o_down", "disconnected"]);
+const failingOver = new Set(["o_down", "failover_in_progress"]);
+
+/** The replica rule with Sentinels; see the file's header. */
+export function sentinelReplicaRule(input: SentinelRuleInput): SentinelRuleOutcome {
+  const { watched, views } = input;
+  const elsewhere = views.find((v) => v.master !== watched);
+  if (elsewhere !== undefined) {
+    return {
+      kind: "violated",
+      reason: `a Sentinel names ${elsewhere.master} the primary, not ${watched}`,
+    };
+  }
+  const failing = views.find((v) => v.masterFlags.some((flag) => failingOver.has(flag)));
+  if (failing !== undefined) {
+    return {
+      kind: "violated",
+      reason: `a Sentinel is failing ${watched} over (flags ${failing.masterFlags.join(",")})`,
+    };
+  }
+  const candidates = new Set(input.listed.map((r) => `${r.ip}:${r.port}`));
+  for (const view of views) for (const replica of view.replicas) candidates.add(replica.address);
+  candidates.delete(watched);
+  const majority = Math.floor(input.sentinels / 2) + 1;
+  const counted: string[] = [];
+  const excluded: string[] = [];
+  for (const address of [...candidates].sort()) {
+    const flagged = views.every((view) => {
+      const seen = view.replicas.find((r) => r.address === address);
+      return seen?.flags.some((flag) => cannotBePromoted.has(flag)) === true;
+    });
+    if (views.length >= majority && flagged) excluded.push(address);
+    else counted.push(address);
+  }
+  return { kind: "required", replicas: Math.max(1, counted.length), counted, excluded };
 }

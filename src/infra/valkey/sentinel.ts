@@ -3,10 +3,11 @@
  * check reports and what the durability rule needs (down-after-milliseconds).
  */
 
+import Redis from "ioredis";
 import type { DatastoreAddress, SentinelAddress } from "./address";
 import type { CheckOutcome } from "./durability";
 import { probeClient } from "./probe-client";
-import { replicaLagLimitS } from "./replica-rule";
+import { replicaLagLimitS, type SentinelReplicaView } from "./replica-rule";
 
 export interface SentinelView {
   sentinel: SentinelAddress;
@@ -14,7 +15,7 @@ export interface SentinelView {
   master: Map<string, string>;
 }
 
-type SentinelTarget = Extract<DatastoreAddress, { kind: "sentinel" }>;
+export type SentinelTarget = Extract<DatastoreAddress, { kind: "sentinel" }>;
 
 /** SENTINEL MASTER from every Sentinel that answers within 1 s; the others are left out. */
 export async function askSentinels(
@@ -96,4 +97,82 @@ export async function checkSentinels(
       detail: `a replica silent for over ${lagLimitS} s leaves the durability waits (Sentinel down-after-milliseconds ${downAfterMs})`,
     });
   return { outcomes, lagLimitS };
+}
+
+/**
+ * Asks every Sentinel of a URL, on a connection of its own kept open, what the durability rule
+ * needs (replica-rule.ts): the primary it names with its flags, and each replica's flags.
+ * A Sentinel that does not answer within `timeoutMs` is left out of that round.
+ */
+export class SentinelPoller {
+  private readonly clients: Redis[];
+
+  constructor(
+    private readonly address: SentinelTarget,
+    sentinelPassword: string,
+    timeoutMs = 500,
+  ) {
+    this.clients = address.sentinels.map((sentinel) => {
+      const client = new Redis({
+        host: sentinel.host,
+        port: sentinel.port,
+        ...(sentinelPassword === "" ? {} : { password: sentinelPassword }),
+        lazyConnect: true,
+        connectTimeout: timeoutMs,
+        commandTimeout: timeoutMs,
+        maxRetriesPerRequest: 0,
+        enableOfflineQueue: false,
+        // Asked again every round: a Sentinel that comes back is counted within one.
+        retryStrategy: () => 200,
+      });
+      client.on("error", () => undefined);
+      return client;
+    });
+  }
+
+  /** Sentinels in the URL. */
+  get count(): number {
+    return this.clients.length;
+  }
+
+  /** One round: the views of the Sentinels that answered. */
+  async poll(): Promise<SentinelReplicaView[]> {
+    const views = await Promise.all(this.clients.map((client) => this.ask(client)));
+    return views.filter((v): v is SentinelReplicaView => v !== undefined);
+  }
+
+  private async ask(client: Redis): Promise<SentinelReplicaView | undefined> {
+    try {
+      if (client.status === "wait") await client.connect();
+      const name = this.address.masterName;
+      const [master, replicas] = await Promise.all([
+        client.call("SENTINEL", "MASTER", name) as Promise<string[]>,
+        client.call("SENTINEL", "REPLICAS", name) as Promise<string[][]>,
+      ]);
+      const fields = flatFields(master);
+      return {
+        master: `${fields.get("ip")}:${fields.get("port")}`,
+        masterFlags: (fields.get("flags") ?? "").split(","),
+        replicas: replicas.map((reply) => {
+          const replica = flatFields(reply);
+          return {
+            address: `${replica.get("ip")}:${replica.get("port")}`,
+            flags: (replica.get("flags") ?? "").split(","),
+          };
+        }),
+      };
+    } catch {
+      return undefined;
+    }
+  }
+
+  close(): void {
+    for (const client of this.clients) client.disconnect();
+  }
+}
+
+function flatFields(reply: readonly string[]): Map<string, string> {
+  const map = new Map<string, string>();
+  for (let i = 0; i + 1 < reply.length; i += 2) map.set(reply[i]!, reply[i + 1]!);
+  return map;
 }

@@ -1,0 +1,86 @@
+/**
+ * The replica rule with Sentinels, as a pure function: a replica counts until the Sentinels
+ * say it cannot be promoted, and nothing counts on a primary they no longer name.
+ */
+import { describe, expect, test } from "bun:test";
+import type { ListedReplica } from "../../src/infra/valkey/fsync-policy";
+import { type SentinelReplicaView, sentinelReplicaRule } from "../../src/infra/valkey/replica-rule";
+
+const watched = "127.0.0.1:7001";
+const b = "127.0.0.1:7002";
+const c = "127.0.0.1:7003";
+const online = (port: number): ListedReplica => ({
+  ip: "127.0.0.1",
+  port,
+  state: "online",
+  lag: 0,
+});
+const view = (
+  replicas: Record<string, string>,
+  master = watched,
+  masterFlags = "master",
+): SentinelReplicaView => ({
+  master,
+  masterFlags: masterFlags.split(","),
+  replicas: Object.entries(replicas).map(([address, flags]) => ({
+    address,
+    flags: flags.split(","),
+  })),
+});
+
+describe("the replica rule with Sentinels", () => {
+  test("a replica detached by REPLICAOF NO ONE (a planned handover) still counts", () => {
+    // valkey-2 left the primary's list, but the Sentinels hold it healthy (promoted).
+    const views = [0, 1, 2].map(() => view({ [b]: "slave,promoted", [c]: "slave" }));
+    const outcome = sentinelReplicaRule({ watched, listed: [online(7003)], views, sentinels: 3 });
+    expect(outcome).toEqual({ kind: "required", replicas: 2, counted: [b, c], excluded: [] });
+  });
+
+  test("a replica is left out once a majority answer and every one flags it down", () => {
+    const down = [0, 1].map(() => view({ [b]: "s_down,slave,disconnected", [c]: "slave" }));
+    expect(
+      sentinelReplicaRule({ watched, listed: [online(7003)], views: down, sentinels: 3 }),
+    ).toMatchObject({ replicas: 1, excluded: [b] });
+    // One Sentinel that still sees it up keeps it in: that one could lead the failover.
+    const split = [...down, view({ [b]: "slave", [c]: "slave" })];
+    expect(
+      sentinelReplicaRule({ watched, listed: [online(7003)], views: split, sentinels: 3 }),
+    ).toMatchObject({ replicas: 2, excluded: [] });
+    // A minority answering cannot leave anything out.
+    expect(
+      sentinelReplicaRule({ watched, listed: [online(7003)], views: down.slice(1), sentinels: 3 }),
+    ).toMatchObject({ replicas: 2, excluded: [] });
+  });
+
+  test("a replica the primary lists but no Sentinel knows yet counts; the primary itself never", () => {
+    const views = [view({ [c]: "slave", [watched]: "slave" })];
+    const outcome = sentinelReplicaRule({
+      watched,
+      listed: [online(7002), online(7003)],
+      views,
+      sentinels: 1,
+    });
+    expect(outcome).toMatchObject({ replicas: 2, counted: [b, c] });
+  });
+
+  test("nothing is acknowledged on a primary the Sentinels no longer name, or are failing over", () => {
+    const moved = [view({ [c]: "slave" }), view({ [c]: "slave" }, b)];
+    expect(sentinelReplicaRule({ watched, listed: [], views: moved, sentinels: 3 })).toEqual({
+      kind: "violated",
+      reason: `a Sentinel names ${b} the primary, not ${watched}`,
+    });
+    const failing = [view({ [b]: "slave" }, watched, "master,o_down,failover_in_progress")];
+    expect(
+      sentinelReplicaRule({ watched, listed: [], views: failing, sentinels: 3 }),
+    ).toMatchObject({ kind: "violated" });
+  });
+
+  test("at least one replica is always needed", () => {
+    expect(sentinelReplicaRule({ watched, listed: [], views: [view({})], sentinels: 1 })).toEqual({
+      kind: "required",
+      replicas: 1,
+      counted: [],
+      excluded: [],
+    });
+  });
+});
