@@ -19,12 +19,15 @@ const view = (
   replicas: Record<string, string>,
   master = watched,
   masterFlags = "master",
+  configEpoch = 1,
 ): SentinelReplicaView => ({
   master,
+  configEpoch,
   masterFlags: masterFlags.split(","),
   replicas: Object.entries(replicas).map(([address, flags]) => ({
     address,
-    flags: flags.split(","),
+    flags: flags.split(",").filter((f) => f !== "reports-master"),
+    roleReported: flags.includes("reports-master") ? "master" : "slave",
   })),
 });
 
@@ -63,8 +66,25 @@ describe("the replica rule with Sentinels", () => {
     expect(outcome).toMatchObject({ replicas: 2, counted: [b, c] });
   });
 
+  test("a demoted primary still answering as one is left out; so is a Sentinel behind the others", () => {
+    // After a handover: valkey-1 was primary until Sentinel promoted this one (epoch 2).
+    const old = "127.0.0.1:7009";
+    const views = [0, 1].map(() =>
+      view({ [old]: "slave,reports-master", [c]: "slave" }, watched, "master", 2),
+    );
+    const behind = view({ [c]: "slave" }, old, "master", 1);
+    expect(
+      sentinelReplicaRule({
+        watched,
+        listed: [online(7003)],
+        views: [...views, behind],
+        sentinels: 3,
+      }),
+    ).toEqual({ kind: "required", replicas: 1, counted: [c], excluded: [old] });
+  });
+
   test("nothing is acknowledged on a primary the Sentinels no longer name, or are failing over", () => {
-    const moved = [view({ [c]: "slave" }), view({ [c]: "slave" }, b)];
+    const moved = [view({ [c]: "slave" }), view({ [c]: "slave" }, b, "master", 2)];
     expect(sentinelReplicaRule({ watched, listed: [], views: moved, sentinels: 3 })).toEqual({
       kind: "violated",
       reason: `a Sentinel names ${b} the primary, not ${watched}`,

@@ -4,11 +4,14 @@
  * nothing is acknowledged on a primary that the Sentinels no longer name, or are failing over.
  *
  * With Sentinels (sentinelReplicaRule), a replica counts until the Sentinels themselves say
- * it cannot be promoted: a majority of them answer and every one that answers flags it down
- * (s_down, o_down) or without a link (disconnected); Sentinel never promotes a replica it
- * flags so. A replica that merely lost its link to the primary still counts: `SENTINEL
- * FAILOVER` and a promotion after a freeze or a partition start exactly so, with the chosen
- * replica detached by `REPLICAOF NO ONE` while it is healthy. docs/durability.md argues it.
+ * it cannot be promoted: a majority of them answer with the latest configuration (epoch), and
+ * every one of those flags it down (s_down, o_down) or without a link (disconnected), which
+ * Sentinel never promotes, or reports
+ * it answering as a primary (a demoted primary not yet turned into a replica: Sentinel ranks it
+ * below every replica that follows the primary, by its stale replication offset). A replica
+ * that merely lost its link to the primary still counts: `SENTINEL FAILOVER` and a promotion
+ * after a freeze or a partition start exactly so, with the chosen replica detached by
+ * `REPLICAOF NO ONE` while it is healthy. docs/durability.md argues it.
  *
  * Without Sentinels (no automatic promotion) the older rule stands: every replica the primary
  * lists online whose last acknowledgement is at most `lagLimitS` seconds old.
@@ -38,9 +41,12 @@ export function requiredReplicaFsyncs(listed: readonly ListedReplica[], lagLimit
 export interface SentinelReplicaView {
   /** The primary it names, `ip:port`. */
   master: string;
+  /** The configuration epoch of that answer: a Sentinel behind the others has a lower one. */
+  configEpoch: number;
   /** Its flags for the primary: `master`, `s_down`, `o_down`, `failover_in_progress`, ... */
   masterFlags: readonly string[];
-  replicas: readonly { address: string; flags: readonly string[] }[];
+  /** `roleReported`: the role the server last reported to Sentinel (`slave`, `master`). */
+  replicas: readonly { address: string; flags: readonly string[]; roleReported: string }[];
 }
 
 export interface SentinelRuleInput {
@@ -64,7 +70,10 @@ const failingOver = new Set(["o_down", "failover_in_progress"]);
 /** The replica rule with Sentinels; see the file's header. */
 export function sentinelReplicaRule(input: SentinelRuleInput): SentinelRuleOutcome {
   const { watched, views } = input;
-  const elsewhere = views.find((v) => v.master !== watched);
+  // A Sentinel that has not heard of the latest promotion yet (a lower epoch) names the old
+  // primary for a second or two: only the latest configuration says which one is current.
+  const latest = Math.max(...views.map((v) => v.configEpoch));
+  const elsewhere = views.find((v) => v.configEpoch === latest && v.master !== watched);
   if (elsewhere !== undefined) {
     return {
       kind: "violated",
@@ -81,15 +90,18 @@ export function sentinelReplicaRule(input: SentinelRuleInput): SentinelRuleOutco
   const candidates = new Set(input.listed.map((r) => `${r.ip}:${r.port}`));
   for (const view of views) for (const replica of view.replicas) candidates.add(replica.address);
   candidates.delete(watched);
+  // Leaving a replica out takes the word of a majority that knows the latest configuration.
+  const current = views.filter((v) => v.configEpoch === latest);
   const majority = Math.floor(input.sentinels / 2) + 1;
   const counted: string[] = [];
   const excluded: string[] = [];
   for (const address of [...candidates].sort()) {
-    const flagged = views.every((view) => {
+    const flagged = current.every((view) => {
       const seen = view.replicas.find((r) => r.address === address);
-      return seen?.flags.some((flag) => cannotBePromoted.has(flag)) === true;
+      if (seen === undefined) return false;
+      return seen.roleReported === "master" || seen.flags.some((f) => cannotBePromoted.has(f));
     });
-    if (views.length >= majority && flagged) excluded.push(address);
+    if (current.length >= majority && flagged) excluded.push(address);
     else counted.push(address);
   }
   return { kind: "required", replicas: Math.max(1, counted.length), counted, excluded };

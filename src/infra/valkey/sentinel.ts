@@ -152,12 +152,14 @@ export class SentinelPoller {
       const fields = flatFields(master);
       return {
         master: `${fields.get("ip")}:${fields.get("port")}`,
+        configEpoch: Number(fields.get("config-epoch") ?? 0),
         masterFlags: (fields.get("flags") ?? "").split(","),
         replicas: replicas.map((reply) => {
           const replica = flatFields(reply);
           return {
             address: `${replica.get("ip")}:${replica.get("port")}`,
             flags: (replica.get("flags") ?? "").split(","),
+            roleReported: replica.get("role-reported") ?? "slave",
           };
         }),
       };
