@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs only what matchd's tests and benchmarks need and is missing: Valkey >= 7.2,
-# RabbitMQ, the node modules, and the compiled ./matchd. Idempotent; quiet when all is present.
+# RabbitMQ, iptables, the node modules, and the compiled ./matchd. Idempotent; quiet when all is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -58,6 +58,13 @@ if [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then
   log "installing rabbitmq-server"
   apt_install rabbitmq-server >/dev/null
   as_root systemctl disable --now rabbitmq-server >/dev/null 2>&1 || as_root service rabbitmq-server stop >/dev/null 2>&1 || true
+fi
+
+# The high-availability fault kinds cut a node off with DROP rules.
+if ! command -v iptables >/dev/null 2>&1; then
+  apt_update
+  log "installing iptables"
+  apt_install iptables >/dev/null
 fi
 
 # shellcheck source=scripts/matchd-build.sh

@@ -81,8 +81,14 @@ export async function startHaDatastore({
     host,
     port: ports[i]!,
     dir: `${root}/${name}`,
+    source: `127.0.0.${11 + i}`,
   }));
-  const sentinels = haSentinelNames.map((name, i) => ({ name, host, port: ports[3 + i]! }));
+  const sentinels = haSentinelNames.map((name, i) => ({
+    name,
+    host,
+    port: ports[3 + i]!,
+    source: `127.0.0.${21 + i}`,
+  }));
   const [first, ...others] = nodes as [HaInfo["nodes"][0], ...HaInfo["nodes"]];
   const processes: RecordedProcess[] = [];
   const record = (name: string) => (spawned: { pid: number; startTicks: number }) => {
@@ -94,8 +100,9 @@ export async function startHaDatastore({
     dir: node.dir,
     port: node.port,
     appendonly: true,
-    // Sentinel hands out the address a replica announces; pinned, so it is loopback's.
-    extraArgs: [`replica-announce-ip ${host}`],
+    // Sentinel hands out the address a replica announces; pinned, so it is loopback's. Its
+    // own connections leave from an address of its own, which a partition can cut.
+    extraArgs: [`replica-announce-ip ${host}`, `bind-source-addr ${node.source}`],
     onSpawn: record(node.name),
   });
 
@@ -114,6 +121,7 @@ export async function startHaDatastore({
         dir: `${root}/${sentinel.name}`,
         port: sentinel.port,
         sentinelLines: [
+          `bind-source-addr ${sentinel.source}`,
           `sentinel announce-ip ${host}`,
           `sentinel monitor ${haMasterName} ${host} ${first.port} ${quorum}`,
           `sentinel down-after-milliseconds ${haMasterName} ${haDownAfterMs}`,
@@ -237,14 +245,20 @@ export async function currentPrimary(info: StackInfo): Promise<{ name: string; p
   throw new StackError("no-sentinel", `no sentinel named the primary (${errors.join("; ")})`);
 }
 
-/** SIGKILLs a recorded process and its group (no clean shutdown) and waits until it is gone. */
-async function killRecorded(info: StackInfo, name: string): Promise<void> {
+/** A data node's or Sentinel's recorded process (its latest start). */
+export function recordedProcess(info: StackInfo, name: string): RecordedProcess {
   const record = haRecord(info);
   const known = [...record.ha.nodes, ...record.ha.sentinels].some((n) => n.name === name);
   const target = record.processes.find((p) => p.name === name);
   if (!known || target === undefined) {
     throw new StackError("not-ha", `no data node or sentinel ${name} in ${info.dir}`);
   }
+  return target;
+}
+
+/** SIGKILLs a recorded process and its group (no clean shutdown) and waits until it is gone. */
+async function killRecorded(info: StackInfo, name: string): Promise<void> {
+  const target = recordedProcess(info, name);
   // Checked against its start time first, so that a reused pid's group is never signalled.
   if (isRunning(target.pid, target.startTicks)) signalGroup(target.pid, "SIGKILL");
   await waitUntil({

@@ -15,6 +15,7 @@ import {
   haStatus,
   startHaDatastore,
 } from "./ha";
+import { heal } from "./ha-faults";
 import {
   findBinary,
   freePorts,
@@ -58,6 +59,15 @@ export {
   restartValkeyNode,
   waitForFailover,
 } from "./ha";
+export {
+  cutOff,
+  freezeNode,
+  handOver,
+  heal,
+  type PartitionPeers,
+  restartSentinel,
+  thawNode,
+} from "./ha-faults";
 export { StackError, type StackErrorCode } from "./process";
 export {
   type BrokerClusterStatus,
@@ -397,6 +407,8 @@ export async function stackDown({ dir }: { dir: string }): Promise<{ stopped: st
 }
 
 async function stackDownLocked(root: string): Promise<{ stopped: string[] }> {
+  // A partition left in place by an interrupted fault would outlive the stack's servers.
+  heal(root);
   const record = readRecord(root);
   if (record === undefined) return { stopped: [] };
   let serversFailed: unknown;

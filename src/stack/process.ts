@@ -27,7 +27,9 @@ export type StackErrorCode =
   /** No Sentinel of an --ha stack answered. */
   | "no-sentinel"
   /** rabbitmqctl or rabbitmq-queues failed against every live broker node of an --ha stack. */
-  | "broker-cli";
+  | "broker-cli"
+  /** iptables could not add a partition's rule (it needs root and the iptables package). */
+  | "partition";
 
 /** An operating error of the local stack; `code` says which step failed. */
 export class StackError extends Error {

@@ -27,9 +27,13 @@ export interface StackInfo {
 export interface HaInfo {
   /** The name the Sentinels monitor the primary under: "matchd". */
   masterName: string;
-  sentinels: { name: string; host: string; port: number }[];
+  /**
+   * `source`: the loopback address its outgoing connections come from (bind-source-addr), so
+   * that a partition can cut one server's links by address (./ha-faults.ts).
+   */
+  sentinels: { name: string; host: string; port: number; source?: string }[];
   /** valkey-1 (the first primary), valkey-2, valkey-3; their roles change on a failover. */
-  nodes: { name: string; host: string; port: number; dir: string }[];
+  nodes: { name: string; host: string; port: number; dir: string; source?: string }[];
   downAfterMs: number;
   failoverTimeoutMs: number;
   /** rabbitmq-1, rabbitmq-2, rabbitmq-3: the broker cluster's nodes, all alike once formed. */

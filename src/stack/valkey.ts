@@ -149,6 +149,34 @@ export async function restartValkey({
   });
 }
 
+/** Starts a Sentinel again from the config file it rewrote in `dir`, as startSentinel left it. */
+export async function restartSentinelProcess({
+  dir,
+  port,
+  readyTimeoutMs = 30_000,
+  onSpawn = () => {},
+}: {
+  dir: string;
+  port: number;
+  readyTimeoutMs?: number;
+  onSpawn?: (spawned: { pid: number; startTicks: number }) => void;
+}): Promise<RunningValkey> {
+  const command = findBinary("valkey-server");
+  if (command === undefined) {
+    throw new StackError("missing-binary", `valkey-server not found: ${SETUP_HINT}`);
+  }
+  return launch({
+    command,
+    what: "valkey sentinel",
+    dir,
+    port,
+    args: [`${dir}/sentinel.conf`, "--sentinel"],
+    logFile: `${dir}/sentinel.log`,
+    readyTimeoutMs,
+    onSpawn,
+  });
+}
+
 export interface StartSentinelOptions {
   /** Directory that holds this sentinel's config (which it rewrites as it learns) and log. */
   dir: string;
