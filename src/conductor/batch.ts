@@ -25,6 +25,7 @@ import type { ConductorMetrics } from "./metrics";
 import { commandOrderId, NetChanges } from "./net-changes";
 import type { ConductorStore } from "./store";
 import { encodeStoredResult } from "./stored-result";
+import { CommandFaultError } from "./unmendable";
 
 export interface BatchItem {
   delivery: Delivery;
@@ -199,8 +200,10 @@ export async function commitBatch(
     } catch (error) {
       // A broken invariant: the commit below is never staged nor sent, so nothing of this
       // batch reaches Valkey; the books in memory may hold part of it, and the conductor
-      // halts the partition rather than reloading them (see Conductor.halt).
-      if (error instanceof MatchingInvariantError) error.commandId ??= commandId;
+      // halts the partition rather than reloading them (see Conductor.halt). Any other
+      // exception is a bug too, and would come back on every retry of the batch.
+      if (!(error instanceof MatchingInvariantError)) throw new CommandFaultError(commandId, error);
+      error.commandId ??= commandId;
       throw error;
     }
     const resultJson = JSON.stringify(outcome.result);

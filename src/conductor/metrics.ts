@@ -106,7 +106,7 @@ export function createConductorMetrics(
     bookLoadSeconds: registry.gauge("matching_book_load_seconds", "Duration of the last book load"),
     partitionHalted: registry.gauge(
       "matching_partition_halted",
-      "1 once a broken matching invariant halted the partition (the process then exits with 7)",
+      "1 once a broken matching invariant, or a batch no retry can mend, halted the partition (the process then exits with 7)",
     ),
     pendingDeliveries: registry.gauge(
       "matching_pending_deliveries",

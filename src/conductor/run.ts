@@ -119,9 +119,10 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
       if (!owner.loaded) reasons.push("books not loaded");
       if (owner.fenced) reasons.push("fenced: another conductor owns the partition");
       if (owner.halted) {
-        const { commandId, message } = owner.halted;
+        const { kind, commandId, message } = owner.halted;
+        const what = kind === "invariant" ? "a matching invariant broke" : "a batch cannot commit";
         reasons.push(
-          `halted: a matching invariant broke${commandId === undefined ? "" : ` on command ${commandId}`}: ${message}`,
+          `halted: ${what}${commandId === undefined ? "" : ` on command ${commandId}`}: ${message}`,
         );
       }
       if (owner.lastFailure) reasons.push(`last batch failed: ${owner.lastFailure}`);

@@ -19,6 +19,7 @@ import type { CommandConsumer, Delivery } from "./consumer";
 import type { ConductorMetrics } from "./metrics";
 import { type ConductorStore, FencedError } from "./store";
 import { CommandTrace, epochMs } from "./trace";
+import { type ServerReplyError, unmendableReply } from "./unmendable";
 
 /** Reload pacing after a failed batch: quick first retries (a lost reply, a failover), at most 5 s apart. */
 const conductorBackoff = { baseMs: 50, capMs: 5000 };
@@ -36,8 +37,12 @@ export const failureClearsWhenIdleMs = 10_000;
 /** Batches committed but not yet acknowledged at once: one waiting for durability, one matching. */
 const pipelineDepth = 2;
 
-/** What halted the partition: the broken invariant and, when it broke on one, its command. */
+/**
+ * What halted the partition: a broken invariant (or an engine exception) and, when it broke on
+ * one, its command; or a datastore error that every retry of the batch would get again.
+ */
 export interface InvariantHalt {
+  kind: "invariant" | "unmendable";
   commandId: string | undefined;
   message: string;
 }
@@ -268,7 +273,7 @@ export class Conductor {
         entry.durable = durable;
         inFlight.push(entry);
       } catch (error) {
-        if (error instanceof MatchingInvariantError) {
+        if (error instanceof MatchingInvariantError || unmendableReply(error)) {
           await this.halt(error, batch, inFlight);
           return;
         }
@@ -463,16 +468,25 @@ export class Conductor {
    * process exits. Batches before it that were committed are still acknowledged.
    */
   async halt(
-    error: MatchingInvariantError,
+    error: MatchingInvariantError | ServerReplyError,
     batch: readonly Delivery[] = [],
     inFlight: InFlight[] = [],
   ): Promise<void> {
-    this.halted = { commandId: error.commandId, message: error.message };
+    const invariant = error instanceof MatchingInvariantError;
+    const commandId = invariant ? error.commandId : undefined;
+    this.halted = {
+      kind: invariant ? "invariant" : "unmendable",
+      commandId,
+      message: error.message,
+    };
     this.running = false;
     this.loaded = false;
     this.metrics.partitionHalted.set(1);
-    this.log.error("matching invariant broken: partition halted, its batch left unacknowledged", {
-      commandId: error.commandId,
+    const what = invariant
+      ? "matching invariant broken"
+      : "the datastore refused the batch in a way no retry can mend";
+    this.log.error(`${what}: partition halted, its batch left unacknowledged`, {
+      commandId,
       invariant: error.message,
       batchCommands: batch.length,
       batchFirstCommandId: commandIdOf(batch[0]),

@@ -16,7 +16,12 @@ import { commandOrderId } from "../../src/conductor/net-changes";
 import { bookMember, ConductorStore } from "../../src/conductor/store";
 import { resolveConfig } from "../../src/config/resolve";
 import type { Config } from "../../src/config/schema";
-import { type CommandEnvelope, MatchingEngine, ResultCodes } from "../../src/domain/index";
+import {
+  type CommandEnvelope,
+  MatchingEngine,
+  MatchingInvariantError,
+  ResultCodes,
+} from "../../src/domain/index";
 import { stackStartTimeoutMs, type TestStack, testStack, uniquePartition } from "../support/stack";
 import { PartitionStore, partitionCount } from "./helpers";
 import { OrderCommands, scenario } from "./order-commands";
@@ -178,6 +183,27 @@ describe("group commit", () => {
       expect(grouped).toEqual(single);
     }
   }, 120_000);
+
+  test("an exception in the engine that is not an invariant halts like one, naming its command", async () => {
+    const context = await freshContext();
+    // The fault: the engine throws a plain error on the second command, as a bug would.
+    const workload = createWorkload("alternating", { seed: 4, partition, partitionCount });
+    const commands = [workload.next(0), workload.next(1)];
+    const apply = context.engine.apply.bind(context.engine);
+    context.engine.apply = (command, accepted) => {
+      if (command.commandId === commands[1]!.commandId) throw new TypeError("a bug");
+      return apply(command, accepted);
+    };
+    const failure = await commitBatch(
+      context,
+      commands.map((command) => delivery(command)),
+    ).catch((error: unknown) => error);
+    // A MatchingInvariantError halts the partition (Conductor.halt); a plain one was retried.
+    expect(failure).toBeInstanceOf(MatchingInvariantError);
+    expect((failure as MatchingInvariantError).commandId).toBe(commands[1]!.commandId);
+    expect((failure as Error).message).toContain("a bug");
+    expect(await store.eventCount()).toBe(0);
+  });
 
   test("a commit that ran but lost its reply: the redelivery counts its commands once, as fresh", async () => {
     const context = await freshContext();

@@ -114,3 +114,42 @@ test("the engine breaks an invariant on one command: the partition halts, exit 7
     await removePartition(store, suite.publisher, partition);
   }
 }, 60_000);
+
+test("a batch the datastore refuses the same way every time halts the partition instead of looping", async () => {
+  const partition = uniquePartition();
+  const store = new PartitionStore(suite.stack.datastoreUrl, partition);
+  try {
+    const workload = createWorkload("alternating", { seed: 62, partition, partitionCount });
+    const commands = Array.from({ length: 4 }, (_, i) => workload.next(i));
+    await suite.publisher.declare(partition);
+    const conductor = await startConductor(suite.stack, partition);
+    await suite.publisher.publish(partition, commands.slice(0, 2));
+    await eventually(
+      "the first two processed",
+      async () => (await conductor.metric("matching_commands_processed_total")) === 2,
+    );
+    // The fault: the owner epoch becomes a hash, so every commit (and claim) gets WRONGTYPE
+    // before it writes anything. Retried, it would fail the same way for ever.
+    await store.valkey.del(store.keys.ownerEpoch);
+    await store.valkey.hset(store.keys.ownerEpoch, "not", "an epoch");
+    await suite.publisher.publish(partition, commands.slice(2));
+    await eventually("the halt logged", () => conductor.log().includes("no retry can mend"));
+    const readyz = await fetch(`${conductor.url}/readyz`);
+    expect(readyz.status).toBe(503);
+    const { reasons } = (await readyz.json()) as { reasons: string[] };
+    expect(reasons.join("\n")).toContain("halted: a batch cannot commit");
+    expect(reasons.join("\n")).toContain("WRONGTYPE");
+    expect(await conductor.process.exited).toBe(7);
+    // Halted at once: never requeued and retried; nothing of the refused batch stored.
+    expect(conductor.log()).not.toContain("batch failed");
+    const stored = await store.storedResults(commandIds(commands));
+    expect(stored.size).toBe(2);
+    await eventually(
+      "the refused commands back in the queue",
+      async () => (await suite.publisher.messageCount(partition)) === 2,
+      10_000,
+    );
+  } finally {
+    await removePartition(store, suite.publisher, partition);
+  }
+}, 60_000);
