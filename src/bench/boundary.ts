@@ -126,9 +126,9 @@ export const flagDocs: Record<string, { arg: string; meaning: string }> = {
       "each open-loop step's length (default 10); --rate sets the first step's rate (default 1000), doubled until a step fails, then bisected",
   },
   "--fault": {
-    arg: "KIND",
+    arg: "KIND[,KIND...]",
     meaning:
-      "what is killed: datastore-primary (default) | broker-node | conductor | outbox (the active one, while a standby runs)",
+      "what fails, in turn: datastore-primary (SIGKILL, the default) | primary-handover (SENTINEL FAILOVER) | primary-freeze (SIGSTOP until a promotion) | primary-partition (cut off from the Sentinels) | primary-isolate (from the Sentinels and replicas) | replica-kill | sentinel-kill; or alone: broker-node | conductor | outbox (the active one, while a standby runs)",
   },
   "--faults": {
     arg: "N",

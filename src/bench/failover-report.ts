@@ -4,6 +4,7 @@
  * the figures per kill (time until commands are acknowledged and events flow again, p99
  * before, around and after).
  */
+import { datastoreFaultKinds, faultList } from "./boundaries/failover";
 import type { FailoverObservation, FaultRecord } from "./failover";
 import { LatencyHistogram, type Percentiles } from "./histogram";
 import type { BenchReport } from "./report";
@@ -57,6 +58,7 @@ export function failoverInvariants(o: FailoverObservation): BenchReport["invaria
   let repliesUnlikeStored = 0;
   let expectedEvents = 0;
   let unreplied = 0;
+  let eventsWithoutResult = 0;
   for (let i = 0; i < n; i++) {
     const stored = o.stored[i];
     const replied = o.replyBodies[i];
@@ -64,6 +66,7 @@ export function failoverInvariants(o: FailoverObservation): BenchReport["invaria
     if (stored === null || stored === undefined) {
       missingResults++;
       if (replied !== undefined) ackedLost++;
+      if (o.firstEventMs[i]! > 0) eventsWithoutResult++;
       continue;
     }
     if (replied !== undefined && !sameResult(replied, stored)) repliesUnlikeStored++;
@@ -72,14 +75,23 @@ export function failoverInvariants(o: FailoverObservation): BenchReport["invaria
   const distinct = o.eventHashes.size;
   const rows = faultRows(o);
   const acked = rows.map((r) => r.ackedAgainMs ?? Number.POSITIVE_INFINITY);
+  const { reusedSequences, eventsFromTwoCommits } = o.commits;
   const checks = {
     commandsWithoutStoredResult: [missingResults, missingResults === 0],
     acknowledgedCommandsLost: [ackedLost, ackedLost === 0],
+    // What consumers saw of commits the final primary does not hold: events of a command
+    // with no stored result, a sequence number that named two events, an event id delivered
+    // from two commits (the command ran again after its first commit was lost).
+    commandsWithEventsButNoStoredResult: [eventsWithoutResult, eventsWithoutResult === 0],
+    sequenceNumbersReused: [reusedSequences, reusedSequences === 0],
+    eventsOfLostCommitsDelivered: [eventsFromTwoCommits, eventsFromTwoCommits === 0],
     // A reply is sent once, after the acknowledgement: one a dying broker node took (or a
     // quorum queue electing a leader refused), or a conductor killed between its ack and its
     // replies, is not sent again; the stored result answers GET /commands/:id instead. Only
     // a datastore fault, which kills neither, must leave every command replied.
-    ...(o.flags["--fault"] === "datastore-primary"
+    ...(faultList(o.flags["--fault"]).every((kind) =>
+      (datastoreFaultKinds as readonly string[]).includes(kind),
+    )
       ? { commandsNeverReplied: [unreplied, unreplied === 0] as const }
       : {}),
     repliesUnlikeTheirStoredResult: [repliesUnlikeStored, repliesUnlikeStored === 0],
@@ -159,7 +171,8 @@ export function failoverReport(
   return {
     boundary: "failover",
     boundaryStatement: `full pipeline (RPC replies and the outbox's events) at ${flags["--rate"]} commands/s offered, open loop, on the HA stack (a Valkey primary, two replicas, three Sentinels); ${faultStatement(flags)}, ${flags["--faults"]} times, ${flags["--fault-interval"]} s apart; latency from each command's scheduled send to its durable reply`,
-    durability: "aof-replicated (every healthy replica fsyncs each acknowledged batch)",
+    durability:
+      "aof-replicated (each acknowledged batch fsynced by every replica Sentinel could promote)",
     workload: flags["--workload"],
     commands: o.sent.length,
     warmup: 0,
@@ -227,7 +240,26 @@ export function failoverReport(
 }
 
 function faultStatement(flags: FailoverObservation["flags"]): string {
-  switch (flags["--fault"]) {
+  const kinds = faultList(flags["--fault"]);
+  return kinds.length === 1
+    ? oneFaultStatement(kinds[0]!)
+    : `in turn: ${kinds.map(oneFaultStatement).join("; ")}`;
+}
+
+function oneFaultStatement(kind: string): string {
+  switch (kind) {
+    case "primary-handover":
+      return "a planned failover (SENTINEL FAILOVER) while the primary stays up and connected";
+    case "primary-freeze":
+      return "the datastore primary is SIGSTOPped until a replica is promoted, then SIGCONTed with its clients connected";
+    case "primary-partition":
+      return "the datastore primary is cut off from the three Sentinels (replicas and matchd still reach it), healed 5 s after the promotion";
+    case "primary-isolate":
+      return "the datastore primary is cut off from the Sentinels and its replicas (matchd still reaches it), healed 5 s after the promotion";
+    case "replica-kill":
+      return "a replica is SIGKILLed and restarted 2 s later";
+    case "sentinel-kill":
+      return "a Sentinel is SIGKILLed and restarted 2 s later";
     case "conductor":
       return "the active conductor is SIGKILLed while a standby consumes the same queue, and restarted as the next standby";
     case "broker-node":

@@ -1,15 +1,11 @@
 import { commandQueue } from "../infra/amqp/topology";
 import { stackUp } from "../stack/index";
+import { type DatastoreFaultKind, faultList } from "./boundaries/failover";
+import { datastoreFaults } from "./datastore-faults";
 import { environmentFacts, machineEnvironment } from "./environment";
 import { observeFailovers, parseFailoverFlags } from "./failover";
 import { failoverReport } from "./failover-report";
-import {
-  activeUrl,
-  brokerNodeFaults,
-  datastorePrimaryFaults,
-  type ServicePool,
-  serviceFaults,
-} from "./fault-drivers";
+import { activeUrl, brokerNodeFaults, type ServicePool, serviceFaults } from "./fault-drivers";
 import { type OwnBenchOptions, OwnRun } from "./own-run";
 import { renderReport } from "./report";
 import { startService } from "./services";
@@ -41,7 +37,8 @@ export async function runFailoverBench(options: OwnBenchOptions): Promise<number
     // An outbox standby waits out the dead holder's lease: short for the outbox fault, so the
     // takeover is timed rather than the TTL. Elsewhere the default, which outlasts a datastore
     // failover (a 3 s lease expired in every one of ten, stopping publication each time).
-    const fault = flags["--fault"];
+    const kinds = faultList(flags["--fault"]);
+    const fault = kinds[0]!;
     const outboxFlags = fault === "outbox" ? { ...base, "--lease-ttl-ms": outboxLeaseTtlMs } : base;
     const start = (kind: "conductor" | "outbox") =>
       startService(kind, kind === "outbox" ? outboxFlags : base, progress, register);
@@ -61,11 +58,11 @@ export async function runFailoverBench(options: OwnBenchOptions): Promise<number
       if (fault === kind) await poolOf[kind].start();
     }
     const faults =
-      fault === "datastore-primary"
-        ? datastorePrimaryFaults(info)
-        : fault === "broker-node"
-          ? brokerNodeFaults(info, commandQueue(config.partition))
-          : serviceFaults(poolOf[fault]);
+      fault === "broker-node"
+        ? brokerNodeFaults(info, commandQueue(config.partition))
+        : fault === "conductor" || fault === "outbox"
+          ? serviceFaults(poolOf[fault])
+          : datastoreFaults(info, kinds as DatastoreFaultKind[]);
     const observation = await observeFailovers({
       info,
       faults,

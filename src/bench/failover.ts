@@ -7,6 +7,7 @@ import { partitionKeys } from "../infra/valkey/keys";
 import type { StackInfo } from "../stack/index";
 import { type FailoverFlags, failoverFlags } from "./boundaries/failover";
 import { ClusterClient, type ClusterMessage } from "./cluster-client";
+import { CommitEvidence, type CommitEvidenceCounts } from "./commit-evidence";
 import type { FaultDriver } from "./fault-drivers";
 import { parseBenchFlags } from "./flag-check";
 import { sleepUntil } from "./pace";
@@ -66,6 +67,8 @@ export interface FailoverObservation {
   eventCopies: number;
   phantomEvents: number;
   unexpectedEvents: number;
+  /** What a consumer sees of commits that did not survive (see CommitEvidence). */
+  commits: CommitEvidenceCounts;
   /**
    * The partition's stream order as the sink delivered it after restoring the order by
    * `x-partition-sequence` (see Resequencer), and what the restoring did.
@@ -118,6 +121,7 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
   let phantomEvents = 0;
   let unexpectedEvents = 0;
   const order = new StreamOrderCheck();
+  const evidence = new CommitEvidence();
   const start = performance.now();
   const now = () => performance.now() - start;
   const keys = partitionKeys(partition);
@@ -156,6 +160,7 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
     },
     onEvent: (message) => {
       const eventId = message.messageId ?? "";
+      evidence.record(eventId, message.sequence, message.offset, message.body);
       const i = indexOf.get(eventId.slice(0, eventId.indexOf(":")));
       if (i !== undefined && firstArrivalMs[i] === 0) firstArrivalMs[i] = now();
       resequencer.push(message.sequence, message);
@@ -276,6 +281,7 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
     eventCopies,
     phantomEvents,
     unexpectedEvents,
+    commits: evidence.counts(),
     streamOrder: {
       outOfOrder: order.outOfOrder,
       withoutOffset: order.withoutOffset,

@@ -1,7 +1,7 @@
 /**
- * What `bench failover --fault` kills, and how the bench knows the system recovered: the
- * datastore primary (Sentinel promotes a replica; the victim restarts as one), or the active
- * conductor or outbox (the standby takes over; the victim restarts as the new standby).
+ * What `bench failover --fault` kills besides the datastore (datastore-faults.ts), and how the
+ * bench knows the system recovered: a broker node (the queue elects a leader elsewhere), or the
+ * active conductor or outbox (the standby takes over; the victim restarts as the new standby).
  */
 import { createValkey, parseInfo } from "../infra/valkey/client";
 import { listedReplicas } from "../infra/valkey/fsync-policy";
@@ -9,12 +9,9 @@ import {
   brokerNodesRunning,
   currentPrimary,
   killBrokerNode,
-  killValkeyNode,
   queueLeader,
   restartBrokerNode,
-  restartValkeyNode,
   type StackInfo,
-  waitForFailover,
 } from "../stack/index";
 import type { ServiceProcess } from "./services";
 
@@ -37,30 +34,6 @@ export interface FaultOutcome {
 export interface FaultDriver {
   /** Kills the current holder and waits until the system settled again. */
   inject(): Promise<FaultOutcome>;
-}
-
-/** SIGKILLs the datastore primary; Sentinel promotes a replica; the victim restarts. */
-export function datastorePrimaryFaults(info: StackInfo): FaultDriver {
-  return {
-    async inject() {
-      const victim = await currentPrimary(info);
-      const start = performance.now();
-      await killValkeyNode(info, victim.name);
-      const promoted = await waitForFailover(info, { from: victim.name, timeoutMs: 30_000 });
-      const promotedAfterMs = performance.now() - start;
-      await restartValkeyNode(info, victim.name);
-      const settled = await waitForSettledPrimary(info, 2, 60_000);
-      return {
-        killed: victim.name,
-        killedAt: start,
-        promoted: promoted.name,
-        promotedAfterMs,
-        settledOn: settled.name,
-        settled: settled.ok,
-        replicas: settled.replicas,
-      };
-    },
-  };
 }
 
 /**
@@ -166,7 +139,7 @@ export function serviceFaults(pool: ServicePool): FaultDriver {
 }
 
 /** Waits until the primary the Sentinels name lists `count` online replicas. */
-async function waitForSettledPrimary(
+export async function waitForSettledPrimary(
   info: StackInfo,
   count: number,
   timeoutMs: number,

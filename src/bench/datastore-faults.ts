@@ -1,0 +1,149 @@
+/**
+ * The HA datastore's faults for `bench failover --fault`, crashes and the ones that are not:
+ * each acts on the current primary (or a replica, or a Sentinel), waits for what Sentinel
+ * does about it, lets the victim recover, and returns once the set has healed (the primary
+ * the Sentinels name lists both replicas online again).
+ */
+import {
+  currentPrimary,
+  cutOff,
+  freezeNode,
+  handOver,
+  heal,
+  killSentinel,
+  killValkeyNode,
+  restartSentinel,
+  restartValkeyNode,
+  type StackInfo,
+  thawNode,
+  waitForFailover,
+} from "../stack/index";
+import type { DatastoreFaultKind } from "./boundaries/failover";
+import { type FaultDriver, type FaultOutcome, waitForSettledPrimary } from "./fault-drivers";
+
+/** How long a healed partition or a thawed node waited after the promotion (the issue's 5 s). */
+export const partitionHealAfterMs = 5000;
+/** How long a killed replica or Sentinel stays down before its restart. */
+const downForMs = 2000;
+
+/** Takes the kinds in turn, one per fault. */
+export function datastoreFaults(
+  info: StackInfo,
+  kinds: readonly DatastoreFaultKind[],
+): FaultDriver {
+  let round = 0;
+  return {
+    inject: () => {
+      const kind = kinds[round % kinds.length]!;
+      const sentinel = Math.floor(round / kinds.length) % 3;
+      round++;
+      if (kind === "replica-kill") return replicaKill(info);
+      if (kind === "sentinel-kill") return sentinelKill(info, sentinel);
+      return primaryFault(info, kind);
+    },
+  };
+}
+
+/** What a primary fault does to the victim, and how the victim recovers after the promotion. */
+function primaryActions(
+  info: StackInfo,
+  kind: Exclude<DatastoreFaultKind, "replica-kill" | "sentinel-kill">,
+  victim: string,
+): { act: () => Promise<void>; recover: () => Promise<void> } {
+  switch (kind) {
+    case "primary-handover":
+      return { act: () => handOver(info), recover: async () => undefined };
+    case "primary-freeze":
+      return {
+        act: async () => freezeNode(info, victim),
+        recover: async () => thawNode(info, victim),
+      };
+    case "primary-partition":
+    case "primary-isolate":
+      return {
+        act: async () =>
+          cutOff(
+            info,
+            victim,
+            kind === "primary-partition" ? "sentinels" : "sentinels-and-replicas",
+          ),
+        recover: async () => {
+          await Bun.sleep(partitionHealAfterMs);
+          heal(info.dir);
+        },
+      };
+    default:
+      return {
+        act: () => killValkeyNode(info, victim),
+        recover: () => restartValkeyNode(info, victim),
+      };
+  }
+}
+
+async function primaryFault(
+  info: StackInfo,
+  kind: Exclude<DatastoreFaultKind, "replica-kill" | "sentinel-kill">,
+): Promise<FaultOutcome> {
+  const victim = await currentPrimary(info);
+  const { act, recover } = primaryActions(info, kind, victim.name);
+  const start = performance.now();
+  try {
+    await act();
+    const promoted = await waitForFailover(info, { from: victim.name, timeoutMs: 30_000 });
+    const promotedAfterMs = performance.now() - start;
+    await recover();
+    const settled = await waitForSettledPrimary(info, 2, 60_000);
+    return {
+      killed: `${victim.name} (${kind})`,
+      killedAt: start,
+      promoted: promoted.name,
+      promotedAfterMs,
+      settledOn: settled.name,
+      settled: settled.ok,
+      replicas: settled.replicas,
+    };
+  } catch (error) {
+    // A fault that did not lead to a promotion still ends: the victim recovers either way.
+    await recover().catch(() => undefined);
+    throw error;
+  }
+}
+
+/** SIGKILLs a replica of the current primary, restarts it after a while, waits for its rejoin. */
+async function replicaKill(info: StackInfo): Promise<FaultOutcome> {
+  const primary = await currentPrimary(info);
+  const victim = info.ha!.nodes.find((n) => n.name !== primary.name)!.name;
+  const start = performance.now();
+  await killValkeyNode(info, victim);
+  await Bun.sleep(downForMs);
+  await restartValkeyNode(info, victim);
+  const settled = await waitForSettledPrimary(info, 2, 60_000);
+  return {
+    killed: `${victim} (replica-kill)`,
+    killedAt: start,
+    promoted: "none (no promotion)",
+    promotedAfterMs: 0,
+    settledOn: settled.name,
+    settled: settled.ok && settled.name === primary.name,
+    replicas: settled.replicas,
+  };
+}
+
+/** SIGKILLs one Sentinel, restarts it after a while, waits until the set is whole again. */
+async function sentinelKill(info: StackInfo, index: number): Promise<FaultOutcome> {
+  const victim = info.ha!.sentinels[index]!.name;
+  const start = performance.now();
+  await killSentinel(info, victim);
+  await Bun.sleep(downForMs);
+  await restartSentinel(info, victim);
+  const settled = await waitForSettledPrimary(info, 2, 60_000);
+  return {
+    killed: `${victim} (sentinel-kill)`,
+    killedAt: start,
+    promoted: "none (no promotion)",
+    promotedAfterMs: 0,
+    settledOn: settled.name,
+    settled: settled.ok,
+    replicas: settled.replicas,
+  };
+}
