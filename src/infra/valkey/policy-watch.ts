@@ -51,6 +51,12 @@ export class FsyncPolicyWatch {
     private readonly intervalMs = policyWatchIntervalMs,
     /** Asks the Sentinels about the primary and its replicas; absent without Sentinels. */
     private readonly sentinels?: SentinelPoller,
+    /**
+     * On Valkey Cluster, a key of the partition's slot. INFO and CONFIG name no key, so no
+     * MOVED reply would ever move this connection after the slot migrates: a keyed read before
+     * each count gets the redirect that sends it to the slot's new owner, where the writer went.
+     */
+    private readonly slotProbeKey?: string,
   ) {}
 
   /** Why the policy no longer holds, or undefined while it does. */
@@ -84,6 +90,7 @@ export class FsyncPolicyWatch {
   /** Re-counts the replicas a wait needs on the watched primary; a failed read keeps the count. */
   async countReplicas(): Promise<void> {
     try {
+      if (this.slotProbeKey !== undefined) await this.valkey.exists(this.slotProbeKey);
       if (this.sentinels !== undefined) return await this.countWithSentinels(this.sentinels);
       const replication = parseInfo(await this.valkey.info("replication"));
       if (replication.get("role") !== "master") return;
@@ -190,15 +197,19 @@ export function watchFsyncPolicy(
   connectionName: string,
 ): FsyncPolicyWatch | undefined {
   if (config.durability !== "aof-replicated") return undefined;
+  const slotKey = partitionKeys(config.partition).ownerEpoch;
   const valkey = createValkey(config.datastoreUrl, {
     name: connectionName,
-    slotKey: partitionKeys(config.partition).ownerEpoch,
+    slotKey,
     commandTimeoutMs: 2000,
     lazy: true,
     sentinelPassword: config.sentinelPassword,
   });
   valkey.on("error", () => undefined); // an unreadable setting keeps the last answer
   const address = parseDatastoreAddress(config.datastoreUrl);
+  if (typeof address === "object" && address.kind === "cluster") {
+    return new FsyncPolicyWatch(valkey, log, policyWatchIntervalMs, undefined, slotKey);
+  }
   if (typeof address !== "object" || address.kind !== "sentinel") {
     return new FsyncPolicyWatch(valkey, log, policyWatchIntervalMs);
   }
