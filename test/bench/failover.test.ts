@@ -1,6 +1,6 @@
 /**
- * The failover bench: its flags are checked in one place, and one real kill of the HA stack's
- * primary ends in a report whose invariants hold and whose kill row has every figure.
+ * The failover bench: its flags are checked in one place; one real kill of the HA stack's
+ * primary, and one of each fault that is not a crash, end in reports whose invariants hold.
  */
 import { describe, expect, test } from "bun:test";
 import { parseFailoverFlags } from "../../src/bench/failover";
@@ -41,6 +41,13 @@ describe("failover flags", () => {
     ]);
     expect(failoverProblems(new Map([["--fault", "broker-node"]]))).toEqual([]);
     expect(failoverProblems(new Map([["--fault", "chaos"]]))[0]).toContain("--fault");
+    expect(failoverProblems(new Map([["--fault", "primary-freeze,replica-kill"]]))).toEqual([]);
+    expect(failoverProblems(new Map([["--fault", "primary-freeze,chaos"]]))[0]).toContain(
+      "got chaos",
+    );
+    expect(failoverProblems(new Map([["--fault", "primary-freeze,conductor"]]))[0]).toContain(
+      "conductor runs alone, not in a list",
+    );
     expect(failoverProblems(new Map([["--report", "r.html"]]))[0]).toContain(
       "--report does not apply to failover",
     );
@@ -53,37 +60,74 @@ describe("failover flags", () => {
   });
 });
 
+/** Runs `matchd bench failover` with `flags` on its own HA stack; the parsed JSON report. */
+async function runFailoverBench(flags: string[]): Promise<FailoverReport> {
+  const child = Bun.spawn(
+    [...matchdCommand, "bench", "failover", ...flags, "--json"],
+    // Without the suite's stack URLs: failover starts an HA stack of its own.
+    { stdout: "pipe", stderr: "pipe", env: withoutStackUrls() },
+  );
+  const [out, err, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ]);
+  // On a failure, the log shows why: the failed checks, or the bench's own last words.
+  if (code !== 0) console.error(`${failedChecks(out)}\n${err.slice(-3000)}`);
+  expect(code).toBe(0);
+  return JSON.parse(out) as FailoverReport;
+}
+
+interface FailoverReport {
+  invariants: Record<string, unknown>;
+  faults: {
+    killed: string;
+    ackedAgainMs?: number;
+    eventsAgainMs?: number;
+    promotedAfterMs: number;
+  }[];
+}
+
+/** What every datastore fault must leave: nothing acknowledged lost, nothing false delivered. */
+const nothingLostNothingFalse = {
+  ok: true,
+  acknowledgedCommandsLost: 0,
+  commandsWithoutStoredResult: 0,
+  commandsWithEventsButNoStoredResult: 0,
+  sequenceNumbersReused: 0,
+  eventsOfLostCommitsDelivered: 0,
+  phantomEvents: 0,
+  eventsOutOfStreamOrder: 0,
+  eventsWithoutStreamOffset: 0,
+  repliesUnlikeTheirStoredResult: 0,
+};
+
 describe("bench failover", () => {
   test("one kill under 500 commands/s: nothing lost, no phantom, every figure", async () => {
-    const child = Bun.spawn(
-      [...matchdCommand, "bench", "failover", "--faults", "1", "--rate", "500", "--json"],
-      // Without the suite's stack URLs: failover starts an HA stack of its own.
-      { stdout: "pipe", stderr: "pipe", env: withoutStackUrls() },
-    );
-    const [out, err, code] = await Promise.all([
-      new Response(child.stdout).text(),
-      new Response(child.stderr).text(),
-      child.exited,
-    ]);
-    // On a failure, the log shows why: the failed checks, or the bench's own last words.
-    if (code !== 0) console.error(`${failedChecks(out)}\n${err.slice(-3000)}`);
-    expect(code).toBe(0);
-    const report = JSON.parse(out) as {
-      invariants: Record<string, unknown>;
-      faults: { ackedAgainMs?: number; eventsAgainMs?: number; promotedAfterMs: number }[];
-    };
-    expect(report.invariants).toMatchObject({
-      ok: true,
-      acknowledgedCommandsLost: 0,
-      phantomEvents: 0,
-      eventsOutOfStreamOrder: 0,
-      eventsWithoutStreamOffset: 0,
-      repliesUnlikeTheirStoredResult: 0,
-    });
+    const report = await runFailoverBench(["--faults", "1", "--rate", "500"]);
+    expect(report.invariants).toMatchObject(nothingLostNothingFalse);
     expect(report.faults).toHaveLength(1);
     const [kill] = report.faults;
     expect(kill!.ackedAgainMs).toBeGreaterThan(0);
     expect(kill!.eventsAgainMs).toBeGreaterThan(0);
     expect(kill!.promotedAfterMs).toBeGreaterThan(0);
   }, 120_000);
+
+  test("one of each fault that is not a crash: nothing acknowledged lost, nothing false delivered", async () => {
+    const kinds = [
+      "primary-handover",
+      "primary-freeze",
+      "primary-partition",
+      "primary-isolate",
+      "replica-kill",
+      "sentinel-kill",
+    ];
+    const report = await runFailoverBench([
+      ...["--fault", kinds.join(","), "--faults", String(kinds.length)],
+      ...["--rate", "300", "--fault-interval", "4"],
+    ]);
+    expect(report.invariants).toMatchObject(nothingLostNothingFalse);
+    expect(report.faults.map((f) => f.killed.replace(/^.* \((.*)\)$/, "$1"))).toEqual(kinds);
+    for (const fault of report.faults) expect(fault.ackedAgainMs).toBeGreaterThan(0);
+  }, 300_000);
 });
