@@ -88,7 +88,8 @@ function hashArgs(fields: readonly string[]): string {
  *                "BADOP ..." on a bad header, an unknown op code, a bad key index or bad
  *                arity (nothing written: checked first); "DIVERGED <expected> <found>" when
  *                the commit count is not ARGV[5]: this node's history is not the one the
- *                batch was matched on (nothing written)
+ *                batch was matched on (nothing written); "OOM ..." at maxmemory, with only
+ *                the E ops (renewals of redelivered commands' markers) applied
  */
 export const commitScript = `
 local current = redis.call('GET', KEYS[1])
@@ -140,7 +141,21 @@ local count = tonumber(redis.call('GET', KEYS[4]) or '0')
 if count ~= builtOn then
   return redis.error_reply('DIVERGED ' .. ARGV[5] .. ' ' .. count)
 end
-redis.call('SET', KEYS[4], count + 1)
+-- The first write: at maxmemory (noeviction) it is refused, nothing is written, and the batch
+-- is retried until memory returns. Its redelivered commands' markers are renewed all the same
+-- (EXPIRE grows nothing and is allowed then): held past their TTL, they would expire and the
+-- command would run a second time once memory is back.
+local counted = redis.pcall('SET', KEYS[4], count + 1)
+if type(counted) == 'table' and counted.err then
+  i = first
+  while i <= n do
+    if ARGV[i] == 'E' then
+      redis.call('EXPIRE', KEYS[tonumber(ARGV[i + 1])], ARGV[i + 2])
+    end
+    i = i + width[ARGV[i]]
+  end
+  return redis.error_reply(counted.err)
+end
 for j = 1, nm do
   redis.call('SET', KEYS[markerBase + j], ARGV[5 + j], 'EX', ttl)
 end

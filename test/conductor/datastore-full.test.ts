@@ -77,3 +77,51 @@ test("datastore full: nothing acknowledged, the conductor keeps running; memory 
     await publisher.deleteQueue(partition);
   }
 }, 90_000);
+
+test("datastore full: a redelivered command's markers are renewed on every retry, so it cannot run twice", async () => {
+  const partition = uniquePartition();
+  const store = new PartitionStore(pair.primary.url, partition);
+  const { queue: replyQueue, replies, close: closeReplies } = await openReplies(rpc);
+  try {
+    const { commands, publish } = alternatingRpcCommands(publisher, partition, 54, 2, replyQueue);
+    const conductor = await startConductor(stack, partition, {
+      datastoreUrl: pair.primary.url,
+      extraArgs: ["--dedup-retention-s", "60"],
+    });
+    await publish(0, 2);
+    await eventually("both replied", () => replies.size === 2);
+    const marker = store.keys.processedCommand(commands[0]!.commandId);
+    const eventsBefore = await store.eventCount();
+    // Aged past what a renewal leaves: a TTL back near 60 s can only be a renewal.
+    await eventually("the marker aged", async () => (await admin.ttl(marker)) <= 56, 10_000);
+
+    await admin.config("SET", "maxmemory", "1");
+    try {
+      // A copy of the first command (a producer's retry): its batch is refused while full.
+      await publisher.publish(partition, [commands[0]!]);
+      await eventually(
+        "the copy's batch refused at least twice, its marker renewed",
+        async () =>
+          (await conductor.metric("matching_command_failures_total")) >= 2 &&
+          (await admin.ttl(marker)) >= 58,
+        15_000,
+        async () => `ttl ${await admin.ttl(marker)}`,
+      );
+      expect(await conductor.metric("matching_commands_duplicate_total")).toBe(0);
+    } finally {
+      await admin.config("SET", "maxmemory", "0");
+    }
+    await eventually(
+      "the copy acknowledged as a duplicate",
+      async () => (await conductor.metric("matching_commands_duplicate_total")) === 1,
+      15_000,
+    );
+    // Applied once: the copy added no event.
+    expect(await store.eventCount()).toBe(eventsBefore);
+    expect(await conductor.stop()).toBe(0);
+  } finally {
+    await closeReplies();
+    store.close();
+    await publisher.deleteQueue(partition);
+  }
+}, 60_000);
