@@ -48,7 +48,7 @@ type Decoded =
       correlationId: string | undefined;
       outcome: () => CommandOutcome;
     }
-  | { kind: "unreadable"; reason: string };
+  | { kind: "unreadable"; reason: string; commandId?: string };
 
 export interface BatchContext {
   config: Config;
@@ -154,7 +154,7 @@ export async function commitBatch(
     const delivery = deliveries[i]!;
     if (item.kind === "unreadable") {
       // A request (replyTo) still gets an answer: its client would otherwise wait for ever.
-      const resultJson = JSON.stringify(unreadableResult(item.reason));
+      const resultJson = JSON.stringify(unreadableResult(item.reason, item.commandId));
       items.push({ delivery, fresh: true, deadLetterReason: item.reason, resultJson });
       continue;
     }
@@ -256,9 +256,9 @@ export async function commitBatch(
  * The reply to a message without a readable command id: refused as a bad envelope under the
  * engine's stand-in id, with no events; the message itself goes to the dead-letter queue.
  */
-function unreadableResult(reason: string): CommandResult {
+function unreadableResult(reason: string, commandId = "unidentified"): CommandResult {
   return {
-    commandId: "unidentified",
+    commandId,
     status: "rejected",
     code: ResultCodes.badEnvelope,
     codeName: resultCodeName(ResultCodes.badEnvelope),
@@ -305,6 +305,22 @@ function decodeDelivery(context: BatchContext, delivery: Delivery): Decoded {
   }
 }
 
+/**
+ * A command of another schema version is no bad command of this one: stored as a reject it
+ * would be refused for the whole dedup window, even by a conductor that reads that version.
+ * It is dead-lettered unrun instead, its bytes kept, and nothing is stored.
+ */
+function unknownSchemaVersion(body: unknown): Decoded | undefined {
+  if (typeof body !== "object" || body === null || !("schemaVersion" in body)) return undefined;
+  const { schemaVersion, commandId } = body as { schemaVersion: unknown; commandId?: unknown };
+  if (schemaVersion === 1) return undefined;
+  return {
+    kind: "unreadable",
+    reason: `schemaVersion ${JSON.stringify(schemaVersion)} is not one this conductor reads (1): not run, nothing stored`,
+    ...(typeof commandId === "string" && commandId.length > 0 ? { commandId } : {}),
+  };
+}
+
 function decodeDeliveryUnguarded(context: BatchContext, delivery: Delivery): Decoded {
   const { config, engine, metrics } = context;
   // Checked before any parsing: a huge body would hold the partition's event loop (and its
@@ -318,6 +334,8 @@ function decodeDeliveryUnguarded(context: BatchContext, delivery: Delivery): Dec
   }
   const body = decodeBody(delivery.message.content);
   if (!body.ok) return { kind: "unreadable", reason: body.reason };
+  const unknownVersion = unknownSchemaVersion(body.value);
+  if (unknownVersion !== undefined) return unknownVersion;
   const decoded = decodeCommand(body.value);
   if (!decoded.ok) {
     const { commandId } = decoded;

@@ -4,7 +4,7 @@
  * batches, sends RPC replies and dead-letters unreadable bodies. Reconnects with backoff.
  */
 
-import type { Channel, ChannelModel, ConfirmChannel, ConsumeMessage } from "amqplib";
+import type { Channel, ChannelModel, ConfirmChannel, ConsumeMessage, Options } from "amqplib";
 import type { Config } from "../config/schema";
 import { brokerErrorLine } from "../infra/amqp/broker-errors";
 import { connectBroker } from "../infra/amqp/connect";
@@ -222,13 +222,11 @@ export class CommandConsumer {
       // command channel, whose connection never publishes, so an alarm never blocks it.
       await channel.assertQueue(commandDeadLetterQueue, { durable: true });
       for (const { message, reason } of messages) {
-        output.sendToQueue(commandDeadLetterQueue, message.content, {
-          persistent: true,
-          headers: { ...message.properties.headers, "x-dead-letter-reason": reason },
-          contentType: message.properties.contentType,
-          messageId: message.properties.messageId,
-          correlationId: message.properties.correlationId,
-        });
+        output.sendToQueue(
+          commandDeadLetterQueue,
+          message.content,
+          deadLetterProperties(message, reason),
+        );
       }
       await output.waitForConfirms();
       return true;
@@ -338,4 +336,29 @@ async function quietly(step: () => Promise<unknown> | undefined): Promise<void> 
   } catch {
     // Already closed, or closing: nothing more to wait for.
   }
+}
+
+/**
+ * A dead letter keeps what its producer set, so that it can be replayed as it came: the reply
+ * queue, the type, the timestamp. The broker checks `user-id` against the publishing
+ * connection's user, so the producer's is kept in a header instead.
+ */
+function deadLetterProperties(message: ConsumeMessage, reason: string): Options.Publish {
+  const p = message.properties;
+  return {
+    persistent: true,
+    headers: {
+      ...p.headers,
+      "x-dead-letter-reason": reason,
+      ...(p.userId === undefined ? {} : { "x-original-user-id": p.userId }),
+    },
+    contentType: p.contentType,
+    contentEncoding: p.contentEncoding,
+    messageId: p.messageId,
+    correlationId: p.correlationId,
+    replyTo: p.replyTo,
+    timestamp: p.timestamp,
+    type: p.type,
+    appId: p.appId,
+  };
 }

@@ -49,6 +49,16 @@ test("malformed bodies: dead-lettered or rejected, all acknowledged, conductor k
       "numeric-command-id": JSON.stringify({ ...valid(50), commandId: 42 }),
       // 201 bytes in UTF-8: its events' ids could never be AMQP message ids.
       "command-id-over-200-bytes": JSON.stringify({ ...valid(51), commandId: "€".repeat(67) }),
+      // Another version's command is not run, nor stored as a reject for the dedup window.
+      "schema-version-2": JSON.stringify({ ...valid(52), schemaVersion: 2 }),
+    };
+    // What a producer set: a dead letter keeps it, to be replayed as it came.
+    const producerProperties = {
+      replyTo: `${tag}-nowhere`,
+      type: "order.place",
+      timestamp: 1_704_067_200_000,
+      userId: "guest",
+      appId: "bad-input-test",
     };
     const rejected: Record<string, { body: object; code: number }> = {
       precision: { body: valid(1, (c) => (c.payload.price = "100.123")), code: 203 },
@@ -86,7 +96,10 @@ test("malformed bodies: dead-lettered or rejected, all acknowledged, conductor k
 
     const conductor = await startConductor(suite.stack, partition);
     for (const [name, body] of Object.entries(unreadable)) {
-      await suite.publisher.publish(partition, [body], { messageId: `${tag}-${name}` });
+      await suite.publisher.publish(partition, [body], {
+        messageId: `${tag}-${name}`,
+        ...producerProperties,
+      });
     }
     for (const [name, { body }] of Object.entries(rejected)) {
       await suite.publisher.publish(partition, [body], { messageId: `${tag}-${name}` });
@@ -146,10 +159,15 @@ test("malformed bodies: dead-lettered or rejected, all acknowledged, conductor k
         if (message === false) break;
         const id = String(message.properties.messageId);
         if (id.startsWith(`${tag}-`)) {
-          reasons.set(
-            id.slice(tag.length + 1),
-            String(message.properties.headers?.["x-dead-letter-reason"]),
-          );
+          const name = id.slice(tag.length + 1);
+          reasons.set(name, String(message.properties.headers?.["x-dead-letter-reason"]));
+          expect({ name, content: message.content.toString() }).toEqual({
+            name,
+            content: unreadable[name]!,
+          });
+          const { userId, ...kept } = producerProperties;
+          expect(message.properties).toMatchObject(kept);
+          expect(message.properties.headers?.["x-original-user-id"]).toBe(userId);
           channel.ack(message);
         }
         // Other tests' dead letters stay unacknowledged and return to the queue on close.
@@ -157,6 +175,9 @@ test("malformed bodies: dead-lettered or rejected, all acknowledged, conductor k
       expect([...reasons.keys()].sort()).toEqual(Object.keys(unreadable).sort());
       for (const reason of reasons.values()) expect(reason.length).toBeGreaterThan(5);
       expect(reasons.get("not-json")).toContain("not JSON");
+      expect(reasons.get("schema-version-2")).toContain("schemaVersion 2");
+      const v2 = valid(52).commandId;
+      expect((await store.storedResults([v2])).size).toBe(0);
     } finally {
       await channel.close().catch(() => undefined);
     }
