@@ -28,6 +28,10 @@ export function createConductorMetrics(
       "matching_keyspace_resets_total",
       "Commits refused because the partition's keys were deleted (its batch is redelivered)",
     ),
+    datastoreKeysLost: registry.counter(
+      "matching_datastore_keys_lost_total",
+      "Keyspace resets in which the fencing counter was gone too: the datastore lost the partition's data",
+    ),
     eventsCreated: registry.counter(
       "matching_events_created_total",
       "Events committed to the stream",

@@ -126,6 +126,11 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
         );
       }
       if (owner.lastFailure) reasons.push(`last batch failed: ${owner.lastFailure}`);
+      if (owner.keysLost) {
+        reasons.push(
+          `the datastore lost the partition's keys at ${owner.keysLost.at} (epoch ${owner.keysLost.epoch}): books, results and dedup markers restarted empty; restart the conductor once it is understood (docs/operations.md)`,
+        );
+      }
       const violated = policyWatch?.violation();
       if (violated !== undefined) reasons.push(violated);
       return {

@@ -80,6 +80,12 @@ export class Conductor {
   fenced = false;
   /** Set when the batch loop itself failed unexpectedly: this one must exit. */
   crashed: Error | undefined;
+  /**
+   * Set when the datastore lost the partition's keys under this conductor, its fencing counter
+   * included (a flush, or a promoted replica that never had them): the books restarted empty.
+   * Not a reset the contract allows; /readyz reports it until the process restarts.
+   */
+  keysLost: { at: string; epoch: number } | undefined;
   /** Set when a broken invariant halted the partition: this one must exit (see halt()). */
   halted: InvariantHalt | undefined;
   loaded = false;
@@ -109,6 +115,7 @@ export class Conductor {
   async takeOwnership(): Promise<void> {
     const { epoch, previous } = await this.store.claimOwnership(
       this.config.durability === "aof-replicated" ? this.config.durabilityTimeoutMs : undefined,
+      Math.max(this.epoch, this.ownerEpochSeen),
     );
     // Nobody owned the partition since this conductor's own epoch (every commit is fenced by
     // the owner epoch), so books it loaded or committed itself are still Valkey's: a requeued
@@ -411,6 +418,7 @@ export class Conductor {
       // redelivered onto fresh books, and neither a failure count (harnesses watch it) nor a
       // not-ready answer is due.
       this.metrics.keyspaceResets.inc();
+      await this.checkKeysLost();
     } else {
       this.metrics.failures.inc(batch.length);
       if (error instanceof DurabilityTimeoutError) this.metrics.durabilityTimeouts.inc();
@@ -457,6 +465,22 @@ export class Conductor {
         if (!this.running) return;
       }
     }
+  }
+
+  /**
+   * A reset the contract allows deletes the `matching:` keys only; the fencing counter outside
+   * them outlives it. When that is gone too, the datastore lost the partition's data: loud,
+   * counted and on /readyz, though matching carries on, as after a reset, on empty books.
+   */
+  private async checkKeysLost(): Promise<void> {
+    const intact = await this.store.fencingIntact().catch(() => true);
+    if (intact) return;
+    this.keysLost = { at: new Date().toISOString(), epoch: this.epoch };
+    this.metrics.datastoreKeysLost.inc();
+    this.log.error(
+      "the datastore lost the partition's keys, its fencing counter too: books, stored results and dedup markers are gone; matching goes on from empty books",
+      { epoch: this.epoch },
+    );
   }
 
   /**

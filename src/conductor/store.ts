@@ -29,13 +29,14 @@ const commitLua = luaScript("commit", commitScript);
 /**
  * Draws the next epoch and makes it the partition's owner epoch, atomically: a separate INCR
  * and SET could let a slower claimant overwrite a newer epoch with its older one.
- * KEYS[1] = the epoch counter, KEYS[2] = owner-epoch. Returns the new epoch and the owner
- * epoch it replaced (0 when there was none).
+ * KEYS[1] = the epoch counter, KEYS[2] = owner-epoch, ARGV[1] = the highest epoch the
+ * claimant has seen (a datastore that lost its keys must not issue it again). Returns the new
+ * epoch and the owner epoch it replaced (0 when there was none).
  */
 const claimOwnershipLua = luaScript(
   "claim-ownership",
   `local epoch = redis.call('INCR', KEYS[1])
-local current = tonumber(redis.call('GET', KEYS[2]) or '0')
+local current = math.max(tonumber(redis.call('GET', KEYS[2]) or '0'), tonumber(ARGV[1]))
 if current >= epoch then
   epoch = current + 1
   redis.call('SET', KEYS[1], epoch)
@@ -123,13 +124,16 @@ export class ConductorStore {
    * The epoch comes from a counter that outlives a reset of the `matching:` keyspace, so a
    * stale owner's epoch can never be issued again and match after a reset.
    */
-  async claimOwnership(durableWithinMs?: number): Promise<{ epoch: number; previous: number }> {
+  async claimOwnership(
+    durableWithinMs?: number,
+    seenEpoch = 0,
+  ): Promise<{ epoch: number; previous: number }> {
     const claimedOn = connectionGeneration(this.writer);
     const [epoch, previous] = (await runScript(
       this.writer,
       claimOwnershipLua,
       [this.keys.ownerEpochCounter, this.keys.ownerEpoch],
-      [],
+      [seenEpoch],
     )) as [number, number];
     // A claim a failover takes back would let the fenced owner commit again: durable first.
     if (durableWithinMs !== undefined) await this.waitDurable(durableWithinMs, claimedOn);

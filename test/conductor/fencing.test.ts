@@ -2,7 +2,8 @@
  * All-or-nothing commits and ownership: the fenced commit script refuses a stale epoch
  * and a bad op before writing anything; a zombie conductor whose epoch was taken over
  * writes nothing, acknowledges nothing and exits 4; two conductors on one partition
- * never both apply commands; a keyspace deleted under a running conductor is reclaimed.
+ * never both apply commands; a keyspace deleted under a running conductor is reclaimed, and
+ * one lost with its fencing counter (the datastore lost its data) is counted and reported.
  */
 import { describe, expect, test } from "bun:test";
 import { createWorkload } from "../../src/bench/workloads";
@@ -271,6 +272,49 @@ describe("fencing", () => {
       };
       expect(digest.restingOrders).toBe(0);
       expect((await fetch(`${conductor.url}/metrics`)).status).toBe(200);
+      expect(await conductor.stop()).toBe(0);
+    } finally {
+      await removePartition(store, suite.publisher, partition);
+    }
+  }, 60_000);
+
+  test("keys lost with the fencing counter: counted, on /readyz, epochs never issued again", async () => {
+    const partition = uniquePartition();
+    const store = new PartitionStore(suite.stack.datastoreUrl, partition);
+    try {
+      const workload = createWorkload("alternating", { seed: 25, partition, partitionCount });
+      const conductor = await startConductor(suite.stack, partition);
+      await suite.publisher.publish(
+        partition,
+        Array.from({ length: 10 }, (_, i) => workload.next(i)),
+      );
+      await eventually(
+        "first commands processed",
+        async () => (await conductor.metric("matching_commands_processed_total")) === 10,
+      );
+      const epochBefore = Number(await store.valkey.get(store.keys.ownerEpoch));
+      // What a flush or a promoted empty replica leaves: nothing of the partition, not even
+      // the counter a harness's reset keeps.
+      await store.deleteAll();
+      await store.valkey.del(store.keys.ownerEpochCounter);
+
+      const fresh = createWorkload("alternating", { seed: 26, partition, partitionCount });
+      await suite.publisher.publish(
+        partition,
+        Array.from({ length: 10 }, (_, i) => fresh.next(i)),
+      );
+      await eventually(
+        "commands after the loss processed",
+        async () => (await conductor.metric("matching_commands_processed_total")) === 20,
+        20_000,
+      );
+      expect(await conductor.metric("matching_datastore_keys_lost_total")).toBe(1);
+      const readyz = await fetch(`${conductor.url}/readyz`);
+      expect(readyz.status).toBe(503);
+      expect(JSON.stringify(await readyz.json())).toContain("lost the partition's keys");
+      expect(conductor.log()).toContain("the datastore lost the partition's keys");
+      // The counter restarted from nothing, yet no epoch of before the loss is issued again.
+      expect(Number(await store.valkey.get(store.keys.ownerEpoch))).toBeGreaterThan(epochBefore);
       expect(await conductor.stop()).toBe(0);
     } finally {
       await removePartition(store, suite.publisher, partition);
