@@ -95,6 +95,41 @@ describe("the replica rule with Sentinels", () => {
     ).toMatchObject({ kind: "violated" });
   });
 
+  test("the replica a Sentinel promoted is current while that Sentinel still reconfigures the rest", () => {
+    // valkey-1 (old) froze; the leader promoted this one (epoch 2) and names old until its
+    // failover ends; the others switched already; one lags at epoch 1 with old o_down.
+    const old = "127.0.0.1:7009";
+    const leader = view(
+      { [watched]: "slave,promoted,reports-master", [c]: "slave,reconf_sent" },
+      old,
+      "s_down,o_down,master,failover_in_progress",
+      2,
+    );
+    const switched = view(
+      { [old]: "slave,s_down,disconnected", [c]: "slave" },
+      watched,
+      "master",
+      2,
+    );
+    const lagging = view({ [watched]: "slave", [c]: "slave" }, old, "s_down,o_down,master", 1);
+    const outcome = sentinelReplicaRule({
+      watched,
+      listed: [online(7003)],
+      views: [leader, switched, lagging],
+      sentinels: 3,
+    });
+    expect(outcome).toEqual({ kind: "required", replicas: 1, counted: [c], excluded: [old] });
+    // Promoted but not yet answering as a primary: the failover can still be aborted.
+    const early = view({ [watched]: "slave,promoted", [c]: "slave" }, old, "o_down,master", 2);
+    expect(
+      sentinelReplicaRule({ watched, listed: [], views: [early, switched], sentinels: 3 }),
+    ).toMatchObject({ kind: "violated" });
+    // On the old primary, the leader's failover forbids everything.
+    expect(
+      sentinelReplicaRule({ watched: old, listed: [], views: [leader], sentinels: 3 }),
+    ).toMatchObject({ kind: "violated" });
+  });
+
   test("at least one replica is always needed", () => {
     expect(sentinelReplicaRule({ watched, listed: [], views: [view({})], sentinels: 1 })).toEqual({
       kind: "required",

@@ -11,7 +11,9 @@
  * below every replica that follows the primary, by its stale replication offset). A replica
  * that merely lost its link to the primary still counts: `SENTINEL FAILOVER` and a promotion
  * after a freeze or a partition start exactly so, with the chosen replica detached by
- * `REPLICAOF NO ONE` while it is healthy. docs/durability.md argues it.
+ * `REPLICAOF NO ONE` while it is healthy. The Sentinel leading a failover names the old
+ * primary until the failover ends, seconds after the promotion: the replica it promoted is
+ * current meanwhile (promotedWatched). docs/durability.md argues it.
  *
  * Without Sentinels (no automatic promotion) the older rule stands: every replica the primary
  * lists online whose last acknowledgement is at most `lagLimitS` seconds old.
@@ -67,20 +69,38 @@ export type SentinelRuleOutcome =
 const cannotBePromoted = new Set(["s_down", "o_down", "disconnected"]);
 const failingOver = new Set(["o_down", "failover_in_progress"]);
 
+/**
+ * True when this Sentinel's own failover promoted `watched`: the leader names the old primary
+ * until it has reconfigured every replica (seconds), with the new epoch already. The replica
+ * it flags `promoted` that answers as a primary is past the point where a failover can be
+ * aborted (Sentinel aborts only before it sees the promotion), so it is the new primary.
+ */
+function promotedWatched(view: SentinelReplicaView, watched: string): boolean {
+  return view.replicas.some(
+    (r) => r.address === watched && r.flags.includes("promoted") && r.roleReported === "master",
+  );
+}
+
 /** The replica rule with Sentinels; see the file's header. */
 export function sentinelReplicaRule(input: SentinelRuleInput): SentinelRuleOutcome {
   const { watched, views } = input;
   // A Sentinel that has not heard of the latest promotion yet (a lower epoch) names the old
   // primary for a second or two: only the latest configuration says which one is current.
   const latest = Math.max(...views.map((v) => v.configEpoch));
-  const elsewhere = views.find((v) => v.configEpoch === latest && v.master !== watched);
+  const elsewhere = views.find(
+    (v) => v.configEpoch === latest && v.master !== watched && !promotedWatched(v, watched),
+  );
   if (elsewhere !== undefined) {
     return {
       kind: "violated",
       reason: `a Sentinel names ${elsewhere.master} the primary, not ${watched}`,
     };
   }
-  const failing = views.find((v) => v.masterFlags.some((flag) => failingOver.has(flag)));
+  // Flags for the primary a Sentinel names: a lagging one's flags for the old primary say
+  // nothing about the new one (and the latest configuration decided above which is current).
+  const failing = views.find(
+    (v) => v.master === watched && v.masterFlags.some((flag) => failingOver.has(flag)),
+  );
   if (failing !== undefined) {
     return {
       kind: "violated",
@@ -97,6 +117,8 @@ export function sentinelReplicaRule(input: SentinelRuleInput): SentinelRuleOutco
   const excluded: string[] = [];
   for (const address of [...candidates].sort()) {
     const flagged = current.every((view) => {
+      // The primary a Sentinel's failover is replacing: that Sentinel will not promote it.
+      if (address === view.master && promotedWatched(view, watched)) return true;
       const seen = view.replicas.find((r) => r.address === address);
       if (seen === undefined) return false;
       return seen.roleReported === "master" || seen.flags.some((f) => cannotBePromoted.has(f));
