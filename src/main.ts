@@ -9,12 +9,13 @@ import { benchValuedFlags } from "./bench/registry";
 import { closestFlag, parseArgs } from "./cli/args";
 import { runCheck } from "./cli/check";
 import { clientCommands } from "./cli/client/commands-list";
-import { commandUsage, mainUsage } from "./cli/usage";
+import { commandUsage, helpHint, mainUsage } from "./cli/usage";
 import { flagsOutsideScope } from "./config/flag-scope";
 import { resolveConfig, unknownSettingNames } from "./config/resolve";
 import { type Config, configFlags, type Subcommand } from "./config/schema";
 import { BrokerRefusedError } from "./infra/amqp/broker-errors";
 import { PolicyRefusedError } from "./infra/boot";
+import { ExitCode } from "./infra/exit-codes";
 import { createLogger } from "./infra/log";
 
 const benchValued = new Set(benchValuedFlags());
@@ -22,20 +23,21 @@ const stackValued = new Set(["--dir"]);
 
 const subcommands: readonly Subcommand[] = ["conductor", "outbox", "bench", "stack", "check"];
 
-function fail(message: string, usage: string): never {
-  process.stderr.write(`matchd: ${message}\n\n${usage}`);
-  process.exit(2);
+/** A usage error: the problem, then where help is (helpHint); exit 2. */
+function fail(message: string, command?: string): never {
+  process.stderr.write(`matchd: ${message}\n${helpHint(command)}`);
+  process.exit(ExitCode.usage);
 }
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === "--help" || name === "-h" || name === "help") {
     process.stdout.write(mainUsage);
-    return name === undefined ? 2 : 0;
+    return name === undefined ? ExitCode.usage : ExitCode.ok;
   }
   if (name === "--version" || name === "-v") {
     process.stdout.write(`matchd ${packageJson.version} (bun ${Bun.version})\n`);
-    return 0;
+    return ExitCode.ok;
   }
   if ((clientCommands as readonly string[]).includes(name)) {
     warnUnknownVariables();
@@ -50,7 +52,7 @@ async function main(argv: string[]): Promise<number> {
   }
   if (!subcommands.includes(name as Subcommand)) {
     const near = closestFlag(name, [...subcommands, ...clientCommands]);
-    fail(`unknown command ${name}${near === null ? "" : ` (did you mean ${near}?)`}`, mainUsage);
+    fail(`unknown command ${name}${near === null ? "" : ` (did you mean ${near}?)`}`);
   }
   const subcommand = name as Subcommand;
   const usage = commandUsage[subcommand]!;
@@ -64,11 +66,11 @@ async function main(argv: string[]): Promise<number> {
   const args = parseArgs(rest, valued, switches);
   if (args.switches.has("--help") || args.positionals.includes("-h")) {
     process.stdout.write(usage);
-    return 0;
+    return ExitCode.ok;
   }
   if (subcommand === "stack") {
-    if (args.unknown.length > 0) fail(args.unknown.join("; "), usage);
-    return runStackCommand(args.positionals, args.flags, args.switches, usage);
+    if (args.unknown.length > 0) fail(args.unknown.join("; "), subcommand);
+    return runStackCommand(args.positionals, args.flags, args.switches);
   }
 
   // Said whatever the log level and whether or not the rest is valid: a misspelt name leaves
@@ -96,9 +98,9 @@ async function main(argv: string[]): Promise<number> {
   ];
   if (problems.length > 0 || !resolved.ok) {
     process.stderr.write(
-      `matchd: invalid command line or configuration, nothing started:\n${problems.map((p) => `  - ${p}`).join("\n")}\n\n${usage}`,
+      `matchd: invalid command line or configuration, nothing started:\n${problems.map((p) => `  - ${p}`).join("\n")}\n${helpHint(subcommand)}`,
     );
-    return 2;
+    return ExitCode.usage;
   }
   const config = resolved.config;
   const log = createLogger(config.logLevel, { service: subcommand, partition: config.partition });
@@ -120,7 +122,7 @@ async function main(argv: string[]): Promise<number> {
       return runOutbox(config, log);
     }
     case "bench": {
-      if (bench === undefined || boundary === undefined) return 2;
+      if (bench === undefined || boundary === undefined) return ExitCode.usage;
       return bench.runBench(boundary, {
         config,
         env: benchEnvironment(args.flags),
@@ -130,7 +132,7 @@ async function main(argv: string[]): Promise<number> {
       });
     }
   }
-  return 2;
+  return ExitCode.usage;
 }
 
 /** Names each MATCHING_* variable that is no setting on stderr, and returns them. */
@@ -176,14 +178,13 @@ async function runStackCommand(
   positionals: string[],
   flags: Map<string, string>,
   switches: Set<string>,
-  usage: string,
 ): Promise<number> {
   const [action, ...extra] = positionals;
   const dir = flags.get("--dir");
   if (!action || !["up", "down", "status"].includes(action))
-    fail("stack needs up, down or status", usage);
-  if (extra.length > 0) fail(`unexpected argument ${extra[0]}`, usage);
-  if (!dir) fail("stack needs --dir DIR", usage);
+    fail("stack needs up, down or status", "stack");
+  if (extra.length > 0) fail(`unexpected argument ${extra[0]}`, "stack");
+  if (!dir) fail("stack needs --dir DIR", "stack");
   const stack = await import("./stack/index");
   if (action === "up") {
     const info = await stack.stackUp({
@@ -197,16 +198,16 @@ async function runStackCommand(
       `MATCHING_DATASTORE_URL=${info.datastoreUrl}\nMATCHING_REPLICA_URL=${info.replicaUrl}\nMATCHING_BROKER_URL=${info.brokerUrl}\n`,
     );
     process.stderr.write(stackNextSteps(info.dir));
-    return 0;
+    return ExitCode.ok;
   }
   if (action === "down") {
     const { stopped } = await stack.stackDown({ dir });
     process.stdout.write(`stopped: ${stopped.join(", ") || "nothing"}\n`);
-    return 0;
+    return ExitCode.ok;
   }
   const status = await stack.stackStatus(dir);
   process.stdout.write(JSON.stringify(status, null, 2) + "\n");
-  return 0;
+  return ExitCode.ok;
 }
 
 /** What to type next on a fresh stack: a conductor, an outbox and a first order. */
@@ -228,16 +229,16 @@ main(process.argv.slice(2)).then(
   (error: unknown) => {
     if (error instanceof PolicyRefusedError) {
       process.stderr.write(`matchd: ${error.message}\n`);
-      process.exit(3);
+      process.exit(ExitCode.policyRefused);
     }
     if (error instanceof BrokerRefusedError) {
       process.stderr.write(`matchd: ${error.message}\n`);
-      process.exit(5);
+      process.exit(ExitCode.brokerRefused);
     }
     process.stderr.write(
       `matchd: fatal: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
     );
-    process.exit(1);
+    process.exit(ExitCode.failure);
   },
 );
 

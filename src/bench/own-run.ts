@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Config } from "../config/schema";
+import { ExitCode } from "../infra/exit-codes";
 import { stackDown } from "../stack/index";
 import type { ServiceProcess } from "./services";
 import { benchSignals } from "./stack-run";
@@ -64,7 +65,7 @@ export class OwnRun {
     let tearingDown: Promise<void> | undefined;
     // `on`, not `once`: a second signal during the teardown must not end the process first.
     const interrupted = () => {
-      tearingDown ??= this.teardown(false).then(() => process.exit(130));
+      tearingDown ??= this.teardown(false).then(() => process.exit(ExitCode.interrupted));
     };
     for (const signal of benchSignals) process.on(signal, interrupted);
     try {

@@ -5,6 +5,7 @@
  */
 import { writeFileSync } from "node:fs";
 import type { Config } from "../config/schema";
+import { ExitCode } from "../infra/exit-codes";
 import { collectEnvironment, environmentFacts } from "./environment";
 import type { LatencyHistogram } from "./histogram";
 import { renderHtmlReport } from "./html-report";
@@ -63,7 +64,7 @@ export async function runOnStack(
 ): Promise<number> {
   const { flags, progress } = options;
   const opened = await StackRun.open(options);
-  if (opened === "interrupted") return 130;
+  if (opened === "interrupted") return ExitCode.interrupted;
   await using run = opened;
   const config: Config = {
     ...options.config,
@@ -94,7 +95,7 @@ export async function runOnStack(
   const context = { options, flags, config, run, envFacts, progress, serviceFlags, outboxFlags };
   const { report, series } = await build(context);
   // An interrupt tore the run down meanwhile: its figures are not a report.
-  if (run.tornDown) return 130;
+  if (run.tornDown) return ExitCode.interrupted;
   writeReportFiles(flags, report, series, progress);
   run.reportHeld(report.invariants.ok);
   return printReport(report, options);

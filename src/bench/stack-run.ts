@@ -7,6 +7,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Config } from "../config/schema";
+import { ExitCode } from "../infra/exit-codes";
 import { withinMs } from "../infra/within";
 import { stackDown, stackStatus } from "../stack/index";
 import { type BenchStack, ensureStack, type ServiceProcess } from "./services";
@@ -131,7 +132,7 @@ export class StackRun implements AsyncDisposable {
   private readonly onSignal = () => {
     if (this.interrupted !== undefined) return;
     this.options.progress("interrupted; tearing down");
-    this.interrupted = this.cleanup().finally(() => process.exit(130));
+    this.interrupted = this.cleanup().finally(() => process.exit(ExitCode.interrupted));
   };
 
   private stopListening(): void {

@@ -5,6 +5,7 @@
 import { boundaryHelp, flagHelp } from "../bench/registry";
 import { readsFlag } from "../config/flag-scope";
 import { type Subcommand, settings } from "../config/schema";
+import { exitCodeLines } from "../infra/exit-codes";
 
 /** The settings `reads` says yes to, one line each with its variable, values and default. */
 export function settingsUsage(reads: (flag: string) => boolean, subcommand: Subcommand): string {
@@ -41,6 +42,9 @@ client commands (speak the wire contract to a running conductor and outbox):
 
   matchd <command> --help   flags of one command
   matchd --version
+
+exit codes:
+${exitCodeLines.map((line) => `  ${line}`).join("\n")}
 `;
 
 export const commandUsage: Record<string, string> = {
@@ -108,3 +112,13 @@ and tears them down at the end; a stack already running in --dir is used and lef
 
 ${configUsageFor("bench")}`,
 };
+
+/**
+ * What follows a usage error: one line on where help is, as git, cargo and kubectl print,
+ * so that the problem stays on screen instead of scrolling away above the whole help.
+ */
+export function helpHint(command?: string): string {
+  return command === undefined
+    ? "Run 'matchd --help' for the commands.\n"
+    : `Run 'matchd ${command} --help' for its flags and settings.\n`;
+}

@@ -15,6 +15,7 @@ import {
 import { allocatorSetting } from "../infra/allocator-env";
 import { brokerRefusalAtBoot } from "../infra/amqp/connect";
 import { awaitDurabilityPolicy } from "../infra/boot";
+import { ExitCode } from "../infra/exit-codes";
 import { countCollections } from "../infra/gc-observer";
 import { createHttpApp, serveHttp } from "../infra/http/app";
 import { breakInvariantOn } from "../infra/kill-point";
@@ -43,9 +44,6 @@ const conductorCommandTimeoutMs = 10_000;
  * that its supervisor's restart comes soon.
  */
 const haltGraceMs = 2000;
-
-/** The exit code of a conductor halted by a broken invariant (README, "Exit codes"). */
-const haltedExitCode = 7;
 
 export async function runConductor(config: Config, log: Logger): Promise<number> {
   log.info("conductor starting", {
@@ -212,7 +210,7 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
     memoryGauges.stop();
     clearInterval(roleTimer);
     await consumer.close().catch(() => undefined);
-    return boot === "halted" ? haltedExitCode : 0;
+    return boot === "halted" ? ExitCode.halted : ExitCode.ok;
   }
   owner.start();
 
@@ -236,7 +234,7 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
     log.error("partition halted on a broken invariant; exiting", {
       commandId: owner.halted?.commandId,
       invariant: owner.halted?.message,
-      exitCode: haltedExitCode,
+      exitCode: ExitCode.halted,
       graceMs: haltGraceMs,
     });
     await Promise.race([Bun.sleep(haltGraceMs), signalled]);
@@ -256,8 +254,12 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
   });
   // A fenced conductor exits non-zero so a supervisor notices the takeover; a failed loop too,
   // and a halted one with a code of its own (a bug to fix, not an outage to wait out).
-  if (reason === "halted") return haltedExitCode;
-  return reason === "fenced" ? 4 : reason === "crashed" ? 1 : 0;
+  if (reason === "halted") return ExitCode.halted;
+  return reason === "fenced"
+    ? ExitCode.fenced
+    : reason === "crashed"
+      ? ExitCode.failure
+      : ExitCode.ok;
 }
 
 /**

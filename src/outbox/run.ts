@@ -10,6 +10,7 @@ import type { Config } from "../config/schema";
 import { allocatorSetting } from "../infra/allocator-env";
 import { brokerRefusalAtBoot } from "../infra/amqp/connect";
 import { awaitDurabilityPolicy } from "../infra/boot";
+import { ExitCode } from "../infra/exit-codes";
 import { countCollections } from "../infra/gc-observer";
 import { createHttpApp, type Readiness, serveHttp } from "../infra/http/app";
 import type { Logger } from "../infra/log";
@@ -197,7 +198,7 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
     await server.stop();
     for (const connection of connections) connection.disconnect();
     policyWatch?.stop();
-    return 0;
+    return ExitCode.ok;
   }
   // Wrong credentials or a missing vhost end the boot (exit 5) rather than being retried as
   // an unreachable broker; an unreachable one is retried by the delivery loop.

@@ -27,14 +27,26 @@ describe("matchd CLI", () => {
     }
   });
 
-  test("unknown subcommand and unknown flag: usage on stderr, exit 2", async () => {
+  test("unknown subcommand and unknown flag: the problem and where help is, exit 2", async () => {
     const unknownCommand = await matchd(["frobnicate"]);
     expect(unknownCommand.code).toBe(2);
-    expect(unknownCommand.stderr).toContain("unknown command frobnicate");
-    expect(unknownCommand.stderr).toContain("usage: matchd");
+    expect(unknownCommand.stderr).toBe(
+      "matchd: unknown command frobnicate\nRun 'matchd --help' for the commands.\n",
+    );
     const unknownFlag = await matchd(["conductor", "--turbo"]);
     expect(unknownFlag.code).toBe(2);
     expect(unknownFlag.stderr).toContain("unknown flag --turbo");
+    expect(unknownFlag.stderr).toContain("Run 'matchd conductor --help'");
+    // The problem stays on screen: no help scrolls it away.
+    expect(unknownFlag.stderr).not.toContain("usage:");
+    const badPrice = await matchd(
+      ["order", "place", "--pair", "1", "--side", "bid", "--price", "abc", "--volume", "1"],
+      { MATCHING_BROKER_URL: "amqp://127.0.0.1:1" },
+    );
+    expect(badPrice.code).toBe(2);
+    expect(badPrice.stderr).toContain("--price");
+    expect(badPrice.stderr).toContain("Run 'matchd order place --help'");
+    expect(badPrice.stderr.trim().split("\n").length).toBeLessThanOrEqual(4);
   });
 
   test("unknown flags, extra arguments and bad configuration are reported together", async () => {

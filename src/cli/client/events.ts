@@ -6,6 +6,7 @@
 import type { ConsumeMessage } from "amqplib";
 import type { EventEnvelope } from "../../domain/index";
 import { allEventExchanges, declareEventExchanges } from "../../infra/amqp/topology";
+import { ExitCode } from "../../infra/exit-codes";
 import { eventLine } from "./format";
 import { openBroker } from "./rpc";
 
@@ -56,9 +57,9 @@ export async function followEvents(options: EventsOptions): Promise<number> {
   }
   if (lost !== undefined) {
     process.stderr.write(`matchd: the broker closed the connection: ${lost.message}\n`);
-    return 1;
+    return ExitCode.failure;
   }
-  return 0;
+  return ExitCode.ok;
 }
 
 function render(message: ConsumeMessage, options: EventsOptions): string | null {

@@ -10,7 +10,9 @@ import { clientSettingsRead } from "../../config/flag-scope";
 import { resolveConfig } from "../../config/resolve";
 import { configFlags } from "../../config/schema";
 import type { CommandEnvelope, CommandResult } from "../../domain/index";
+import { ExitCode } from "../../infra/exit-codes";
 import { parseArgs } from "../args";
+import { helpHint } from "../usage";
 import { ClientError, rejectedExitCode } from "./client-error";
 import {
   amendCommand,
@@ -84,13 +86,13 @@ export async function runClient(command: string, argv: string[], io: Io): Promis
   const rest = actions === undefined ? argv : argv.slice(1);
   if (argv.includes("--help") || argv.includes("-h")) {
     io.out(usage);
-    return 0;
+    return ExitCode.ok;
   }
   const schema = schemas[action === undefined ? command : `${command} ${action}`];
   if (schema === undefined) {
     const list = (actions ?? []).join(", ").replace(/, ([^,]+)$/, " or $1");
-    io.err(`matchd: ${command} needs ${list}\n\n${usage}`);
-    return 2;
+    io.err(`matchd: ${command} needs ${list}\n${helpHint(command)}`);
+    return ExitCode.usage;
   }
   const own = flagsOf(schema);
   const args = parseArgs(rest, new Set([...own.valued, ...configFlags]), new Set(own.switches));
@@ -122,9 +124,9 @@ export async function runClient(command: string, argv: string[], io: Io): Promis
   ];
   if (problems.length > 0 || !resolved.ok || !parsed.ok) {
     io.err(
-      `matchd: invalid command line or configuration, nothing sent:\n${problems.map((p) => `  - ${p}`).join("\n")}\n\n${usage}`,
+      `matchd: invalid command line or configuration, nothing sent:\n${problems.map((p) => `  - ${p}`).join("\n")}\n${helpHint(key)}`,
     );
-    return 2;
+    return ExitCode.usage;
   }
   try {
     return await runParsed(
@@ -173,7 +175,7 @@ async function runParsed(
             ? `${JSON.stringify({ commandId: envelope.commandId })}\n`
             : `${envelope.commandId}\n`,
         );
-        return 0;
+        return ExitCode.ok;
       }
       return printResult(result, json, io);
     }
@@ -185,7 +187,7 @@ async function runParsed(
         options["--depth"] as number,
       );
       io.out(json ? `${JSON.stringify(book)}\n` : bookLadder(pairId, book));
-      return 0;
+      return ExitCode.ok;
     }
     case "result": {
       const url = options["--conductor-url"] as string;
