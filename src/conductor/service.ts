@@ -72,6 +72,8 @@ export class Conductor {
   private stopped: Promise<void> | undefined;
   /** Consecutive failed batches (or reloads): the backoff before the next reload grows with it. */
   private failureAttempts = 0;
+  /** The writer's connection (connectionGeneration) at the last failure's backoff. */
+  private failureConnection = -1;
   /** See BatchContext.unacknowledged; bounded (rememberUnacknowledged). */
   private readonly unacknowledged = new Map<string, number>();
   /** Stage times of a sample of commands (GET /trace). */
@@ -444,6 +446,7 @@ export class Conductor {
     killPoint("before-reload");
     // The books in memory may hold this batch's uncommitted effects: always reload.
     for (;;) {
+      this.restartBackoffOnNewConnection();
       // A reconnect (a promoted replica answering) ends the backoff: the outage is over.
       await Promise.race([
         Bun.sleep(backoffDelayMs(this.failureAttempts++, conductorBackoff)),
@@ -465,6 +468,17 @@ export class Conductor {
         if (!this.running) return;
       }
     }
+  }
+
+  /**
+   * Failures on a dead primary's connection grow the backoff to seconds; once the writer is on
+   * a new connection (the promoted replica), the first retries are quick again, or the backoff
+   * of the outage would outlast it.
+   */
+  private restartBackoffOnNewConnection(): void {
+    const connection = this.store.writerConnection();
+    if (connection !== this.failureConnection) this.failureAttempts = 0;
+    this.failureConnection = connection;
   }
 
   /**

@@ -318,34 +318,59 @@ export async function waitDurable(
   let local = 0;
   let replicas = 0;
   let required = 1;
-  for (;;) {
-    // Before every slice too, not only once confirmed: under `appendfsync no` a server never
-    // confirms, and the wait would end as a timeout that names nothing.
-    const violated = violation?.();
-    if (violated !== undefined) throw new PolicyViolatedError(violated);
-    const elapsed = performance.now() - started;
-    const slice = Math.max(1, Math.min(waitSliceMs, Math.ceil(timeoutMs - elapsed)));
-    // A server that stops answering (a blackholed host keeps the socket open) must not hold the
-    // wait past its deadline: the reply is raced against it.
-    required = replicasRequired();
-    const reply = await withinMs(waitAof(valkey, required, slice), timeoutMs - elapsed + slice);
-    if (reply === undefined) throw new DurabilityTimeoutError(timeoutMs, local, replicas, required);
-    [local, replicas] = reply;
-    if (local >= 1 && replicas >= required) {
+  // A WAITAOF in flight when a failover moves the connection may get no answer until the
+  // command times out; the new connection's 'ready' ends the slice at once instead.
+  let onReady: (() => void) | undefined;
+  const reconnected =
+    writtenOn === undefined
+      ? undefined
+      : new Promise<undefined>((resolve) => {
+          onReady = () => resolve(undefined);
+          valkey.once("ready", onReady);
+        });
+  try {
+    return await waitSlices();
+  } finally {
+    if (onReady !== undefined) valkey.off("ready", onReady);
+  }
+
+  async function waitSlices(): Promise<number> {
+    for (;;) {
+      // Before every slice too, not only once confirmed: under `appendfsync no` a server never
+      // confirms, and the wait would end as a timeout that names nothing.
+      const violated = violation?.();
+      if (violated !== undefined) throw new PolicyViolatedError(violated);
+      const elapsed = performance.now() - started;
+      const slice = Math.max(1, Math.min(waitSliceMs, Math.ceil(timeoutMs - elapsed)));
+      // A server that stops answering (a blackholed host keeps the socket open) must not hold the
+      // wait past its deadline: the reply is raced against it.
+      required = replicasRequired();
+      const answer = waitAof(valkey, required, slice);
+      // Left behind when the race ends another way: its late failure is no one's to report.
+      answer.catch(() => undefined);
+      const reply = await withinMs(
+        reconnected === undefined ? answer : Promise.race([answer, reconnected]),
+        timeoutMs - elapsed + slice,
+      );
       if (writtenOn !== undefined && connectionGeneration(valkey) !== writtenOn)
         throw new ConnectionChangedError();
-      const watched = watchedNode?.();
-      if (watched !== undefined && nodeAddress(valkey) !== watched)
-        throw new ConnectionChangedError(
-          `the durability wait ran on ${nodeAddress(valkey)}, the replica count is for ${watched}`,
-        );
-      const reason = violation?.();
-      if (reason !== undefined) throw new PolicyViolatedError(reason);
-      return performance.now() - started;
-    }
-    if (abandon?.()) throw new WaitAbandonedError();
-    if (performance.now() - started >= timeoutMs) {
-      throw new DurabilityTimeoutError(timeoutMs, local, replicas, required);
+      if (reply === undefined)
+        throw new DurabilityTimeoutError(timeoutMs, local, replicas, required);
+      [local, replicas] = reply;
+      if (local >= 1 && replicas >= required) {
+        const watched = watchedNode?.();
+        if (watched !== undefined && nodeAddress(valkey) !== watched)
+          throw new ConnectionChangedError(
+            `the durability wait ran on ${nodeAddress(valkey)}, the replica count is for ${watched}`,
+          );
+        const reason = violation?.();
+        if (reason !== undefined) throw new PolicyViolatedError(reason);
+        return performance.now() - started;
+      }
+      if (abandon?.()) throw new WaitAbandonedError();
+      if (performance.now() - started >= timeoutMs) {
+        throw new DurabilityTimeoutError(timeoutMs, local, replicas, required);
+      }
     }
   }
 }
