@@ -45,6 +45,11 @@ function faultRows(o: FailoverObservation): FaultRow[] {
   });
 }
 
+/** A promotion followed by another before the set settled; a fault with no promotion has none. */
+function switchedAgain(row: { promoted: string; settledOn: string }): boolean {
+  return !row.promoted.startsWith("none") && row.settledOn !== row.promoted;
+}
+
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted.length === 0 ? Number.NaN : sorted[Math.floor((sorted.length - 1) / 2)]!;
@@ -164,6 +169,7 @@ export function failoverReport(
     if (o.repliedMs[i]! > 0) overall.record((o.repliedMs[i]! - o.scheduledMs[i]!) * 1e6);
   const acked = rows.map((r) => r.ackedAgainMs ?? Number.POSITIVE_INFINITY);
   const events = rows.map((r) => r.eventsAgainMs ?? Number.POSITIVE_INFINITY);
+  const silences = rows.map((r) => r.longestSilenceMs ?? Number.POSITIVE_INFINITY);
   const arrivals = rows.map((r) => r.eventsArriveAgainMs ?? Number.POSITIVE_INFINITY);
   const metric = (m: Record<string, unknown>, key: string) =>
     typeof m[key] === "number" ? (m[key] as number) : -1;
@@ -184,6 +190,8 @@ export function failoverReport(
     extra: {
       "acknowledged again after a kill, median ms": Math.round(median(acked)),
       "acknowledged again after a kill, max ms": Math.round(Math.max(...acked)),
+      "longest without a reply around a fault, median ms": Math.round(median(silences)),
+      "longest without a reply around a fault, max ms": Math.round(Math.max(...silences)),
       "events flow again after a kill, median ms": Math.round(median(events)),
       "events flow again after a kill, max ms": Math.round(Math.max(...events)),
       "events arrive again after a kill (before the order is restored), median ms": Math.round(
@@ -206,8 +214,7 @@ export function failoverReport(
         (t) => t === 0,
       ).length,
       "fewest online replicas after a rejoin": o.minReplicas,
-      "kills after which Sentinel switched twice": rows.filter((r) => r.settledOn !== r.promoted)
-        .length,
+      "kills after which Sentinel switched twice": rows.filter(switchedAgain).length,
       "conductor datastore failovers seen": metric(
         o.conductorMetrics,
         "matching_datastore_failovers_total",
@@ -231,7 +238,7 @@ export function failoverReport(
       ...Object.fromEntries(
         rows.map((r, k) => [
           `kill ${k + 1}`,
-          `${r.killed} -> ${r.promoted}${r.settledOn === r.promoted ? "" : ` -> ${r.settledOn} (Sentinel switched again)`}: promoted ${r.promotedAfterMs.toFixed(0)} ms, acked again ${fmtMs(r.ackedAgainMs)}, events again ${fmtMs(r.eventsAgainMs)}, p99 before/around/after ${r.p99BeforeMs.toFixed(1)}/${r.p99AroundMs.toFixed(1)}/${r.p99AfterMs.toFixed(1)} ms`,
+          `${r.killed} -> ${r.promoted}${switchedAgain(r) ? ` -> ${r.settledOn} (Sentinel switched again)` : ""}: promoted ${r.promotedAfterMs.toFixed(0)} ms, acked again ${fmtMs(r.ackedAgainMs)}, longest without a reply ${fmtMs(r.longestSilenceMs)}, events again ${fmtMs(r.eventsAgainMs)}, p99 before/around/after ${r.p99BeforeMs.toFixed(1)}/${r.p99AroundMs.toFixed(1)}/${r.p99AfterMs.toFixed(1)} ms`,
         ]),
       ),
     },

@@ -36,6 +36,12 @@ export interface FaultRecord {
   eventsArriveAgainMs: number | undefined;
   /** Until the restarted node was an online replica again. */
   rejoinedAfterMs: number | undefined;
+  /**
+   * The longest time without any durable reply from the fault until the set settled: a fault
+   * that is not a crash lets the old primary acknowledge until Sentinel acts, so the stall
+   * comes later than the fault, and only this shows it.
+   */
+  longestSilenceMs: number | undefined;
 }
 
 export interface StreamOrderSeen {
@@ -221,6 +227,7 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
       eventsAgainMs: undefined,
       eventsArriveAgainMs: undefined,
       rejoinedAfterMs: outcome.settled ? now() - atMs : undefined,
+      longestSilenceMs: undefined,
     });
     progress(
       `fault ${f + 1} at ${(atMs / 1000).toFixed(1)} s: killed ${outcome.killed}; ${outcome.promoted} took over after ${outcome.promotedAfterMs.toFixed(0)} ms; ${outcome.settled ? `settled on ${outcome.settledOn}, the victim back` : "not settled"}`,
@@ -238,7 +245,10 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
   }
   await Bun.sleep(1000); // late duplicates, if any, are counted too
   const seconds = now() / 1000;
+  const replyTimes = Float64Array.from(repliedMs.filter((t) => t > 0)).sort();
   for (const fault of faults) {
+    const settledAt = fault.atMs + (fault.rejoinedAfterMs ?? 10_000);
+    fault.longestSilenceMs = longestSilence(replyTimes, fault.atMs, settledAt);
     fault.ackedAgainMs = firstAfter(scheduledMs, repliedMs, fault.atMs);
     fault.eventsAgainMs = firstAfter(scheduledMs, firstEventMs, fault.atMs);
     fault.eventsArriveAgainMs = firstAfter(scheduledMs, firstArrivalMs, fault.atMs);
@@ -319,6 +329,25 @@ function firstAfter(scheduled: number[], done: number[], atMs: number): number |
     if (scheduled[i]! >= atMs && done[i]! > 0 && done[i]! < first) first = done[i]!;
   }
   return Number.isFinite(first) ? first - atMs : undefined;
+}
+
+/**
+ * The longest gap between replies (sorted receive times) that overlaps [fromMs, toMs]: from
+ * the last reply before fromMs to the first one after toMs at the widest.
+ */
+function longestSilence(replies: Float64Array, fromMs: number, toMs: number): number {
+  let previous = fromMs;
+  let longest = 0;
+  for (const t of replies) {
+    if (t <= fromMs) {
+      previous = t;
+      continue;
+    }
+    longest = Math.max(longest, t - previous);
+    previous = t;
+    if (t > toMs) break;
+  }
+  return longest;
 }
 
 /** One key's value, read on a connection of its own. */
