@@ -23,7 +23,7 @@ import { CommitBuilder } from "./commit-script";
 import type { Delivery } from "./consumer";
 import type { ConductorMetrics } from "./metrics";
 import { commandOrderId, NetChanges } from "./net-changes";
-import type { ConductorStore } from "./store";
+import type { ConductorStore, DedupLookup } from "./store";
 import { encodeStoredResult } from "./stored-result";
 import { CommandFaultError } from "./unmendable";
 
@@ -106,10 +106,62 @@ export async function commitBatch(
   context: BatchContext,
   deliveries: readonly Delivery[],
 ): Promise<CommittedBatch> {
-  const { config, engine, store, keys, metrics } = context;
+  const { store, metrics } = context;
   const t0 = performance.now();
   const decoded = deliveries.map((delivery) => decodeDelivery(context, delivery));
+  const { commandIds, orderIds } = idsToLookUp(decoded);
+  const t1 = performance.now();
+  const { stored, accepted } = await store.lookup(commandIds, orderIds, context.epoch);
+  const t2 = performance.now();
+  const stage = newStage(context);
+  for (let i = 0; i < decoded.length; i++) {
+    stageItem(context, stage, decoded[i]!, deliveries[i]!, { stored, accepted });
+  }
+  stage.net.stage(store, stage.batch);
+  const t3 = performance.now();
+  await sendCommit(context, stage);
+  const t4 = performance.now();
+  metrics.decode.observe((t1 - t0) / 1000);
+  metrics.lookup.observe((t2 - t1) / 1000);
+  metrics.match.observe((t3 - t2) / 1000);
+  metrics.commit.observe((t4 - t3) / 1000);
+  return { items: stage.items, tally: stage.tally, committed: stage.committed };
+}
 
+/** What a batch stages as it applies its commands, one after another. */
+interface BatchStage {
+  batch: CommitBuilder;
+  ttl: number;
+  /** Results of commands seen earlier in this same batch: a redelivery inside one batch. */
+  batchResults: Map<string, string>;
+  items: BatchItem[];
+  net: NetChanges;
+  committed: [commandId: string, events: number][];
+  tally: OutcomeTally;
+}
+
+function newStage({ config, store, keys, epoch }: BatchContext): BatchStage {
+  return {
+    batch: new CommitBuilder(keys.ownerEpoch, epoch, keys.eventSequence, store.chainFor()),
+    ttl: config.dedupRetentionSeconds,
+    batchResults: new Map(),
+    items: [],
+    net: new NetChanges(),
+    committed: [],
+    tally: {
+      events: 0,
+      accepted: 0,
+      rejected: 0,
+      duplicates: 0,
+      rested: 0,
+      cancelled: 0,
+      filled: 0,
+    },
+  };
+}
+
+/** The command ids whose stored results, and the order ids whose markers, the batch needs. */
+function idsToLookUp(decoded: readonly Decoded[]): { commandIds: string[]; orderIds: string[] } {
   const commandIds: string[] = [];
   const orderIds: string[] = [];
   for (const item of decoded) {
@@ -123,115 +175,133 @@ export async function commitBatch(
       commandIds.push(item.commandId);
     }
   }
-  const t1 = performance.now();
-  const { stored, accepted } = await store.lookup(commandIds, orderIds, context.epoch);
-  const t2 = performance.now();
+  return { commandIds, orderIds };
+}
 
-  const batch = new CommitBuilder(
-    keys.ownerEpoch,
-    context.epoch,
-    keys.eventSequence,
-    store.chainFor(),
-  );
-  const ttl = config.dedupRetentionSeconds;
-  // Results of commands seen earlier in this same batch: a redelivery inside one batch.
-  const batchResults = new Map<string, string>();
-  const items: BatchItem[] = [];
-  const net = new NetChanges();
-  const committed: [commandId: string, events: number][] = [];
-  const tally: OutcomeTally = {
-    events: 0,
-    accepted: 0,
-    rejected: 0,
-    duplicates: 0,
-    rested: 0,
-    cancelled: 0,
-    filled: 0,
-  };
-
-  for (let i = 0; i < decoded.length; i++) {
-    const item = decoded[i]!;
-    const delivery = deliveries[i]!;
-    if (item.kind === "unreadable") {
-      // A request (replyTo) still gets an answer: its client would otherwise wait for ever.
-      const resultJson = JSON.stringify(unreadableResult(item.reason, item.commandId));
-      items.push({ delivery, fresh: true, deadLetterReason: item.reason, resultJson });
-      continue;
-    }
-    const commandId = item.kind === "command" ? item.command.commandId : item.commandId;
-    const correlationId = item.kind === "command" ? item.command.correlationId : item.correlationId;
-    const earlier = stored.get(commandId) ?? batchResults.get(commandId);
-    if (earlier !== undefined) {
-      // A redelivery: the stored result, untouched book, after this batch's durability wait.
-      const ownEvents = batchResults.has(commandId)
-        ? undefined
-        : context.unacknowledged.get(commandId);
-      batchResults.set(commandId, earlier);
-      // A command still being redelivered keeps its markers alive: one held unacknowledged
-      // longer than the dedup retention (a long replica outage under aof-replicated) would
-      // otherwise find them expired at a later redelivery and be applied a second time.
-      batch.expire(keys.processedCommand(commandId), ttl);
-      const orderId = item.kind === "command" ? commandOrderId(item.command) : undefined;
-      if (orderId !== undefined) batch.expire(keys.acceptedOrder(orderId), ttl);
-      if (ownEvents !== undefined) {
-        // This process committed it but never acknowledged it: count it now, once.
-        tally.events += ownEvents;
-        countOutcome(tally, JSON.parse(earlier) as CommandResult);
-        items.push({ delivery, commandId, correlationId, fresh: true, resultJson: earlier });
-        continue;
-      }
-      tally.duplicates++;
-      items.push({ delivery, commandId, correlationId, fresh: false, resultJson: earlier });
-      continue;
-    }
-    let outcome: CommandOutcome;
-    // An amend may send its order to the back of the queue, a new book member: the state it
-    // had before is the stored one whose member must go.
-    let amended: RestingOrder | undefined;
-    try {
-      if (item.kind === "command") {
-        const command = item.command;
-        const orderId = commandOrderId(command);
-        if (command.type === "order.amend") amended = engine.getOrder(command.payload.id);
-        outcome = engine.apply(command, orderId !== undefined && accepted.has(orderId));
-      } else {
-        outcome = item.outcome();
-      }
-    } catch (error) {
-      // A broken invariant: the commit below is never staged nor sent, so nothing of this
-      // batch reaches Valkey; the books in memory may hold part of it, and the conductor
-      // halts the partition rather than reloading them (see Conductor.halt). Any other
-      // exception is a bug too, and would come back on every retry of the batch.
-      if (!(error instanceof MatchingInvariantError)) throw new CommandFaultError(commandId, error);
-      error.commandId ??= commandId;
-      throw error;
-    }
-    const resultJson = JSON.stringify(outcome.result);
-    batchResults.set(commandId, resultJson);
-    batch.setWithTtl(keys.processedCommand(commandId), encodeStoredResult(outcome.result), ttl);
-    if (outcome.acceptedOrderId !== undefined) {
-      batch.setWithTtl(keys.acceptedOrder(outcome.acceptedOrderId), "1", ttl);
-    }
-    for (const change of outcome.changes) net.add(change, outcome.acceptedOrderId, amended);
-    // Extension of the contract's envelope: `commandEvents`, how many events the command
-    // emitted, so a consumer knows when it has all of a command's events.
-    const suffix = `,"commandEvents":${outcome.events.length}}`;
-    for (const event of outcome.events) {
-      const json = JSON.stringify(event);
-      batch.xadd(keys.events, json.slice(0, -1) + suffix);
-    }
-    tally.events += outcome.events.length;
-    countOutcome(tally, outcome.result);
-    committed.push([commandId, outcome.events.length]);
-    items.push({ delivery, commandId, correlationId, fresh: true, resultJson });
+/** One delivery: a dead letter, a redelivery answered from its stored result, or a fresh command. */
+function stageItem(
+  context: BatchContext,
+  stage: BatchStage,
+  item: Decoded,
+  delivery: Delivery,
+  { stored, accepted }: DedupLookup,
+): void {
+  if (item.kind === "unreadable") {
+    // A request (replyTo) still gets an answer: its client would otherwise wait for ever.
+    const resultJson = JSON.stringify(unreadableResult(item.reason, item.commandId));
+    stage.items.push({ delivery, fresh: true, deadLetterReason: item.reason, resultJson });
+    return;
   }
-  net.stage(store, batch);
-  const t3 = performance.now();
+  const commandId = item.kind === "command" ? item.command.commandId : item.commandId;
+  const correlationId = item.kind === "command" ? item.command.correlationId : item.correlationId;
+  const earlier = stored.get(commandId) ?? stage.batchResults.get(commandId);
+  const ids = { delivery, commandId, correlationId };
+  if (earlier !== undefined) stageRedelivery(context, stage, item, ids, earlier);
+  else stageFresh(context, stage, item, ids, accepted);
+}
 
+interface ItemIds {
+  delivery: Delivery;
+  commandId: string;
+  correlationId: string | undefined;
+}
+
+/** A redelivery: the stored result, untouched book, after this batch's durability wait. */
+function stageRedelivery(
+  { keys, unacknowledged }: BatchContext,
+  stage: BatchStage,
+  item: Exclude<Decoded, { kind: "unreadable" }>,
+  ids: ItemIds,
+  earlier: string,
+): void {
+  const { commandId } = ids;
+  const ownEvents = stage.batchResults.has(commandId) ? undefined : unacknowledged.get(commandId);
+  stage.batchResults.set(commandId, earlier);
+  // A command still being redelivered keeps its markers alive: one held unacknowledged
+  // longer than the dedup retention (a long replica outage under aof-replicated) would
+  // otherwise find them expired at a later redelivery and be applied a second time.
+  stage.batch.expire(keys.processedCommand(commandId), stage.ttl);
+  const orderId = item.kind === "command" ? commandOrderId(item.command) : undefined;
+  if (orderId !== undefined) stage.batch.expire(keys.acceptedOrder(orderId), stage.ttl);
+  if (ownEvents !== undefined) {
+    // This process committed it but never acknowledged it: count it now, once.
+    stage.tally.events += ownEvents;
+    countOutcome(stage.tally, JSON.parse(earlier) as CommandResult);
+    stage.items.push({ ...ids, fresh: true, resultJson: earlier });
+    return;
+  }
+  stage.tally.duplicates++;
+  stage.items.push({ ...ids, fresh: false, resultJson: earlier });
+}
+
+/** A command seen for the first time: applied through the domain, every write staged. */
+function stageFresh(
+  context: BatchContext,
+  stage: BatchStage,
+  item: Exclude<Decoded, { kind: "unreadable" }>,
+  ids: ItemIds,
+  accepted: ReadonlySet<string>,
+): void {
+  const { keys } = context;
+  const { commandId } = ids;
+  const { outcome, amended } = applyItem(context.engine, item, commandId, accepted);
+  const resultJson = JSON.stringify(outcome.result);
+  stage.batchResults.set(commandId, resultJson);
+  const { batch, ttl } = stage;
+  batch.setWithTtl(keys.processedCommand(commandId), encodeStoredResult(outcome.result), ttl);
+  if (outcome.acceptedOrderId !== undefined) {
+    batch.setWithTtl(keys.acceptedOrder(outcome.acceptedOrderId), "1", ttl);
+  }
+  for (const change of outcome.changes) stage.net.add(change, outcome.acceptedOrderId, amended);
+  // Extension of the contract's envelope: `commandEvents`, how many events the command
+  // emitted, so a consumer knows when it has all of a command's events.
+  const suffix = `,"commandEvents":${outcome.events.length}}`;
+  for (const event of outcome.events) {
+    const json = JSON.stringify(event);
+    batch.xadd(keys.events, json.slice(0, -1) + suffix);
+  }
+  stage.tally.events += outcome.events.length;
+  countOutcome(stage.tally, outcome.result);
+  stage.committed.push([commandId, outcome.events.length]);
+  stage.items.push({ ...ids, fresh: true, resultJson });
+}
+
+/**
+ * The domain's outcome of one command, and the state an amended order had before (an amend
+ * may send it to the back of the queue, a new book member: the stored one must go).
+ */
+function applyItem(
+  engine: MatchingEngine,
+  item: Exclude<Decoded, { kind: "unreadable" }>,
+  commandId: string,
+  accepted: ReadonlySet<string>,
+): { outcome: CommandOutcome; amended: RestingOrder | undefined } {
+  try {
+    if (item.kind !== "command") return { outcome: item.outcome(), amended: undefined };
+    const command = item.command;
+    const orderId = commandOrderId(command);
+    const amended =
+      command.type === "order.amend" ? engine.getOrder(command.payload.id) : undefined;
+    const outcome = engine.apply(command, orderId !== undefined && accepted.has(orderId));
+    return { outcome, amended };
+  } catch (error) {
+    // A broken invariant: the commit is never staged nor sent, so nothing of this batch
+    // reaches Valkey; the books in memory may hold part of it, and the conductor halts the
+    // partition rather than reloading them (see Conductor.halt). Any other exception is a
+    // bug too, and would come back on every retry of the batch.
+    if (!(error instanceof MatchingInvariantError)) throw new CommandFaultError(commandId, error);
+    error.commandId ??= commandId;
+    throw error;
+  }
+}
+
+/** Sends the staged commit; remembers its fresh commands if its reply may have been lost. */
+async function sendCommit({ store, keys, epoch, unacknowledged }: BatchContext, stage: BatchStage) {
   // A batch of pure redeliveries still writes one marker, so that WAITAOF covers the
   // offset of whatever an earlier owner wrote before it died (its expirations write nothing
   // when their keys are gone).
-  if (batch.mayWriteNothing) batch.setWithTtl(keys.conductorHeartbeat, String(context.epoch), 3600);
+  const { batch } = stage;
+  if (batch.mayWriteNothing) batch.setWithTtl(keys.conductorHeartbeat, String(epoch), 3600);
   killPoint("before-commit");
   try {
     await store.commit(batch);
@@ -239,17 +309,10 @@ export async function commitBatch(
     // The commit may have run with its reply lost (a timeout, a dropped connection): then the
     // redelivery finds these commands' stored results, and must count them as their first
     // outcome, not as duplicates. A redelivery that finds no stored result applies them anew.
-    rememberUnacknowledged(context.unacknowledged, committed);
+    rememberUnacknowledged(unacknowledged, stage.committed);
     throw error;
   }
   killPoint("after-commit");
-  const t4 = performance.now();
-
-  metrics.decode.observe((t1 - t0) / 1000);
-  metrics.lookup.observe((t2 - t1) / 1000);
-  metrics.match.observe((t3 - t2) / 1000);
-  metrics.commit.observe((t4 - t3) / 1000);
-  return { items, tally, committed };
 }
 
 /**

@@ -16,6 +16,15 @@ export function createConductorMetrics(
   registry.setInfo("matching_durability_policy", { policy: config.durability });
   return {
     registry,
+    ...outcomeCounters(registry),
+    ...stageHistograms(registry),
+    ...stateGauges(registry, restingOrders, pendingDeliveries),
+  };
+}
+
+/** Counters of outcomes, failures and batches. */
+function outcomeCounters(registry: MetricsRegistry) {
+  return {
     processed: registry.counter(
       "matching_commands_processed_total",
       "Commands that reached a final outcome (accepted, rejected or duplicate)",
@@ -67,6 +76,12 @@ export function createConductorMetrics(
       "Times the books were reloaded from Valkey",
     ),
     batches: registry.counter("matching_batches_total", "Batches committed"),
+  };
+}
+
+/** Batch sizes and the time of each stage of a command's path. */
+function stageHistograms(registry: MetricsRegistry) {
+  return {
     batchSize: registry.histogram(
       "matching_batch_size",
       "Commands per committed batch",
@@ -98,6 +113,16 @@ export function createConductorMetrics(
       "matching_command_latency_seconds",
       "From receiving a command to acknowledging it",
     ),
+  };
+}
+
+/** The partition's state now: its owner epoch, books, halt and intake. */
+function stateGauges(
+  registry: MetricsRegistry,
+  restingOrders: () => number,
+  pendingDeliveries: () => number,
+) {
+  return {
     ownerEpoch: registry.gauge(
       "matching_owner_epoch",
       "This conductor's ownership epoch (fencing token)",
