@@ -113,37 +113,43 @@ async function primaryFault(
 async function replicaKill(info: StackInfo): Promise<FaultOutcome> {
   const primary = await currentPrimary(info);
   const victim = info.ha!.nodes.find((n) => n.name !== primary.name)!.name;
-  const start = performance.now();
-  await killValkeyNode(info, victim);
-  await Bun.sleep(downForMs);
-  await restartValkeyNode(info, victim);
-  const settled = await waitForSettledPrimary(info, 2, 60_000);
-  return {
-    killed: `${victim} (replica-kill)`,
-    killedAt: start,
-    promoted: "none (no promotion)",
-    promotedAfterMs: 0,
-    settledOn: settled.name,
-    settled: settled.ok && settled.name === primary.name,
-    replicas: settled.replicas,
-  };
+  return killAndRestart(info, `${victim} (replica-kill)`, primary.name, {
+    kill: () => killValkeyNode(info, victim),
+    restart: () => restartValkeyNode(info, victim),
+  });
 }
 
 /** SIGKILLs one Sentinel, restarts it after a while, waits until the set is whole again. */
 async function sentinelKill(info: StackInfo, index: number): Promise<FaultOutcome> {
   const victim = info.ha!.sentinels[index]!.name;
+  return killAndRestart(info, `${victim} (sentinel-kill)`, undefined, {
+    kill: () => killSentinel(info, victim),
+    restart: () => restartSentinel(info, victim),
+  });
+}
+
+/**
+ * A fault with no promotion: kill, stay down a while, restart, wait until the set settled
+ * (on `primary` when given: the same primary must still serve).
+ */
+async function killAndRestart(
+  info: StackInfo,
+  killed: string,
+  primary: string | undefined,
+  { kill, restart }: { kill: () => Promise<unknown>; restart: () => Promise<unknown> },
+): Promise<FaultOutcome> {
   const start = performance.now();
-  await killSentinel(info, victim);
+  await kill();
   await Bun.sleep(downForMs);
-  await restartSentinel(info, victim);
+  await restart();
   const settled = await waitForSettledPrimary(info, 2, 60_000);
   return {
-    killed: `${victim} (sentinel-kill)`,
+    killed,
     killedAt: start,
     promoted: "none (no promotion)",
     promotedAfterMs: 0,
     settledOn: settled.name,
-    settled: settled.ok,
+    settled: settled.ok && (primary === undefined || settled.name === primary),
     replicas: settled.replicas,
   };
 }

@@ -3,6 +3,7 @@
  * primary, and one of each fault that is not a crash, end in reports whose invariants hold.
  */
 import { describe, expect, test } from "bun:test";
+import { datastoreFaultKinds } from "../../src/bench/boundaries/failover";
 import { parseFailoverFlags } from "../../src/bench/failover";
 import { benchProblems } from "../../src/bench/run";
 import { matchdCommand } from "../support/stack";
@@ -114,14 +115,7 @@ describe("bench failover", () => {
   }, 120_000);
 
   test("one of each fault that is not a crash: nothing acknowledged lost, nothing false delivered", async () => {
-    const kinds = [
-      "primary-handover",
-      "primary-freeze",
-      "primary-partition",
-      "primary-isolate",
-      "replica-kill",
-      "sentinel-kill",
-    ];
+    const kinds = datastoreFaultKinds.filter((kind) => kind !== "datastore-primary");
     const report = await runFailoverBench([
       ...["--fault", kinds.join(","), "--faults", String(kinds.length)],
       ...["--rate", "300", "--fault-interval", "4"],
