@@ -4,7 +4,11 @@
  */
 import { describe, expect, test } from "bun:test";
 import type { ListedReplica } from "../../src/infra/valkey/fsync-policy";
-import { type SentinelReplicaView, sentinelReplicaRule } from "../../src/infra/valkey/replica-rule";
+import {
+  announcedAddress,
+  type SentinelReplicaView,
+  sentinelReplicaRule,
+} from "../../src/infra/valkey/replica-rule";
 
 const watched = "127.0.0.1:7001";
 const b = "127.0.0.1:7002";
@@ -36,7 +40,13 @@ describe("the replica rule with Sentinels", () => {
     // valkey-2 left the primary's list, but the Sentinels hold it healthy (promoted).
     const views = [0, 1, 2].map(() => view({ [b]: "slave,promoted", [c]: "slave" }));
     const outcome = sentinelReplicaRule({ watched, listed: [online(7003)], views, sentinels: 3 });
-    expect(outcome).toEqual({ kind: "required", replicas: 2, counted: [b, c], excluded: [] });
+    expect(outcome).toEqual({
+      kind: "required",
+      replicas: 2,
+      counted: [b, c],
+      excluded: [],
+      standIns: [],
+    });
   });
 
   test("a replica is left out once a majority answer and every one flags it down", () => {
@@ -66,12 +76,20 @@ describe("the replica rule with Sentinels", () => {
     expect(outcome).toMatchObject({ replicas: 2, counted: [b, c] });
   });
 
-  test("a demoted primary still answering as one is left out; so is a Sentinel behind the others", () => {
+  test("a demoted primary still answering as one is left out only on every Sentinel's word", () => {
     // After a handover: valkey-1 was primary until Sentinel promoted this one (epoch 2).
     const old = "127.0.0.1:7009";
     const views = [0, 1].map(() =>
       view({ [old]: "slave,reports-master", [c]: "slave" }, watched, "master", 2),
     );
+    const all = [
+      ...views,
+      view({ [old]: "slave,reports-master", [c]: "slave" }, watched, "master", 2),
+    ];
+    expect(
+      sentinelReplicaRule({ watched, listed: [online(7003)], views: all, sentinels: 3 }),
+    ).toEqual({ kind: "required", replicas: 1, counted: [c], excluded: [old], standIns: [] });
+    // A Sentinel behind the others cannot vouch for it: it counts until all three agree.
     const behind = view({ [c]: "slave" }, old, "master", 1);
     expect(
       sentinelReplicaRule({
@@ -80,7 +98,7 @@ describe("the replica rule with Sentinels", () => {
         views: [...views, behind],
         sentinels: 3,
       }),
-    ).toEqual({ kind: "required", replicas: 1, counted: [c], excluded: [old] });
+    ).toMatchObject({ kind: "required", replicas: 2, counted: [c, old], excluded: [] });
   });
 
   test("nothing is acknowledged on a primary the Sentinels no longer name, or are failing over", () => {
@@ -118,7 +136,13 @@ describe("the replica rule with Sentinels", () => {
       views: [leader, switched, lagging],
       sentinels: 3,
     });
-    expect(outcome).toEqual({ kind: "required", replicas: 1, counted: [c], excluded: [old] });
+    expect(outcome).toEqual({
+      kind: "required",
+      replicas: 1,
+      counted: [c],
+      excluded: [old],
+      standIns: [],
+    });
     // Promoted but not yet answering as a primary: the failover can still be aborted.
     const early = view({ [watched]: "slave,promoted", [c]: "slave" }, old, "o_down,master", 2);
     expect(
@@ -136,6 +160,96 @@ describe("the replica rule with Sentinels", () => {
       replicas: 1,
       counted: [],
       excluded: [],
+      standIns: [],
     });
+  });
+});
+
+describe("two faults at once: what WAITAOF can count", () => {
+  const sDown = "slave,s_down,disconnected";
+
+  test("F1: a replica the Sentinels left out but the primary still lists is needed too", () => {
+    // b is cut off from the Sentinels only: it still replicates, and WAITAOF counts its fsync.
+    // c, the one they would promote, stalls: b's fsync must not answer in its place.
+    const views = [0, 1, 2].map(() => view({ [b]: sDown, [c]: "slave" }));
+    const outcome = sentinelReplicaRule({
+      watched,
+      listed: [online(7002), online(7003)],
+      views,
+      sentinels: 3,
+    });
+    expect(outcome).toEqual({
+      kind: "required",
+      replicas: 2,
+      counted: [c],
+      excluded: [b],
+      standIns: [b],
+    });
+    // Once the primary no longer lists b, its fsync cannot count: c's alone is needed.
+    expect(
+      sentinelReplicaRule({ watched, listed: [online(7003)], views, sentinels: 3 }),
+    ).toMatchObject({ replicas: 1, standIns: [] });
+  });
+
+  test("F1: a rejoining old primary and a replica of priority 0 stand in too", () => {
+    const old = "127.0.0.1:7009";
+    const views = [0, 1, 2].map(() => ({
+      ...view({ [old]: "slave,reports-master", [c]: "slave" }, watched, "master", 2),
+      replicas: [
+        { address: old, flags: ["slave"], roleReported: "master" },
+        { address: b, flags: ["slave"], roleReported: "slave", priority: 0 },
+        { address: c, flags: ["slave"], roleReported: "slave", priority: 100 },
+      ],
+    }));
+    const outcome = sentinelReplicaRule({
+      watched,
+      listed: [online(7002), online(7003), online(7009)],
+      views,
+      sentinels: 3,
+    });
+    expect(outcome).toEqual({
+      kind: "required",
+      replicas: 3,
+      counted: [c],
+      excluded: [b, old],
+      standIns: [b, old],
+    });
+  });
+
+  test("F2: without the leader's view a replica reporting master still counts", () => {
+    // A planned handover: the leader (not answering) promoted c; the two others, still at
+    // epoch 1 and not told, see c report master and name this primary. b follows it.
+    const others = [0, 1].map(() => view({ [b]: "slave", [c]: "slave,reports-master" }));
+    const outcome = sentinelReplicaRule({
+      watched,
+      listed: [online(7002)],
+      views: others,
+      sentinels: 3,
+    });
+    // c counts and cannot acknowledge here: nothing is acknowledged that c will lack.
+    expect(outcome).toMatchObject({ kind: "required", replicas: 2, counted: [b, c] });
+  });
+
+  test("F4: the watched server is named as the Sentinels announce it, found by its run id", () => {
+    const views: SentinelReplicaView[] = [
+      {
+        master: "valkey-a.internal:6379",
+        masterRunId: "run-a",
+        configEpoch: 1,
+        masterFlags: ["master"],
+        replicas: [
+          {
+            address: "valkey-b.internal:6379",
+            flags: ["slave"],
+            roleReported: "slave",
+            runId: "run-b",
+          },
+        ],
+      },
+    ];
+    expect(announcedAddress(views, "run-a")).toBe("valkey-a.internal:6379");
+    expect(announcedAddress(views, "run-b")).toBe("valkey-b.internal:6379");
+    expect(announcedAddress(views, "run-x")).toBeUndefined();
+    expect(announcedAddress(views, "")).toBeUndefined();
   });
 });

@@ -4,16 +4,17 @@
  * nothing is acknowledged on a primary that the Sentinels no longer name, or are failing over.
  *
  * With Sentinels (sentinelReplicaRule), a replica counts until the Sentinels themselves say
- * it cannot be promoted: a majority of them answer with the latest configuration (epoch), and
- * every one of those flags it down (s_down, o_down) or without a link (disconnected), which
- * Sentinel never promotes, or reports
- * it answering as a primary (a demoted primary not yet turned into a replica: Sentinel ranks it
- * below every replica that follows the primary, by its stale replication offset). A replica
- * that merely lost its link to the primary still counts: `SENTINEL FAILOVER` and a promotion
- * after a freeze or a partition start exactly so, with the chosen replica detached by
- * `REPLICAOF NO ONE` while it is healthy. The Sentinel leading a failover names the old
- * primary until the failover ends, seconds after the promotion: the replica it promoted is
- * current meanwhile (promotedWatched). docs/durability.md argues it.
+ * it cannot be promoted (leftOut): flagged down or without a link by a majority at the latest
+ * configuration epoch, or answering as a primary, or of replica-priority 0, by every Sentinel
+ * (or the failover's leader among them). A replica that merely lost its link to the primary
+ * still counts: `SENTINEL FAILOVER` and a promotion after a freeze or a partition start
+ * exactly so. The Sentinel leading a failover names the old primary until the failover ends,
+ * seconds after the promotion: the replica it promoted is current meanwhile (promotedWatched).
+ *
+ * WAITAOF counts replicas, not names: the fsync of any replica connected to the primary
+ * counts. So a wait needs every counted replica plus every left-out one the primary still
+ * lists (standIns); then no left-out replica can answer in place of a promotable one.
+ * docs/durability.md argues it.
  *
  * Without Sentinels (no automatic promotion) the older rule stands: every replica the primary
  * lists online whose last acknowledgement is at most `lagLimitS` seconds old.
@@ -39,22 +40,36 @@ export function requiredReplicaFsyncs(listed: readonly ListedReplica[], lagLimit
   return Math.max(1, healthyReplicas(listed, lagLimitS));
 }
 
+/** A replica as one Sentinel knows it (SENTINEL REPLICAS). */
+export interface SentinelReplica {
+  /** The address Sentinel announces for it, `ip:port`. */
+  address: string;
+  flags: readonly string[];
+  /** `role-reported`: the role the server last reported to Sentinel (`slave`, `master`). */
+  roleReported: string;
+  /** Its run id as Sentinel last read it; empty before the first INFO. */
+  runId?: string;
+  /** `slave-priority`: 0 means Sentinel never promotes it. */
+  priority?: number;
+}
+
 /** One Sentinel's answer about the monitored primary (SENTINEL MASTER and SENTINEL REPLICAS). */
 export interface SentinelReplicaView {
   /** The primary it names, `ip:port`. */
   master: string;
+  /** That primary's run id as Sentinel last read it; empty before the first INFO. */
+  masterRunId?: string;
   /** The configuration epoch of that answer: a Sentinel behind the others has a lower one. */
   configEpoch: number;
   /** Its flags for the primary: `master`, `s_down`, `o_down`, `failover_in_progress`, ... */
   masterFlags: readonly string[];
-  /** `roleReported`: the role the server last reported to Sentinel (`slave`, `master`). */
-  replicas: readonly { address: string; flags: readonly string[]; roleReported: string }[];
+  replicas: readonly SentinelReplica[];
 }
 
 export interface SentinelRuleInput {
-  /** The server the durability waits run on, `ip:port`. */
+  /** The server the durability waits run on, `ip:port` as the Sentinels announce it. */
   watched: string;
-  /** Its INFO replication list. */
+  /** Its INFO replication list: the replicas whose fsync WAITAOF can count. */
   listed: readonly ListedReplica[];
   /** The Sentinels that answered. */
   views: readonly SentinelReplicaView[];
@@ -63,11 +78,38 @@ export interface SentinelRuleInput {
 }
 
 export type SentinelRuleOutcome =
-  | { kind: "required"; replicas: number; counted: string[]; excluded: string[] }
+  | {
+      kind: "required";
+      replicas: number;
+      /** Replicas Sentinel could promote: each one's fsync must be among those counted. */
+      counted: string[];
+      /** Replicas Sentinel cannot promote. */
+      excluded: string[];
+      /** Excluded replicas the primary still lists: WAITAOF counts their fsyncs too. */
+      standIns: string[];
+    }
   | { kind: "violated"; reason: string };
 
 const cannotBePromoted = new Set(["s_down", "o_down", "disconnected"]);
 const failingOver = new Set(["o_down", "failover_in_progress"]);
+
+/**
+ * The address the Sentinels announce for the server with run id `runId` (the primary or a
+ * replica they know), or undefined when none of them knows that run id yet. The socket's own
+ * address differs from it behind NAT, with hostnames or with `replica-announce-ip`.
+ */
+export function announcedAddress(
+  views: readonly SentinelReplicaView[],
+  runId: string,
+): string | undefined {
+  if (runId === "") return undefined;
+  for (const view of views) {
+    if (view.masterRunId === runId) return view.master;
+    const replica = view.replicas.find((r) => r.runId === runId);
+    if (replica !== undefined) return replica.address;
+  }
+  return undefined;
+}
 
 /**
  * True when this Sentinel's own failover promoted `watched`: the leader names the old primary
@@ -81,50 +123,91 @@ function promotedWatched(view: SentinelReplicaView, watched: string): boolean {
   );
 }
 
-/** The replica rule with Sentinels; see the file's header. */
-export function sentinelReplicaRule(input: SentinelRuleInput): SentinelRuleOutcome {
-  const { watched, views } = input;
+/** Why the Sentinels forbid acknowledging on `watched` at all, or undefined. */
+function forbidden(watched: string, views: readonly SentinelReplicaView[]): string | undefined {
   // A Sentinel that has not heard of the latest promotion yet (a lower epoch) names the old
   // primary for a second or two: only the latest configuration says which one is current.
   const latest = Math.max(...views.map((v) => v.configEpoch));
   const elsewhere = views.find(
     (v) => v.configEpoch === latest && v.master !== watched && !promotedWatched(v, watched),
   );
-  if (elsewhere !== undefined) {
-    return {
-      kind: "violated",
-      reason: `a Sentinel names ${elsewhere.master} the primary, not ${watched}`,
-    };
-  }
+  if (elsewhere !== undefined)
+    return `a Sentinel names ${elsewhere.master} the primary, not ${watched}`;
   // Flags for the primary a Sentinel names: a lagging one's flags for the old primary say
   // nothing about the new one (and the latest configuration decided above which is current).
   const failing = views.find(
     (v) => v.master === watched && v.masterFlags.some((flag) => failingOver.has(flag)),
   );
-  if (failing !== undefined) {
-    return {
-      kind: "violated",
-      reason: `a Sentinel is failing ${watched} over (flags ${failing.masterFlags.join(",")})`,
-    };
-  }
-  const candidates = new Set(input.listed.map((r) => `${r.ip}:${r.port}`));
+  if (failing === undefined) return undefined;
+  return `a Sentinel is failing ${watched} over (flags ${failing.masterFlags.join(",")})`;
+}
+
+/**
+ * Why one Sentinel will not promote `address`: "down" (flagged s_down, o_down or without a
+ * link, which Sentinel never promotes), "role" (it answers as a primary, or it is the primary
+ * this Sentinel's failover replaces), "priority" (replica-priority 0), or undefined.
+ */
+function notPromotable(
+  view: SentinelReplicaView,
+  address: string,
+  watched: string,
+): "down" | "role" | "priority" | undefined {
+  if (address === view.master && promotedWatched(view, watched)) return "role";
+  const seen = view.replicas.find((r) => r.address === address);
+  if (seen === undefined) return undefined;
+  if (seen.flags.some((f) => cannotBePromoted.has(f))) return "down";
+  if (seen.roleReported === "master") return "role";
+  if (seen.priority === 0) return "priority";
+  return undefined;
+}
+
+/**
+ * Whether the Sentinels' word leaves `address` out. Down needs a majority at the latest
+ * epoch, every one of them agreeing: Sentinel promotes no replica it sees down, and a
+ * failover needs a majority's votes. A role or a priority needs more: every Sentinel in the
+ * URL at the latest epoch, or the leader of the failover that promoted `watched` among them.
+ * A Sentinel that did not answer may be leading a failover that promoted that very replica,
+ * while the others, not told yet, see only a replica reporting master (F2).
+ */
+function leftOut(
+  address: string,
+  watched: string,
+  current: readonly SentinelReplicaView[],
+  sentinels: number,
+): boolean {
+  const majority = Math.floor(sentinels / 2) + 1;
+  if (current.length < majority) return false;
+  const reasons = current.map((view) => notPromotable(view, address, watched));
+  if (reasons.some((r) => r === undefined)) return false;
+  if (reasons.every((r) => r === "down")) return true;
+  return current.length === sentinels || current.some((view) => promotedWatched(view, watched));
+}
+
+/**
+ * The replica rule with Sentinels; see the file's header. WAITAOF counts the fsync of any
+ * replica connected to the primary, so a replica left out but still listed could answer in
+ * place of one Sentinel may promote (F1): whenever a promotable replica is needed, every
+ * listed replica left out is needed too.
+ */
+export function sentinelReplicaRule(input: SentinelRuleInput): SentinelRuleOutcome {
+  const { watched, views } = input;
+  const reason = forbidden(watched, views);
+  if (reason !== undefined) return { kind: "violated", reason };
+  const listed = new Set(input.listed.map((r) => `${r.ip}:${r.port}`));
+  const candidates = new Set(listed);
   for (const view of views) for (const replica of view.replicas) candidates.add(replica.address);
   candidates.delete(watched);
-  // Leaving a replica out takes the word of a majority that knows the latest configuration.
+  const latest = Math.max(...views.map((v) => v.configEpoch));
   const current = views.filter((v) => v.configEpoch === latest);
-  const majority = Math.floor(input.sentinels / 2) + 1;
   const counted: string[] = [];
   const excluded: string[] = [];
   for (const address of [...candidates].sort()) {
-    const flagged = current.every((view) => {
-      // The primary a Sentinel's failover is replacing: that Sentinel will not promote it.
-      if (address === view.master && promotedWatched(view, watched)) return true;
-      const seen = view.replicas.find((r) => r.address === address);
-      if (seen === undefined) return false;
-      return seen.roleReported === "master" || seen.flags.some((f) => cannotBePromoted.has(f));
-    });
-    if (current.length >= majority && flagged) excluded.push(address);
+    if (leftOut(address, watched, current, input.sentinels)) excluded.push(address);
     else counted.push(address);
   }
-  return { kind: "required", replicas: Math.max(1, counted.length), counted, excluded };
+  const standIns = excluded.filter((address) => listed.has(address));
+  // No promotable replica: nothing Sentinel can promote could lack a write; any one replica's
+  // fsync keeps the policy's floor.
+  const replicas = counted.length === 0 ? 1 : counted.length + standIns.length;
+  return { kind: "required", replicas, counted, excluded, standIns };
 }

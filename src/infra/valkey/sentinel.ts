@@ -152,6 +152,7 @@ export class SentinelPoller {
       const fields = flatFields(master);
       return {
         master: `${fields.get("ip")}:${fields.get("port")}`,
+        masterRunId: fields.get("runid") ?? "",
         configEpoch: Number(fields.get("config-epoch") ?? 0),
         masterFlags: (fields.get("flags") ?? "").split(","),
         replicas: replicas.map((reply) => {
@@ -160,6 +161,10 @@ export class SentinelPoller {
             address: `${replica.get("ip")}:${replica.get("port")}`,
             flags: (replica.get("flags") ?? "").split(","),
             roleReported: replica.get("role-reported") ?? "slave",
+            runId: replica.get("runid") ?? "",
+            priority: Number(
+              replica.get("slave-priority") ?? replica.get("replica-priority") ?? 100,
+            ),
           };
         }),
       };
