@@ -25,7 +25,11 @@ import { createValkey } from "../infra/valkey/client";
 import { FailoverTracker } from "../infra/valkey/failover-tracker";
 import { partitionKeys } from "../infra/valkey/keys";
 import { exposeDatastoreMemory } from "../infra/valkey/memory-gauges";
-import { exposeReplicaRule, watchFsyncPolicy } from "../infra/valkey/policy-watch";
+import {
+  exposeReplicaRule,
+  watchFsyncPolicy,
+  withHeldAcknowledgements,
+} from "../infra/valkey/policy-watch";
 import { CommandConsumer } from "./consumer";
 import { createConductorMetrics } from "./metrics";
 import { queryRoutes } from "./queries";
@@ -131,12 +135,15 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
       }
       const violated = policyWatch?.violation();
       if (violated !== undefined) reasons.push(violated);
-      return {
-        ready: reasons.length === 0,
-        status: reasons.length === 0 ? "ready" : "not-ready",
-        reasons,
-        role: owner.role(),
-      };
+      return withHeldAcknowledgements(
+        {
+          ready: reasons.length === 0,
+          status: reasons.length === 0 ? "ready" : "not-ready",
+          reasons,
+          role: owner.role(),
+        },
+        policyWatch,
+      );
     },
     routes: (app) => {
       // A standby's books may lag the owner's: every answer says whose they are.

@@ -19,7 +19,11 @@ import { watchShutdown } from "../infra/shutdown";
 import { createValkey, type Valkey } from "../infra/valkey/client";
 import { FailoverTracker } from "../infra/valkey/failover-tracker";
 import { outboxConsumerGroup, partitionKeys } from "../infra/valkey/keys";
-import { exposeReplicaRule, watchFsyncPolicy } from "../infra/valkey/policy-watch";
+import {
+  exposeReplicaRule,
+  watchFsyncPolicy,
+  withHeldAcknowledgements,
+} from "../infra/valkey/policy-watch";
 import { withinMs } from "../infra/within";
 import { DeliveryLoop } from "./delivery";
 import { PartitionLease } from "./lease";
@@ -169,7 +173,11 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
   };
 
   const server = serveHttp(
-    createHttpApp({ metrics: registry, readiness, beforeMetrics }),
+    createHttpApp({
+      metrics: registry,
+      readiness: () => withHeldAcknowledgements(readiness(), policyWatch),
+      beforeMetrics,
+    }),
     config.httpPort,
     config.httpHost,
   );

@@ -15,6 +15,8 @@ export interface Readiness {
   reasons: string[];
   /** The conductor's role (active / standby); absent for the outbox. */
   role?: string;
+  /** Why every durability wait is held, and since when (ISO 8601); absent while none is. */
+  durabilityHeld?: { reason: string; since: string };
 }
 
 export interface HttpAppOptions {

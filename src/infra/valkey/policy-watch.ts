@@ -9,6 +9,7 @@
  * published, and readiness says why.
  */
 import type { Config } from "../../config/schema";
+import type { Readiness } from "../http/app";
 import type { Logger } from "../log";
 import type { MetricsRegistry } from "../metrics";
 import { parseDatastoreAddress } from "./address";
@@ -17,8 +18,11 @@ import type { DurabilityRule } from "./durability";
 import { appendfsyncOf, type ListedReplica, listedReplicas } from "./fsync-policy";
 import { partitionKeys } from "./keys";
 import {
+  announcedAddress,
   defaultReplicaLagLimitS,
   requiredReplicaFsyncs,
+  type SentinelReplicaView,
+  type SentinelRuleOutcome,
   sentinelReplicaRule,
 } from "./replica-rule";
 import { SentinelPoller } from "./sentinel";
@@ -32,6 +36,20 @@ export const policyWatchIntervalMs = 2000;
  */
 export const replicaWatchIntervalMs = 200;
 
+/** What the watch asks the Sentinels (SentinelPoller): one round of their views. */
+export interface SentinelSource {
+  /** Sentinels in the URL. */
+  readonly count: number;
+  poll(): Promise<SentinelReplicaView[]>;
+  close(): void;
+}
+
+/** Why acknowledgements are held, and since when (epoch ms). */
+export interface HeldAcknowledgements {
+  reason: string;
+  since: number;
+}
+
 export class FsyncPolicyWatch {
   private reason: string | undefined;
   /** Reads that failed in a row. */
@@ -41,8 +59,13 @@ export class FsyncPolicyWatch {
   private required = 1;
   /** Why the Sentinels' view forbids acknowledging on the watched server (replica-rule.ts). */
   private sentinelReason: string | undefined;
-  /** The watched server, `ip:port`, as of the last count that read it. */
+  /** The watched server, `ip:port` of the socket, as of the last count that read it. */
   private watched: string | undefined;
+  /** The round in flight: a new one never starts before it ends (F3). */
+  private inFlight: Promise<void> | undefined;
+  /** Counted replicas the primary does not list online: every wait holds for them. */
+  private waitingFor: string | undefined;
+  private heldSince: number | undefined;
 
   constructor(
     /** A connection of its own: a read must not queue behind a blocked durability wait. */
@@ -50,7 +73,7 @@ export class FsyncPolicyWatch {
     private readonly log: Logger,
     private readonly intervalMs = policyWatchIntervalMs,
     /** Asks the Sentinels about the primary and its replicas; absent without Sentinels. */
-    private readonly sentinels?: SentinelPoller,
+    private readonly sentinels?: SentinelSource,
     /**
      * On Valkey Cluster, a key of the partition's slot. INFO and CONFIG name no key, so no
      * MOVED reply would ever move this connection after the slot migrates: a keyed read before
@@ -71,6 +94,20 @@ export class FsyncPolicyWatch {
   /** Replica fsyncs a durability wait needs now (replica-rule.ts). */
   requiredReplicas = (): number => this.required;
 
+  /** Why every durability wait is failing or waiting now, and since when; undefined: none. */
+  held(): HeldAcknowledgements | undefined {
+    const reason = this.violation() ?? this.waitingFor;
+    if (reason === undefined) return undefined;
+    return { reason, since: this.heldSince ?? Date.now() };
+  }
+
+  /** Starts or ends the held period after a round or a check changed the verdict. */
+  private noteHeld(): void {
+    const held = this.violation() !== undefined || this.waitingFor !== undefined;
+    if (!held) this.heldSince = undefined;
+    else this.heldSince ??= Date.now();
+  }
+
   /** What every durability wait on the watched datastore asks of this watch. */
   rule(): Required<DurabilityRule> {
     return {
@@ -87,8 +124,20 @@ export class FsyncPolicyWatch {
     await this.countReplicas();
   }
 
-  /** Re-counts the replicas a wait needs on the watched primary; a failed read keeps the count. */
-  async countReplicas(): Promise<void> {
+  /**
+   * Re-counts the replicas a wait needs on the watched primary; a failed read keeps the count.
+   * One round at a time: a call while one is in flight joins it, so a slow round can never
+   * finish after, and overwrite, a newer one.
+   */
+  countReplicas(): Promise<void> {
+    this.inFlight ??= this.countRound().finally(() => {
+      this.inFlight = undefined;
+      this.noteHeld();
+    });
+    return this.inFlight;
+  }
+
+  private async countRound(): Promise<void> {
     try {
       if (this.slotProbeKey !== undefined) await this.valkey.exists(this.slotProbeKey);
       if (this.sentinels !== undefined) return await this.countWithSentinels(this.sentinels);
@@ -106,34 +155,47 @@ export class FsyncPolicyWatch {
 
   /**
    * The Sentinel rule: the watched server's listed replicas and the Sentinels' views, read in
-   * one round. With no Sentinel answering nothing changes: a replica is never left out, and a
-   * refusal never lifted, without their word.
+   * one round, applied together (the node, its count and the verdict). With no Sentinel
+   * answering nothing changes: a replica is never left out, and a refusal never lifted,
+   * without their word; a connection that moved to another server meanwhile holds every wait.
    */
-  private async countWithSentinels(sentinels: SentinelPoller): Promise<void> {
-    const [replication, views] = await Promise.all([
+  private async countWithSentinels(sentinels: SentinelSource): Promise<void> {
+    const [replication, server, views] = await Promise.all([
       this.valkey.info("replication").then(parseInfo),
+      this.valkey.info("server").then(parseInfo),
       sentinels.poll(),
     ]);
-    const watched = nodeAddress(this.valkey);
-    if (replication.get("role") !== "master" || watched === undefined) return;
-    this.watched = watched;
-    if (views.length === 0) return;
-    const listed: ListedReplica[] = listedReplicas(replication);
-    const outcome = sentinelReplicaRule({ watched, listed, views, sentinels: sentinels.count });
-    if (outcome.kind === "violated") {
-      if (this.sentinelReason === undefined) {
-        this.log.warn("the Sentinels forbid acknowledging on this primary", {
-          reason: outcome.reason,
-        });
+    const socket = nodeAddress(this.valkey);
+    if (replication.get("role") !== "master" || socket === undefined) return;
+    if (views.length === 0) {
+      if (socket !== this.watched) {
+        this.forbid(`no Sentinel answers to vouch for ${socket}, where this connection went`);
       }
-      this.sentinelReason = outcome.reason;
       return;
     }
+    // Sentinel names servers by the address they announce, which the socket's may not be.
+    const watched = announcedAddress(views, server.get("run_id") ?? "") ?? socket;
+    const listed: ListedReplica[] = listedReplicas(replication);
+    const outcome = sentinelReplicaRule({ watched, listed, views, sentinels: sentinels.count });
+    this.watched = socket;
+    if (outcome.kind === "violated") return this.forbid(outcome.reason);
     if (this.sentinelReason !== undefined) {
       this.log.info("the Sentinels name this primary again; durability waits may succeed", {});
     }
     this.sentinelReason = undefined;
-    this.setRequired(outcome.replicas, { counted: outcome.counted, excluded: outcome.excluded });
+    this.setRequired(outcome.replicas, {
+      counted: outcome.counted,
+      excluded: outcome.excluded,
+      standIns: outcome.standIns,
+    });
+    this.waitingFor = waitingFor(outcome, listed, views, sentinels.count);
+  }
+
+  private forbid(reason: string): void {
+    if (this.sentinelReason === undefined) {
+      this.log.warn("the Sentinels forbid acknowledging on this primary", { reason });
+    }
+    this.sentinelReason = reason;
   }
 
   private setRequired(required: number, why: Record<string, unknown>): void {
@@ -168,6 +230,7 @@ export class FsyncPolicyWatch {
         this.log.info("appendfsync is always again; durability waits may succeed", {});
       }
       this.reason = undefined;
+      this.noteHeld();
       return;
     }
     if (this.reason === undefined) {
@@ -177,6 +240,7 @@ export class FsyncPolicyWatch {
       );
     }
     this.reason = `appendfsync is ${value ?? "unreadable"} on the primary, not always`;
+    this.noteHeld();
   }
 
   /** Stops reading and closes the connection. */
@@ -188,6 +252,30 @@ export class FsyncPolicyWatch {
     this.valkey.disconnect();
     this.sentinels?.close();
   }
+}
+
+/**
+ * Why waits hold under a count: replicas Sentinel could promote that the primary does not
+ * list online cannot fsync, so no wait succeeds until they return or the Sentinels flag them
+ * down (down-after-milliseconds), which needs a majority of them answering.
+ */
+function waitingFor(
+  outcome: Extract<SentinelRuleOutcome, { kind: "required" }>,
+  listed: readonly ListedReplica[],
+  views: readonly SentinelReplicaView[],
+  sentinels: number,
+): string | undefined {
+  const online = new Set(
+    listed.filter((r) => r.state === "online").map((r) => `${r.ip}:${r.port}`),
+  );
+  const missing = outcome.counted.filter((address) => !online.has(address));
+  if (missing.length === 0) return undefined;
+  const epochs = [...new Set(views.map((v) => v.configEpoch))].join(",");
+  return (
+    `waits need ${outcome.replicas} replica fsyncs; ${missing.join(", ")} not online at the primary, ` +
+    `and the Sentinels could still promote it (${views.length} of ${sentinels} answered, epoch ${epochs}): ` +
+    "held until it returns or a majority of Sentinels flag it down"
+  );
 }
 
 /** A watch on a connection of its own under `aof-replicated`; none under `memory`. */
@@ -217,11 +305,40 @@ export function watchFsyncPolicy(
   return new FsyncPolicyWatch(valkey, log, policyWatchIntervalMs, sentinels);
 }
 
+/**
+ * /readyz with why acknowledgements are held and since when. Waiting for a replica Sentinel
+ * could promote keeps the process ready (nothing is wrong with it) but degraded; a
+ * violation is already a reason it is not ready.
+ */
+export function withHeldAcknowledgements(
+  state: Readiness,
+  watch: FsyncPolicyWatch | undefined,
+): Readiness {
+  const held = watch?.held();
+  if (held === undefined) return state;
+  const durabilityHeld = { reason: held.reason, since: new Date(held.since).toISOString() };
+  if (state.status !== "ready") return { ...state, durabilityHeld };
+  return {
+    ...state,
+    status: "degraded",
+    reasons: [...state.reasons, `acknowledgements held: ${held.reason}`],
+    durabilityHeld,
+  };
+}
+
 /** The replica rule's live figure on /metrics: how many replica fsyncs each wait needs now. */
 export function exposeReplicaRule(registry: MetricsRegistry, watch: FsyncPolicyWatch): void {
   registry.gauge(
     "matching_durability_replicas_required",
     "Replica fsyncs each durability wait needs now: every healthy replica, at least 1",
     () => watch.requiredReplicas(),
+  );
+  registry.gauge(
+    "matching_durability_held_seconds",
+    "Seconds every durability wait has been held by the replica rule or the policy watch (0: not held); /readyz says why",
+    () => {
+      const held = watch.held();
+      return held === undefined ? 0 : (Date.now() - held.since) / 1000;
+    },
   );
 }
