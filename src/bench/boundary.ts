@@ -128,7 +128,7 @@ export const flagDocs: Record<string, { arg: string; meaning: string }> = {
   "--fault": {
     arg: "KIND[,KIND...]",
     meaning:
-      "what fails, in turn: datastore-primary (SIGKILL, the default) | primary-handover (SENTINEL FAILOVER) | primary-freeze (SIGSTOP until a promotion) | primary-partition (cut off from the Sentinels) | primary-isolate (from the Sentinels and replicas) | replica-kill | sentinel-kill; or alone: broker-node | conductor | outbox (the active one, while a standby runs)",
+      "what fails, in turn: datastore-primary (SIGKILL, the default) | primary-handover (SENTINEL FAILOVER) | primary-freeze (SIGSTOP until a promotion) | primary-partition (cut off from the Sentinels) | primary-isolate (from the Sentinels and replicas) | replica-kill | sentinel-kill | replica-standin (a replica cut off from the Sentinels, the other's link cut, the primary killed) | two-faults (a replica cut off from the Sentinels, then a handover); or alone: broker-node | conductor | outbox (the active one, while a standby runs)",
   },
   "--faults": {
     arg: "N",

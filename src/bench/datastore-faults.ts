@@ -6,6 +6,7 @@
  */
 import {
   currentPrimary,
+  cutLink,
   cutOff,
   freezeNode,
   handOver,
@@ -39,15 +40,22 @@ export function datastoreFaults(
       round++;
       if (kind === "replica-kill") return replicaKill(info);
       if (kind === "sentinel-kill") return sentinelKill(info, sentinel);
+      if (kind === "replica-standin" || kind === "two-faults") return twoFaults(info, kind);
       return primaryFault(info, kind);
     },
   };
 }
 
+/** Faults of one node at a time. */
+type PrimaryFaultKind = Exclude<
+  DatastoreFaultKind,
+  "replica-kill" | "sentinel-kill" | "replica-standin" | "two-faults"
+>;
+
 /** What a primary fault does to the victim, and how the victim recovers after the promotion. */
 function primaryActions(
   info: StackInfo,
-  kind: Exclude<DatastoreFaultKind, "replica-kill" | "sentinel-kill">,
+  kind: PrimaryFaultKind,
   victim: string,
 ): { act: () => Promise<void>; recover: () => Promise<void> } {
   switch (kind) {
@@ -80,10 +88,7 @@ function primaryActions(
   }
 }
 
-async function primaryFault(
-  info: StackInfo,
-  kind: Exclude<DatastoreFaultKind, "replica-kill" | "sentinel-kill">,
-): Promise<FaultOutcome> {
+async function primaryFault(info: StackInfo, kind: PrimaryFaultKind): Promise<FaultOutcome> {
   const victim = await currentPrimary(info);
   const { act, recover } = primaryActions(info, kind, victim.name);
   const start = performance.now();
@@ -152,4 +157,59 @@ async function killAndRestart(
     settled: settled.ok && (primary === undefined || settled.name === primary),
     replicas: settled.replicas,
   };
+}
+
+/** How long the stand-in is cut off before the second fault: past down-after (1 s) and a round. */
+const standInLeftOutMs = 3000;
+/** How long the primary's link to the replica Sentinel will promote is cut before the kill. */
+const stalledLinkMs = 1500;
+/** How long after the promotion the stand-in's partition is healed. */
+const twoFaultsHealAfterMs = 2000;
+
+/**
+ * Two faults at once. Both first cut one replica (the stand-in) off from the Sentinels only:
+ * it still replicates, and the Sentinels flag it down. Then `replica-standin` cuts the link
+ * between the primary and the other replica (the one Sentinel can promote) and SIGKILLs the
+ * primary 1.5 s later; `two-faults` asks for a planned handover. Everything heals 2 s after the
+ * promotion; the killed primary is restarted then.
+ */
+async function twoFaults(
+  info: StackInfo,
+  kind: "replica-standin" | "two-faults",
+): Promise<FaultOutcome> {
+  const victim = await currentPrimary(info);
+  const replicas = info.ha!.nodes.filter((n) => n.name !== victim.name).map((n) => n.name);
+  const [standIn, promotable] = replicas as [string, string];
+  let killed = false;
+  try {
+    cutOff(info, standIn, "sentinels");
+    await Bun.sleep(standInLeftOutMs);
+    const start = performance.now();
+    if (kind === "two-faults") await handOver(info);
+    else {
+      cutLink(info, victim.name, promotable);
+      await Bun.sleep(stalledLinkMs);
+      await killValkeyNode(info, victim.name);
+      killed = true;
+    }
+    const promoted = await waitForFailover(info, { from: victim.name, timeoutMs: 30_000 });
+    const promotedAfterMs = performance.now() - start;
+    await Bun.sleep(twoFaultsHealAfterMs);
+    heal(info.dir);
+    if (killed) await restartValkeyNode(info, victim.name);
+    const settled = await waitForSettledPrimary(info, 2, 60_000);
+    return {
+      killed: `${victim.name}, ${standIn} left out (${kind})`,
+      killedAt: start,
+      promoted: promoted.name,
+      promotedAfterMs,
+      settledOn: settled.name,
+      settled: settled.ok,
+      replicas: settled.replicas,
+    };
+  } catch (error) {
+    heal(info.dir);
+    if (killed) await restartValkeyNode(info, victim.name).catch(() => undefined);
+    throw error;
+  }
 }

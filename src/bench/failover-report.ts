@@ -267,6 +267,10 @@ function oneFaultStatement(kind: string): string {
       return "a replica is SIGKILLed and restarted 2 s later";
     case "sentinel-kill":
       return "a Sentinel is SIGKILLed and restarted 2 s later";
+    case "replica-standin":
+      return "a replica is cut off from the Sentinels only (it still replicates); 3 s later the link between the primary and the other replica is cut, and 1.5 s later the primary is SIGKILLed; healed 2 s after the promotion";
+    case "two-faults":
+      return "a replica is cut off from the Sentinels only (it still replicates); 3 s later a planned failover (SENTINEL FAILOVER); healed 2 s after the promotion";
     case "conductor":
       return "the active conductor is SIGKILLed while a standby consumes the same queue, and restarted as the next standby";
     case "broker-node":

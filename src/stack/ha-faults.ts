@@ -83,13 +83,35 @@ const rulesFile = (dir: string) => `${dir}/partition-rules.json`;
  */
 export function cutOff(info: StackInfo, name: string, peers: PartitionPeers): void {
   const { ha } = haRecord(info);
-  const node = ha.nodes.find((n) => n.name === name);
-  if (node === undefined) throw new StackError("not-ha", `no data node ${name}`);
+  const node = dataNode(info, name);
   const others = [
     ...ha.sentinels,
     ...(peers === "sentinels" ? [] : ha.nodes.filter((n) => n.name !== name)),
   ];
-  const sources = others.map((o) => o.source);
+  dropBetween(info, node, others);
+}
+
+/**
+ * Cuts the link between data nodes `a` and `b` only (a replica's replication link to its
+ * primary, whichever of the two is the primary); both still reach the Sentinels and matchd.
+ */
+export function cutLink(info: StackInfo, a: string, b: string): void {
+  const [first, second] = [dataNode(info, a), dataNode(info, b)];
+  dropBetween(info, first, [second]);
+  dropBetween(info, second, [first]);
+}
+
+type Endpoint = { host: string; port: number; source?: string };
+
+function dataNode(info: StackInfo, name: string): Endpoint {
+  const node = haRecord(info).ha.nodes.find((n) => n.name === name);
+  if (node === undefined) throw new StackError("not-ha", `no data node ${name}`);
+  return node;
+}
+
+/** Drops packets between `node`'s port and the peers' source addresses, both ways. */
+function dropBetween(info: StackInfo, node: Endpoint, peers: readonly Endpoint[]): void {
+  const sources = peers.map((o) => o.source);
   if (sources.some((s) => s === undefined)) {
     throw new StackError("not-ha", "this stack predates source addresses: start it again");
   }
@@ -97,18 +119,22 @@ export function cutOff(info: StackInfo, name: string, peers: PartitionPeers): vo
     ["-s", source, "-d", node.host, "-p", "tcp", "--dport", String(node.port)],
     ["-s", node.host, "-d", source, "-p", "tcp", "--sport", String(node.port)],
   ]);
-  const added: string[][] = [];
+  // Added to what earlier cuts left: heal removes them all.
+  const file = rulesFile(info.dir);
+  const added: string[][] = existsSync(file)
+    ? (JSON.parse(readFileSync(file, "utf8")) as string[][])
+    : [];
   try {
     for (const rule of rules) {
       iptables(["-I", "INPUT", ...rule, "-j", "DROP"]);
       added.push(rule);
     }
   } finally {
-    writeFileSync(rulesFile(info.dir), JSON.stringify(added));
+    writeFileSync(file, JSON.stringify(added));
   }
 }
 
-/** Removes every rule cutOff added in this stack (also at `stack down`). */
+/** Removes every rule cutOff and cutLink added in this stack (also at `stack down`). */
 export function heal(dir: string): void {
   const file = rulesFile(dir);
   if (!existsSync(file)) return;

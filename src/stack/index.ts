@@ -60,6 +60,7 @@ export {
   waitForFailover,
 } from "./ha";
 export {
+  cutLink,
   cutOff,
   freezeNode,
   handOver,

@@ -11,6 +11,8 @@ export const datastoreFaultKinds = [
   "primary-isolate",
   "replica-kill",
   "sentinel-kill",
+  "replica-standin",
+  "two-faults",
 ] as const;
 export type DatastoreFaultKind = (typeof datastoreFaultKinds)[number];
 /** Faults that run alone: the broker's, or a service's (run twice, active and standby). */
