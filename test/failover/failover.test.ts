@@ -278,6 +278,18 @@ describe("datastore failover", () => {
       // (sent once a second): with the 2 s limit it is left out 1 to 3 s after the stop.
       await Bun.sleep(800);
       expect(replies.replies.size).toBe(0);
+      // Meanwhile /readyz says which replica holds the acknowledgements, and since when.
+      let held: { durabilityHeld?: { reason: string; since: string } } = {};
+      await eventually(
+        "readyz names the held acknowledgements",
+        async () => {
+          held = (await (await fetch(`${conductor.url}/readyz`)).json()) as typeof held;
+          return held.durabilityHeld !== undefined;
+        },
+        5000,
+      );
+      expect(held.durabilityHeld!.reason).toContain(`${replica.port} not acknowledging`);
+      expect(Date.parse(held.durabilityHeld!.since)).toBeGreaterThan(Date.now() - 10_000);
       await eventually(
         "replied without the stalled replica",
         () => replies.replies.size === 1,
@@ -289,6 +301,32 @@ describe("datastore failover", () => {
     }
     await publish(1, 2);
     await eventually("replied once the replica is back", () => replies.replies.size === 2, 30_000);
+    await replies.close();
+    expect(await conductor.stop()).toBe(0);
+  }, 90_000);
+});
+
+describe("boot during a failover", () => {
+  test("a conductor started as a planned handover begins comes up by itself, no restart", async () => {
+    const partition = 15;
+    const { replies, publish } = await rpcRun(partition, 10, 20);
+    const before = await settledTopology();
+    const sentinel = createValkey(`redis://127.0.0.1:${info.ha!.sentinels[1]!.port}`, {
+      name: "matchd-test-sentinel",
+    });
+    await sentinel.call("SENTINEL", "FAILOVER", "matchd");
+    sentinel.disconnect();
+    // Its boot checks run while Sentinel demotes the primary and promotes a replica.
+    const conductor = await startConductor(stackOf(info), partition, { waitReady: false });
+    await waitForFailover(info, { from: before.name, timeoutMs: 30_000 });
+    await eventually(
+      "ready on the new primary",
+      async () => (await fetch(`${conductor.url}/readyz`)).status === 200,
+      30_000,
+    );
+    expect(conductor.process.exitCode).toBeNull();
+    await publish(0, 20);
+    await eventually("every command replied", () => replies.replies.size === 20, 30_000);
     await replies.close();
     expect(await conductor.stop()).toBe(0);
   }, 90_000);

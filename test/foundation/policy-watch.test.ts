@@ -169,7 +169,7 @@ test("held acknowledgements name the replica they wait for, and since when", asy
   const before = Date.now();
   await watch.countReplicas();
   const held = watch.held();
-  expect(held?.reason).toContain("10.0.0.2:6379 not online at the primary");
+  expect(held?.reason).toContain("10.0.0.2:6379 not acknowledging at the primary");
   expect(held?.since).toBeGreaterThanOrEqual(before);
   await watch.countReplicas();
   expect(watch.held()?.since).toBe(held!.since);

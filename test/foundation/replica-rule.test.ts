@@ -189,6 +189,16 @@ describe("two faults at once: what WAITAOF can count", () => {
     expect(
       sentinelReplicaRule({ watched, listed: [online(7003)], views, sentinels: 3 }),
     ).toMatchObject({ replicas: 1, standIns: [] });
+    // Nor while b is silent past the lag limit (frozen): it would hold every wait for the
+    // primary's repl-timeout. Its lag unread, it counts.
+    const frozen = { ...online(7002), lag: 3 };
+    expect(
+      sentinelReplicaRule({ watched, listed: [frozen, online(7003)], views, sentinels: 3 }),
+    ).toMatchObject({ replicas: 1, standIns: [] });
+    const unread = { ...online(7002), lag: Number.NaN };
+    expect(
+      sentinelReplicaRule({ watched, listed: [unread, online(7003)], views, sentinels: 3 }),
+    ).toMatchObject({ replicas: 2, standIns: [b] });
   });
 
   test("F1: a rejoining old primary and a replica of priority 0 stand in too", () => {

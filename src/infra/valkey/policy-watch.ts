@@ -255,9 +255,10 @@ export class FsyncPolicyWatch {
 }
 
 /**
- * Why waits hold under a count: replicas Sentinel could promote that the primary does not
- * list online cannot fsync, so no wait succeeds until they return or the Sentinels flag them
- * down (down-after-milliseconds), which needs a majority of them answering.
+ * Why waits hold under a count, or undefined: a replica the count needs (one Sentinel could
+ * promote, or a left-out one still acknowledging) that has not acknowledged for a second or
+ * more cannot fsync now, and no wait succeeds until it does or the Sentinels flag it down
+ * (down-after-milliseconds, which needs a majority of them answering).
  */
 function waitingFor(
   outcome: Extract<SentinelRuleOutcome, { kind: "required" }>,
@@ -265,16 +266,19 @@ function waitingFor(
   views: readonly SentinelReplicaView[],
   sentinels: number,
 ): string | undefined {
-  const online = new Set(
-    listed.filter((r) => r.state === "online").map((r) => `${r.ip}:${r.port}`),
+  // The primary counts lag in whole seconds since the last acknowledgement (one a second).
+  const acking = new Set(
+    listed.filter((r) => r.state === "online" && r.lag <= 1).map((r) => `${r.ip}:${r.port}`),
   );
-  const missing = outcome.counted.filter((address) => !online.has(address));
-  if (missing.length === 0) return undefined;
+  const needed = outcome.counted.length === 0 ? [] : [...outcome.counted, ...outcome.standIns];
+  const silent = needed.filter((address) => !acking.has(address));
+  if (outcome.counted.length === 0 ? acking.size > 0 : silent.length === 0) return undefined;
   const epochs = [...new Set(views.map((v) => v.configEpoch))].join(",");
+  const who = silent.length === 0 ? "no replica" : silent.join(", ");
   return (
-    `waits need ${outcome.replicas} replica fsyncs; ${missing.join(", ")} not online at the primary, ` +
-    `and the Sentinels could still promote it (${views.length} of ${sentinels} answered, epoch ${epochs}): ` +
-    "held until it returns or a majority of Sentinels flag it down"
+    `waits need ${outcome.replicas} replica fsync(s); ${who} not acknowledging at the primary ` +
+    `(Sentinels: ${views.length} of ${sentinels} answered, epoch ${epochs}; ` +
+    `could promote: ${outcome.counted.join(", ") || "none"}; left out: ${outcome.excluded.join(", ") || "none"})`
   );
 }
 

@@ -12,8 +12,8 @@
  * seconds after the promotion: the replica it promoted is current meanwhile (promotedWatched).
  *
  * WAITAOF counts replicas, not names: the fsync of any replica connected to the primary
- * counts. So a wait needs every counted replica plus every left-out one the primary still
- * lists (standIns); then no left-out replica can answer in place of a promotable one.
+ * counts. So a wait needs every counted replica plus every left-out one the primary lists
+ * acknowledging (standIns); then no left-out replica can answer in place of a promotable one.
  * docs/durability.md argues it.
  *
  * Without Sentinels (no automatic promotion) the older rule stands: every replica the primary
@@ -63,6 +63,8 @@ export interface SentinelReplicaView {
   configEpoch: number;
   /** Its flags for the primary: `master`, `s_down`, `o_down`, `failover_in_progress`, ... */
   masterFlags: readonly string[];
+  /** Its down-after-milliseconds for the primary. */
+  downAfterMs?: number;
   replicas: readonly SentinelReplica[];
 }
 
@@ -85,7 +87,7 @@ export type SentinelRuleOutcome =
       counted: string[];
       /** Replicas Sentinel cannot promote. */
       excluded: string[];
-      /** Excluded replicas the primary still lists: WAITAOF counts their fsyncs too. */
+      /** Excluded replicas the primary lists acknowledging: WAITAOF counts their fsyncs too. */
       standIns: string[];
     }
   | { kind: "violated"; reason: string };
@@ -193,8 +195,8 @@ export function sentinelReplicaRule(input: SentinelRuleInput): SentinelRuleOutco
   const { watched, views } = input;
   const reason = forbidden(watched, views);
   if (reason !== undefined) return { kind: "violated", reason };
-  const listed = new Set(input.listed.map((r) => `${r.ip}:${r.port}`));
-  const candidates = new Set(listed);
+  const lags = new Map(input.listed.map((r) => [`${r.ip}:${r.port}`, r.lag]));
+  const candidates = new Set(lags.keys());
   for (const view of views) for (const replica of view.replicas) candidates.add(replica.address);
   candidates.delete(watched);
   const latest = Math.max(...views.map((v) => v.configEpoch));
@@ -205,7 +207,16 @@ export function sentinelReplicaRule(input: SentinelRuleInput): SentinelRuleOutco
     if (leftOut(address, watched, current, input.sentinels)) excluded.push(address);
     else counted.push(address);
   }
-  const standIns = excluded.filter((address) => listed.has(address));
+  // A left-out replica that acknowledged within the lag limit can answer a wait now. One
+  // silent for longer (frozen, say) is not counted: counting it would hold every wait until
+  // the primary drops it (repl-timeout, 60 s), and docs/durability.md says what that leaves.
+  const downAfter = views.map((v) => v.downAfterMs).filter((ms) => ms !== undefined);
+  const lagLimitS = replicaLagLimitS(downAfter.length === 0 ? undefined : Math.max(...downAfter));
+  const standIns = excluded.filter((address) => {
+    const lag = lags.get(address);
+    // An unreadable lag (NaN) counts: only a lag known to be past the limit leaves it out.
+    return lag !== undefined && !(lag > lagLimitS);
+  });
   // No promotable replica: nothing Sentinel can promote could lack a write; any one replica's
   // fsync keeps the policy's floor.
   const replicas = counted.length === 0 ? 1 : counted.length + standIns.length;

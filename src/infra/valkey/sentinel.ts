@@ -155,6 +155,7 @@ export class SentinelPoller {
         masterRunId: fields.get("runid") ?? "",
         configEpoch: Number(fields.get("config-epoch") ?? 0),
         masterFlags: (fields.get("flags") ?? "").split(","),
+        downAfterMs: Number(fields.get("down-after-milliseconds") ?? 30_000),
         replicas: replicas.map((reply) => {
           const replica = flatFields(reply);
           return {
