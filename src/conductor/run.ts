@@ -14,7 +14,7 @@ import {
 } from "../domain/index";
 import { allocatorSetting } from "../infra/allocator-env";
 import { brokerRefusalAtBoot } from "../infra/amqp/connect";
-import { awaitDurabilityPolicy } from "../infra/boot";
+import { awaitDurabilityPolicy, type BootProgress } from "../infra/boot";
 import { ExitCode } from "../infra/exit-codes";
 import { countCollections } from "../infra/gc-observer";
 import { createHttpApp, serveHttp } from "../infra/http/app";
@@ -59,6 +59,8 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
   // contract: /metrics answers while a dependency is down); a datastore that answers and
   // cannot honour it ends the boot (exit 3).
   let policyVerified = false;
+  /** Why the boot still waits for the datastore, for /readyz. */
+  const bootProgress: BootProgress = {};
 
   // Listening first: a SIGTERM while the datastore or the broker is still unreachable at boot
   // ends the process cleanly (exit 0) instead of killing it; a second one during the stop is
@@ -114,7 +116,11 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
     metrics: metrics.registry,
     readiness: () => {
       const reasons: string[] = [];
-      if (!policyVerified) reasons.push("durability policy not verified yet");
+      if (!policyVerified) {
+        reasons.push(
+          `durability policy not verified yet${bootProgress.waitingFor === undefined ? "" : `: ${bootProgress.waitingFor}`}`,
+        );
+      }
       if (writer.status !== "ready") reasons.push(`datastore ${writer.status}`);
       if (reader.status !== "ready") reasons.push(`datastore reader ${reader.status}`);
       if (!consumer.connected) reasons.push("broker not connected");
@@ -177,7 +183,7 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
   // Load now to be ready fast; ownership (a new epoch, and a reload) is claimed when the
   // first command arrives, i.e. when this conductor becomes the active consumer.
   const booted = (async () => {
-    if (!(await awaitDurabilityPolicy(config, log, signalled, { dedupSizing: true })))
+    if (!(await awaitDurabilityPolicy(config, log, signalled, { dedupSizing: true }, bootProgress)))
       return "stopped";
     // Wrong credentials or a missing vhost end the boot (exit 5) rather than being retried as
     // an unreachable broker; an unreachable one is retried by the consumer.

@@ -50,9 +50,10 @@ const unread: Record<Exclude<Subcommand, "stack">, readonly string[]> = {
     "--http-port",
     "--http-host",
     "--http-token",
+    "--boot-wait-s",
   ],
   // bench gives each service it starts a free port of its own, on loopback.
-  bench: ["--http-port", "--http-host", ...operatorOnly],
+  bench: ["--http-port", "--http-host", "--boot-wait-s", ...operatorOnly],
   // What no client command reads; each one's own list is clientSettingsRead.
   client: [...configFlags].filter((flag) => !readByAClient.has(flag)),
 };

@@ -25,6 +25,8 @@ export interface Config {
   commandMaxBytes: number;
   durability: DurabilityPolicy;
   durabilityTimeoutMs: number;
+  /** How long a service waits at boot for a datastore it cannot reach now, then refuses. */
+  bootWaitSeconds: number;
   batchMax: number;
   prefetch: number;
   dedupRetentionSeconds: number;
@@ -212,6 +214,14 @@ export const settings = [
     accepted: "milliseconds 10..60000",
     schema: integer(10, 60_000),
     defaultFor: always("2000"),
+  },
+  {
+    key: "bootWaitSeconds",
+    env: "MATCHING_BOOT_WAIT_S",
+    flag: "--boot-wait-s",
+    accepted: "seconds 1..86400 a service waits at boot for a datastore it cannot reach now",
+    schema: integer(1, 86_400),
+    defaultFor: always("300"),
   },
   {
     key: "batchMax",

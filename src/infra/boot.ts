@@ -11,7 +11,7 @@ import type { Logger } from "./log";
 import { parseDatastoreAddress } from "./valkey/address";
 import { createValkey } from "./valkey/client";
 import { checkDedupSizing } from "./valkey/dedup-sizing";
-import { type CheckOutcome, checkDatastore, datastoreReachableCheck } from "./valkey/durability";
+import { type CheckOutcome, checkDatastore } from "./valkey/durability";
 import { partitionKeys } from "./valkey/keys";
 import { checkSentinels } from "./valkey/sentinel";
 import { withinMs } from "./within";
@@ -99,9 +99,39 @@ export async function runDatastoreChecks(
 const bootBackoff = { baseMs: 250, capMs: 5000 };
 
 /**
- * The services' boot: waits while the datastore cannot be reached (a dependency that is down,
- * retried with backoff while the service's HTTP already answers), then enforces the policy
- * against it (PolicyRefusedError: a reachable datastore that cannot honour it is refused).
+ * What a connection that cannot be made or kept now says, as opposed to a setting: refused,
+ * closed or reset, timed out, a server still loading its data, or one demoted under it.
+ */
+const notNowPattern =
+  /Connection is closed|ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|timed out|LOADING|MASTERDOWN|READONLY|re-established|isn't writeable/i;
+
+/** Checks that a failover under way fails for a few seconds behind Sentinels. */
+const failoverShaped = new Set(["primary role", "replica connected"]);
+
+/**
+ * True when a failed check says the datastore cannot be reached now (worth waiting for), not
+ * that it cannot honour the policy (a setting: waiting would not mend it). Behind Sentinels a
+ * failover looks like a replica where the primary was named, a new primary without its
+ * replicas yet, or a probe that timed out; the Sentinels' own checks tell a missing replica.
+ */
+export function cannotReachNow(outcome: CheckOutcome, sentinels: boolean): boolean {
+  if (outcome.ok) return false;
+  if (outcome.retryable !== undefined) return outcome.retryable;
+  if (notNowPattern.test(outcome.detail)) return true;
+  if (!sentinels) return false;
+  return failoverShaped.has(outcome.name) || outcome.name.startsWith("probe write");
+}
+
+/** Where the boot stands, for /readyz: why the policy is not verified yet. */
+export interface BootProgress {
+  waitingFor?: string;
+}
+
+/**
+ * The services' boot: waits while the datastore cannot be reached now (down, or a failover
+ * under way), retried with backoff while the service's HTTP already answers, at most
+ * `bootWaitSeconds`; then enforces the policy (PolicyRefusedError: a datastore that cannot
+ * honour it is refused at once, one still unreachable after the wait is refused then).
  * Resolves false when `stopped` settles first.
  */
 export async function awaitDurabilityPolicy(
@@ -109,6 +139,7 @@ export async function awaitDurabilityPolicy(
   log: Logger,
   stopped: Promise<unknown>,
   checks: { dedupSizing?: boolean } = {},
+  progress: BootProgress = {},
 ): Promise<boolean> {
   let stop = false;
   const stopping = stopped.then(
@@ -119,23 +150,29 @@ export async function awaitDurabilityPolicy(
       stop = true;
     },
   );
+  const address = parseDatastoreAddress(config.datastoreUrl);
+  const sentinels = typeof address === "object" && address.kind === "sentinel";
+  const deadline = performance.now() + config.bootWaitSeconds * 1000;
   let lastLoggedMs = Number.NEGATIVE_INFINITY;
   for (let attempt = 0; ; attempt++) {
     const outcomes = await Promise.race([runDatastoreChecks(config, checks), stopping]);
     if (stop || outcomes === undefined) return false;
-    const unreachable = outcomes.find(
-      (o) => o.name === datastoreReachableCheck && !o.ok && o.retryable === true,
-    );
-    if (unreachable === undefined) {
-      judgeOutcomes(config, log, outcomes);
+    const failures = outcomes.filter((o) => !o.ok);
+    const waiting = failures.length > 0 && failures.every((o) => cannotReachNow(o, sentinels));
+    if (!waiting || performance.now() >= deadline) {
+      progress.waitingFor = undefined;
+      judgeOutcomes(config, log, outcomes, waiting ? config.bootWaitSeconds : undefined);
       return true;
     }
+    const why = failures.map((o) => `${o.name}: ${o.detail}`).join("; ");
+    progress.waitingFor = why;
     // Said again every half minute: a wrong host or port looks the same as a slow start.
     if (performance.now() - lastLoggedMs >= 30_000) {
       lastLoggedMs = performance.now();
       log.warn("datastore unreachable at boot; the durability policy is checked once it answers", {
-        detail: unreachable.detail,
+        detail: why,
         attempt,
+        refusesAfterSeconds: config.bootWaitSeconds,
       });
     }
     await Promise.race([Bun.sleep(backoffDelayMs(attempt, bootBackoff)), stopping]);
@@ -143,8 +180,21 @@ export async function awaitDurabilityPolicy(
   }
 }
 
-function judgeOutcomes(config: Config, log: Logger, outcomes: CheckOutcome[]): void {
+function judgeOutcomes(
+  config: Config,
+  log: Logger,
+  outcomes: CheckOutcome[],
+  /** Set when the datastore stayed unreachable for the whole boot wait. */
+  waitedSeconds?: number,
+): void {
   const failures = outcomes.filter((o) => !o.ok);
+  if (waitedSeconds !== undefined) {
+    failures.push({
+      name: "boot wait",
+      ok: false,
+      detail: `the datastore could not be reached for ${waitedSeconds} s (MATCHING_BOOT_WAIT_S)`,
+    });
+  }
   if (failures.length > 0) throw new PolicyRefusedError(failures, config.durability);
   for (const outcome of outcomes.filter((o) => o.warning === true)) {
     log.warn("a boot check passed with a warning", {

@@ -9,7 +9,7 @@ import { hostname } from "node:os";
 import type { Config } from "../config/schema";
 import { allocatorSetting } from "../infra/allocator-env";
 import { brokerRefusalAtBoot } from "../infra/amqp/connect";
-import { awaitDurabilityPolicy } from "../infra/boot";
+import { awaitDurabilityPolicy, type BootProgress } from "../infra/boot";
 import { ExitCode } from "../infra/exit-codes";
 import { countCollections } from "../infra/gc-observer";
 import { createHttpApp, type Readiness, serveHttp } from "../infra/http/app";
@@ -51,6 +51,8 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
   const shutdown = watchShutdown(log);
   // Checked once the datastore answers, with HTTP already serving (see below).
   let policyVerified = false;
+  /** Why the boot still waits for the datastore, for /readyz. */
+  const bootProgress: BootProgress = {};
   const partition = config.partition;
   const keys = partitionKeys(partition);
   // Unique per process: the lease owner and the consumer name, so a restarted outbox
@@ -131,7 +133,11 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
 
   const readiness = (): Readiness => {
     const reasons: string[] = [];
-    if (!policyVerified) reasons.push("durability policy not verified yet");
+    if (!policyVerified) {
+      reasons.push(
+        `durability policy not verified yet${bootProgress.waitingFor === undefined ? "" : `: ${bootProgress.waitingFor}`}`,
+      );
+    }
     if (control.status !== "ready") reasons.push("datastore disconnected");
     const violated = policyWatch?.violation();
     if (violated !== undefined) reasons.push(violated);
@@ -193,14 +199,18 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
 
   // The contract's /metrics answers while a dependency is down: the policy is checked once
   // the datastore answers; one that answers and cannot honour it ends the boot (exit 3).
-  const verified = await awaitDurabilityPolicy(config, log, shutdown.reason).catch(
-    async (error: unknown) => {
-      await server.stop();
-      for (const connection of connections) connection.disconnect();
-      policyWatch?.stop();
-      throw error;
-    },
-  );
+  const verified = await awaitDurabilityPolicy(
+    config,
+    log,
+    shutdown.reason,
+    {},
+    bootProgress,
+  ).catch(async (error: unknown) => {
+    await server.stop();
+    for (const connection of connections) connection.disconnect();
+    policyWatch?.stop();
+    throw error;
+  });
   if (!verified) {
     log.info("outbox stopping before it started");
     await server.stop();

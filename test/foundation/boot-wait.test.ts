@@ -1,6 +1,7 @@
 // Both services against a datastore that is down at boot: HTTP answers (the contract's
 // /metrics must, while a dependency is down), /readyz says why it is not ready, the policy is
-// checked once the datastore answers, and a SIGTERM meanwhile ends the process with exit 0.
+// checked once the datastore answers, and a SIGTERM meanwhile ends the process with exit 0;
+// past the boot wait (MATCHING_BOOT_WAIT_S) it is refused.
 
 import { afterEach, expect, test } from "bun:test";
 import { freePorts } from "../../src/stack/process";
@@ -73,6 +74,28 @@ test("a datastore that answers with an error (a password it does not take) is re
     );
     await eventually("the reason printed", () =>
       log().includes("the datastore refused the connection: WRONGPASS"),
+    );
+  } finally {
+    if (child.exitCode === null) child.kill("SIGKILL");
+  }
+}, 60_000);
+
+test("a datastore still unreachable after MATCHING_BOOT_WAIT_S is refused, exit 3, naming the wait", async () => {
+  const stack = await testStack();
+  const closedPort = (await freePorts(1))[0]!;
+  const started = performance.now();
+  const { child, log } = spawnMatchd(["conductor", "--http-port", "0"], {
+    MATCHING_DATASTORE_URL: `redis://127.0.0.1:${closedPort}`,
+    MATCHING_BROKER_URL: stack.brokerUrl,
+    MATCHING_BOOT_WAIT_S: "2",
+  });
+  try {
+    expect(await Promise.race([child.exited, Bun.sleep(20_000).then(() => "still running")])).toBe(
+      3,
+    );
+    expect(performance.now() - started).toBeGreaterThan(2000);
+    await eventually("the reason printed", () =>
+      log().includes("the datastore could not be reached for 2 s (MATCHING_BOOT_WAIT_S)"),
     );
   } finally {
     if (child.exitCode === null) child.kill("SIGKILL");
