@@ -447,10 +447,12 @@ export class Conductor {
     // The books in memory may hold this batch's uncommitted effects: always reload.
     for (;;) {
       this.restartBackoffOnNewConnection();
-      // A reconnect (a promoted replica answering) ends the backoff: the outage is over.
+      // A reconnect (a promoted replica answering) ends the backoff: the outage is over. So
+      // does the watch lifting its hold (the Sentinels name the new primary, its replica acks).
       await Promise.race([
         Bun.sleep(backoffDelayMs(this.failureAttempts++, conductorBackoff)),
         this.store.writerReconnected(),
+        this.store.holdLifted(),
       ]);
       try {
         // The requeue reconnected the consumer, so the partition is claimed again (a new

@@ -364,6 +364,11 @@ export class ConductorStore {
 
   private reconnected: Promise<void> | undefined;
 
+  /** Resolves when the policy watch lifts a hold on every wait (never without a watch). */
+  holdLifted(): Promise<void> {
+    return this.rule.holdLifted?.() ?? new Promise(() => undefined);
+  }
+
   stageRemovedOrder(batch: CommitBuilder, order: RestingOrder): void {
     batch.zrem(this.keys.bookRates(order.pairId, order.side), bookMember(order));
     batch.del(this.keys.order(order.id));

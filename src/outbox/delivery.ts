@@ -40,6 +40,8 @@ export interface DeliveryOptions {
   settleTimeoutMs?: number;
   /** A session that ran this long before it failed starts the backoff over (see run()). */
   healthySessionMs?: number;
+  /** Resolves when the policy watch lifts a hold on every wait (FsyncPolicyWatch.holdLifted). */
+  holdLifted?: () => Promise<void>;
 }
 
 interface InFlight {
@@ -96,6 +98,7 @@ export class DeliveryLoop {
   private readonly readBlockMs: number;
   private readonly settleTimeoutMs: number;
   private readonly healthySessionMs: number;
+  private readonly holdLifted: () => Promise<void>;
 
   private stopping = false;
   private publisher: EventPublisher | null = null;
@@ -137,6 +140,7 @@ export class DeliveryLoop {
     this.readBlockMs = options.readBlockMs ?? 1000;
     this.settleTimeoutMs = options.settleTimeoutMs ?? 10_000;
     this.healthySessionMs = options.healthySessionMs ?? defaultHealthySessionMs;
+    this.holdLifted = options.holdLifted ?? (() => new Promise(() => undefined));
   }
 
   get inFlight(): number {
@@ -173,7 +177,18 @@ export class DeliveryLoop {
    * restarts: it re-delivers its own pending entries first, in order, before reading new ones.
    */
   datastoreReconnected(): void {
+    // The outage is over (after a failover: on the promoted primary): a failure after this is
+    // a new incident, and the backoff grown on the dead connection must not delay it.
+    this.attempt = 0;
     this.requestInterrupt("datastore");
+  }
+
+  /**
+   * A retry's pause: ends early on a wake-up (a reconnect, a lost lease, a stop) or when the
+   * policy watch lifts its hold, so publishing resumes as soon as commits are durable again.
+   */
+  private pause(ms: number): Promise<void> {
+    return Promise.race([this.wakeup.wait(ms), this.holdLifted()]);
   }
 
   /**
@@ -239,7 +254,7 @@ export class DeliveryLoop {
         if (this.lastSessionServedMs >= this.healthySessionMs) this.attempt = 0;
         const delayMs = backoffDelayMs(this.attempt++);
         this.log.info("outbox retrying after backoff", { delayMs, attempt: this.attempt });
-        await this.wakeup.wait(delayMs);
+        await this.pause(delayMs);
       }
     }
   }
@@ -322,7 +337,7 @@ export class DeliveryLoop {
     if (policyViolated) {
       // Every session ends at its first durability wait until the setting is back: paced
       // here, as the timed-out wait paces a durability timeout, without a growing backoff.
-      if (!this.stopping && this.interrupt === null) await this.wakeup.wait(policyRetryMs);
+      if (!this.stopping && this.interrupt === null) await this.pause(policyRetryMs);
       return "again";
     }
     if (durabilityTimedOut) {

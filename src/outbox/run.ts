@@ -128,6 +128,7 @@ export async function runOutbox(config: Config, log: Logger): Promise<number> {
       EventPublisher.open(config.brokerUrl, `matchd-outbox-p${partition}`, log, (exchange) =>
         log.debug("event returned as unroutable", { exchange }),
       ),
+    ...(policyWatch === undefined ? {} : { holdLifted: policyWatch.holdLifted }),
   });
   loop = deliveryLoop;
 

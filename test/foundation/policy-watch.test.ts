@@ -186,3 +186,37 @@ test("no Sentinel answering: a connection that moved holds every wait", async ()
   expect(watch.violation()).toContain("no Sentinel answers to vouch for 10.9.9.9:6379");
   expect(watch.watchedNode()).toBeUndefined();
 });
+
+test("a hold's end resolves holdLifted once, for every waiter; the next hold gets a new one", async () => {
+  const bSilent = [0, 1, 2].map(() =>
+    sentinelView({ "10.0.0.2:6379": "slave", "10.0.0.3:6379": "slave" }),
+  );
+  const bDown = [0, 1, 2].map(() =>
+    sentinelView({ "10.0.0.2:6379": "slave,s_down", "10.0.0.3:6379": "slave" }),
+  );
+  const sentinels = stubSentinels([
+    { delayMs: 0, views: bSilent },
+    { delayMs: 0, views: bDown },
+    { delayMs: 0, views: bSilent },
+  ]);
+  const watch = new FsyncPolicyWatch(stubPrimary(["10.0.0.3:6379"]), quiet, 60_000, sentinels);
+  await watch.countReplicas();
+  expect(watch.held()).toBeDefined();
+  let lifted = 0;
+  const first = watch.holdLifted().then(() => lifted++);
+  const second = watch.holdLifted().then(() => lifted++);
+  await Bun.sleep(5);
+  expect(lifted).toBe(0);
+  // The Sentinels flag b down: the count no longer needs it, the hold ends.
+  await watch.countReplicas();
+  await Promise.all([first, second]);
+  expect(lifted).toBe(2);
+  expect(watch.held()).toBeUndefined();
+  await watch.countReplicas();
+  let again = false;
+  void watch.holdLifted().then(() => {
+    again = true;
+  });
+  await Bun.sleep(5);
+  expect(again).toBe(false);
+});

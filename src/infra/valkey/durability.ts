@@ -261,6 +261,8 @@ export interface DurabilityRule {
   replicasRequired?: () => number;
   /** The server the replica count is for: a wait that ran on another one does not count. */
   watchedNode?: () => string | undefined;
+  /** Resolves when the watch next lifts a hold on every wait: a retry can start at once. */
+  holdLifted?: () => Promise<void>;
 }
 
 async function commandExists(valkey: Valkey, name: string): Promise<boolean> {

@@ -66,6 +66,8 @@ export class FsyncPolicyWatch {
   /** Counted replicas the primary does not list online: every wait holds for them. */
   private waitingFor: string | undefined;
   private heldSince: number | undefined;
+  /** Settles when the current hold ends; created by the first caller that waits for it. */
+  private lifted: { promise: Promise<void>; resolve: () => void } | undefined;
 
   constructor(
     /** A connection of its own: a read must not queue behind a blocked durability wait. */
@@ -101,11 +103,32 @@ export class FsyncPolicyWatch {
     return { reason, since: this.heldSince ?? Date.now() };
   }
 
+  /**
+   * Resolves when the hold on every wait ends (the Sentinels name this primary again, or the
+   * replica the count waited for acknowledges): a service retries then instead of sitting out
+   * a backoff grown during the outage. One promise per hold, however many wait on it.
+   */
+  holdLifted = (): Promise<void> => {
+    if (this.lifted === undefined) {
+      let resolve = (): void => undefined;
+      const promise = new Promise<void>((settle) => {
+        resolve = settle;
+      });
+      this.lifted = { promise, resolve };
+    }
+    return this.lifted.promise;
+  };
+
   /** Starts or ends the held period after a round or a check changed the verdict. */
   private noteHeld(): void {
     const held = this.violation() !== undefined || this.waitingFor !== undefined;
-    if (!held) this.heldSince = undefined;
-    else this.heldSince ??= Date.now();
+    if (held) {
+      this.heldSince ??= Date.now();
+      return;
+    }
+    this.heldSince = undefined;
+    this.lifted?.resolve();
+    this.lifted = undefined;
   }
 
   /** What every durability wait on the watched datastore asks of this watch. */
@@ -114,6 +137,7 @@ export class FsyncPolicyWatch {
       violation: this.violation,
       replicasRequired: this.requiredReplicas,
       watchedNode: this.watchedNode,
+      holdLifted: this.holdLifted,
     };
   }
 
