@@ -13,7 +13,7 @@ import type { Readiness } from "../http/app";
 import type { Logger } from "../log";
 import type { MetricsRegistry } from "../metrics";
 import { parseDatastoreAddress } from "./address";
-import { createValkey, nodeAddress, parseInfo, type Valkey } from "./client";
+import { connectionGeneration, createValkey, nodeAddress, parseInfo, type Valkey } from "./client";
 import type { DurabilityRule } from "./durability";
 import { appendfsyncOf, type ListedReplica, listedReplicas } from "./fsync-policy";
 import { partitionKeys } from "./keys";
@@ -61,9 +61,9 @@ export class FsyncPolicyWatch {
   private sentinelReason: string | undefined;
   /** The watched server, `ip:port` of the socket, as of the last count that read it. */
   private watched: string | undefined;
-  /** The round in flight: a new one never starts before it ends (F3). */
+  /** The round in flight: a new one never starts before it ends. */
   private inFlight: Promise<void> | undefined;
-  /** Counted replicas the primary does not list online: every wait holds for them. */
+  /** Why every wait holds for a replica the count needs that is not acknowledging. */
   private waitingFor: string | undefined;
   private heldSince: number | undefined;
   /** Settles when the current hold ends; created by the first caller that waits for it. */
@@ -184,11 +184,14 @@ export class FsyncPolicyWatch {
    * without their word; a connection that moved to another server meanwhile holds every wait.
    */
   private async countWithSentinels(sentinels: SentinelSource): Promise<void> {
+    const connection = connectionGeneration(this.valkey);
     const [replication, server, views] = await Promise.all([
       this.valkey.info("replication").then(parseInfo),
       this.valkey.info("server").then(parseInfo),
       sentinels.poll(),
     ]);
+    // A reconnect during the round may have answered the two reads from two servers.
+    if (connectionGeneration(this.valkey) !== connection) return;
     const socket = nodeAddress(this.valkey);
     if (replication.get("role") !== "master" || socket === undefined) return;
     if (views.length === 0) {

@@ -169,7 +169,7 @@ function notPromotable(
  * failover needs a majority's votes. A role or a priority needs more: every Sentinel in the
  * URL at the latest epoch, or the leader of the failover that promoted `watched` among them.
  * A Sentinel that did not answer may be leading a failover that promoted that very replica,
- * while the others, not told yet, see only a replica reporting master (F2).
+ * while the others, not told yet, see only a replica reporting master.
  */
 function leftOut(
   address: string,
@@ -188,7 +188,7 @@ function leftOut(
 /**
  * The replica rule with Sentinels; see the file's header. WAITAOF counts the fsync of any
  * replica connected to the primary, so a replica left out but still listed could answer in
- * place of one Sentinel may promote (F1): whenever a promotable replica is needed, every
+ * place of one Sentinel may promote: whenever a promotable replica is needed, every
  * listed replica left out is needed too.
  */
 export function sentinelReplicaRule(input: SentinelRuleInput): SentinelRuleOutcome {
