@@ -226,6 +226,33 @@ describe("two faults at once: what WAITAOF can count", () => {
     });
   });
 
+  test("a replica no Sentinel has read yet is left out: the old primary re-added after a failover", () => {
+    // valkey-1 was primary and is cut off; re-added as a replica it has never answered INFO,
+    // and Sentinel promotes no replica without fresh INFO. Its link still looks up (DROP).
+    const old = "127.0.0.1:7009";
+    const fresh = (infoRefreshMs: number) =>
+      view({ [c]: "slave" }, watched, "master", 2).replicas.concat({
+        address: old,
+        flags: ["slave"],
+        roleReported: "slave",
+        infoRefreshMs,
+      });
+    const views = [0, 1].map(() => ({ ...view({}, watched, "master", 2), replicas: fresh(0) }));
+    expect(
+      sentinelReplicaRule({ watched, listed: [online(7003)], views, sentinels: 3 }),
+    ).toMatchObject({ replicas: 1, counted: [c], excluded: [old] });
+    // One Sentinel of the latest epoch that has read it (a refresh 40 ms ago) keeps it in.
+    const read = { ...view({}, watched, "master", 2), replicas: fresh(40) };
+    expect(
+      sentinelReplicaRule({
+        watched,
+        listed: [online(7003)],
+        views: [...views, read],
+        sentinels: 3,
+      }),
+    ).toMatchObject({ replicas: 2, excluded: [] });
+  });
+
   test("F2: without the leader's view a replica reporting master still counts", () => {
     // A planned handover: the leader (not answering) promoted c; the two others, still at
     // epoch 1 and not told, see c report master and name this primary. b follows it.

@@ -51,6 +51,11 @@ export interface SentinelReplica {
   runId?: string;
   /** `slave-priority`: 0 means Sentinel never promotes it. */
   priority?: number;
+  /**
+   * `info-refresh`: ms since Sentinel last read its INFO; 0 when it never has (since this
+   * Sentinel learnt of it, e.g. the old primary re-added after a failover).
+   */
+  infoRefreshMs?: number;
 }
 
 /** One Sentinel's answer about the monitored primary (SENTINEL MASTER and SENTINEL REPLICAS). */
@@ -146,8 +151,10 @@ function forbidden(watched: string, views: readonly SentinelReplicaView[]): stri
 
 /**
  * Why one Sentinel will not promote `address`: "down" (flagged s_down, o_down or without a
- * link, which Sentinel never promotes), "role" (it answers as a primary, or it is the primary
- * this Sentinel's failover replaces), "priority" (replica-priority 0), or undefined.
+ * link, or never read: Sentinel promotes no replica whose INFO it has not read within its
+ * validity time, and one it never read has no INFO at all), "role" (it answers as a primary,
+ * or it is the primary this Sentinel's failover replaces), "priority" (replica-priority 0),
+ * or undefined.
  */
 function notPromotable(
   view: SentinelReplicaView,
@@ -158,6 +165,7 @@ function notPromotable(
   const seen = view.replicas.find((r) => r.address === address);
   if (seen === undefined) return undefined;
   if (seen.flags.some((f) => cannotBePromoted.has(f))) return "down";
+  if (seen.infoRefreshMs === 0) return "down";
   if (seen.roleReported === "master") return "role";
   if (seen.priority === 0) return "priority";
   return undefined;

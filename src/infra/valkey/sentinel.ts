@@ -166,6 +166,8 @@ export class SentinelPoller {
             priority: Number(
               replica.get("slave-priority") ?? replica.get("replica-priority") ?? 100,
             ),
+            // Absent (an older Sentinel): unknown, never taken for "never read".
+            infoRefreshMs: Number(replica.get("info-refresh") ?? Number.NaN),
           };
         }),
       };
