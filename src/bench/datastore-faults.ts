@@ -91,15 +91,29 @@ function primaryActions(
 async function primaryFault(info: StackInfo, kind: PrimaryFaultKind): Promise<FaultOutcome> {
   const victim = await currentPrimary(info);
   const { act, recover } = primaryActions(info, kind, victim.name);
+  return promotionFault(info, victim.name, `${victim.name} (${kind})`, { act, recover });
+}
+
+/**
+ * A fault that leads to a promotion: acts, waits for Sentinel to promote a replica of
+ * `victim`, lets the victim recover, waits until the set settled. A fault that did not lead to
+ * a promotion still ends: the victim recovers either way.
+ */
+async function promotionFault(
+  info: StackInfo,
+  victim: string,
+  killed: string,
+  { act, recover }: { act: () => Promise<void>; recover: () => Promise<void> },
+): Promise<FaultOutcome> {
   const start = performance.now();
   try {
     await act();
-    const promoted = await waitForFailover(info, { from: victim.name, timeoutMs: 30_000 });
+    const promoted = await waitForFailover(info, { from: victim, timeoutMs: 30_000 });
     const promotedAfterMs = performance.now() - start;
     await recover();
     const settled = await waitForSettledPrimary(info, 2, 60_000);
     return {
-      killed: `${victim.name} (${kind})`,
+      killed,
       killedAt: start,
       promoted: promoted.name,
       promotedAfterMs,
@@ -108,7 +122,6 @@ async function primaryFault(info: StackInfo, kind: PrimaryFaultKind): Promise<Fa
       replicas: settled.replicas,
     };
   } catch (error) {
-    // A fault that did not lead to a promotion still ends: the victim recovers either way.
     await recover().catch(() => undefined);
     throw error;
   }
@@ -177,39 +190,24 @@ async function twoFaults(
   info: StackInfo,
   kind: "replica-standin" | "two-faults",
 ): Promise<FaultOutcome> {
-  const victim = await currentPrimary(info);
-  const replicas = info.ha!.nodes.filter((n) => n.name !== victim.name).map((n) => n.name);
+  const victim = (await currentPrimary(info)).name;
+  const replicas = info.ha!.nodes.filter((n) => n.name !== victim).map((n) => n.name);
   const [standIn, promotable] = replicas as [string, string];
   let killed = false;
-  try {
-    cutOff(info, standIn, "sentinels");
-    await Bun.sleep(standInLeftOutMs);
-    const start = performance.now();
-    if (kind === "two-faults") await handOver(info);
-    else {
-      cutLink(info, victim.name, promotable);
+  cutOff(info, standIn, "sentinels");
+  await Bun.sleep(standInLeftOutMs);
+  return promotionFault(info, victim, `${victim}, ${standIn} left out (${kind})`, {
+    act: async () => {
+      if (kind === "two-faults") return handOver(info);
+      cutLink(info, victim, promotable);
       await Bun.sleep(stalledLinkMs);
-      await killValkeyNode(info, victim.name);
+      await killValkeyNode(info, victim);
       killed = true;
-    }
-    const promoted = await waitForFailover(info, { from: victim.name, timeoutMs: 30_000 });
-    const promotedAfterMs = performance.now() - start;
-    await Bun.sleep(twoFaultsHealAfterMs);
-    heal(info.dir);
-    if (killed) await restartValkeyNode(info, victim.name);
-    const settled = await waitForSettledPrimary(info, 2, 60_000);
-    return {
-      killed: `${victim.name}, ${standIn} left out (${kind})`,
-      killedAt: start,
-      promoted: promoted.name,
-      promotedAfterMs,
-      settledOn: settled.name,
-      settled: settled.ok,
-      replicas: settled.replicas,
-    };
-  } catch (error) {
-    heal(info.dir);
-    if (killed) await restartValkeyNode(info, victim.name).catch(() => undefined);
-    throw error;
-  }
+    },
+    recover: async () => {
+      await Bun.sleep(twoFaultsHealAfterMs);
+      heal(info.dir);
+      if (killed) await restartValkeyNode(info, victim);
+    },
+  });
 }
