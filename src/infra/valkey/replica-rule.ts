@@ -4,12 +4,13 @@
  * nothing is acknowledged on a primary that the Sentinels no longer name, or are failing over.
  *
  * With Sentinels (sentinelReplicaRule), a replica counts until the Sentinels themselves say
- * it cannot be promoted (leftOut): flagged down or without a link by a majority at the latest
- * configuration epoch, or answering as a primary, or of replica-priority 0, by every Sentinel
- * (or the failover's leader among them). A replica that merely lost its link to the primary
- * still counts: `SENTINEL FAILOVER` and a promotion after a freeze or a partition start
- * exactly so. The Sentinel leading a failover names the old primary until the failover ends,
- * seconds after the promotion: the replica it promoted is current meanwhile (promotedWatched).
+ * it cannot be promoted (leftOut): flagged down, without a link or never read by a majority
+ * at the latest configuration epoch; or answering as a primary, or of replica-priority 0, by
+ * every Sentinel (or the failover's leader among them). A replica that merely lost its link
+ * to the primary still counts: `SENTINEL FAILOVER` and a promotion after a freeze or a
+ * partition start exactly so. The Sentinel leading a failover names the old primary until
+ * the failover ends, seconds after the promotion: the replica it promoted is current
+ * meanwhile (promotedWatched).
  *
  * WAITAOF counts replicas, not names: the fsync of any replica connected to the primary
  * counts. So a wait needs every counted replica plus every left-out one the primary lists
@@ -196,8 +197,8 @@ function leftOut(
 /**
  * The replica rule with Sentinels; see the file's header. WAITAOF counts the fsync of any
  * replica connected to the primary, so a replica left out but still listed could answer in
- * place of one Sentinel may promote: whenever a promotable replica is needed, every
- * listed replica left out is needed too.
+ * place of one Sentinel may promote: whenever a promotable replica is needed, every left-out
+ * replica the primary lists acknowledging is needed too.
  */
 export function sentinelReplicaRule(input: SentinelRuleInput): SentinelRuleOutcome {
   const { watched, views } = input;
