@@ -34,7 +34,7 @@ import { CommandConsumer } from "./consumer";
 import { createConductorMetrics } from "./metrics";
 import { queryRoutes } from "./queries";
 import { Conductor } from "./service";
-import { ConductorStore } from "./store";
+import { BooksMovedError, ConductorStore } from "./store";
 
 /**
  * A datastore command unanswered this long fails (its batch is requeued and the books are
@@ -48,6 +48,38 @@ const conductorCommandTimeoutMs = 10_000;
  * that its supervisor's restart comes soon.
  */
 const haltGraceMs = 2000;
+
+/** Loads that raced another conductor's commits in a row before one is logged as a warning. */
+const loadRacesPerWarning = 50;
+
+/**
+ * Loads the books before consuming, retried until they load. A load that raced the active
+ * conductor's commits (this one is a standby) is tried again at once: one between two commits
+ * succeeds. Anything else is retried with a backoff; stored books that break an invariant
+ * halt the partition.
+ */
+async function loadBooksAtBoot(owner: Conductor, log: Logger): Promise<"loaded" | "halted"> {
+  let delayMs = 100;
+  for (let raced = 0; ; ) {
+    try {
+      await owner.reload();
+      return "loaded";
+    } catch (error) {
+      if (error instanceof MatchingInvariantError) {
+        // The stored books break an invariant: loading them again breaks it again.
+        await owner.halt(error);
+        return "halted";
+      }
+      if (error instanceof BooksMovedError && ++raced % loadRacesPerWarning !== 0) {
+        await Bun.sleep(Math.random() * 20);
+        continue;
+      }
+      log.warn("cannot load books yet; retrying", { error, delayMs });
+      await Bun.sleep(delayMs);
+      delayMs = Math.min(delayMs * 2, 5000);
+    }
+  }
+}
 
 export async function runConductor(config: Config, log: Logger): Promise<number> {
   log.info("conductor starting", {
@@ -194,20 +226,7 @@ export async function runConductor(config: Config, log: Logger): Promise<number>
     if (refused !== null) throw refused;
     policyVerified = true;
     await policyWatch?.start();
-    for (let delayMs = 100; ; delayMs = Math.min(delayMs * 2, 5000)) {
-      try {
-        await owner.reload();
-        break;
-      } catch (error) {
-        if (error instanceof MatchingInvariantError) {
-          // The stored books break an invariant: loading them again breaks it again.
-          await owner.halt(error);
-          return "halted";
-        }
-        log.warn("cannot load books yet; retrying", { error, delayMs });
-        await Bun.sleep(delayMs);
-      }
-    }
+    if ((await loadBooksAtBoot(owner, log)) === "halted") return "halted";
     await consumer.startWithRetry();
     return "booted";
   })();

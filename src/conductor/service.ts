@@ -17,7 +17,7 @@ import type { PartitionKeys } from "../infra/valkey/keys";
 import { type CommittedBatch, commitBatch, countTally, rememberUnacknowledged } from "./batch";
 import type { CommandConsumer, Delivery } from "./consumer";
 import type { ConductorMetrics } from "./metrics";
-import { type ConductorStore, FencedError } from "./store";
+import { BooksMovedError, type ConductorStore, FencedError } from "./store";
 import { CommandTrace, epochMs } from "./trace";
 import { type ServerReplyError, unmendableReply } from "./unmendable";
 
@@ -156,7 +156,7 @@ export class Conductor {
     const stops = await this.store.loadStopOrders();
     const halts = await this.store.loadHalts();
     if (this.store.writerConnection() !== connection || (await this.store.readChain()) !== commits)
-      throw new Error("the books changed or the datastore connection moved while they loaded");
+      throw new BooksMovedError();
     this.store.resetChain(commits);
     this.engine.clear();
     for (const order of orders) this.engine.loadRestingOrder(order);

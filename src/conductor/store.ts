@@ -67,6 +67,17 @@ export class DivergedError extends Error {
   readonly code = "DIVERGED";
 }
 
+/**
+ * The books changed while they loaded (another conductor committed meanwhile, or a failover
+ * moved the connection): the load is thrown away and tried again.
+ */
+export class BooksMovedError extends Error {
+  readonly code = "BOOKS_MOVED";
+  constructor() {
+    super("the books changed or the datastore connection moved while they loaded");
+  }
+}
+
 export interface DedupLookup {
   /** Stored results of commands already processed, by command id. */
   stored: Map<string, string>;
