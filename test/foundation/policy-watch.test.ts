@@ -4,9 +4,10 @@
 
 import { expect, test } from "bun:test";
 import type { Logger } from "../../src/infra/log";
-import type { Valkey } from "../../src/infra/valkey/client";
+import { createValkey, type Valkey } from "../../src/infra/valkey/client";
 import { FsyncPolicyWatch } from "../../src/infra/valkey/policy-watch";
 import type { SentinelReplicaView } from "../../src/infra/valkey/replica-rule";
+import { testStack } from "../support/stack";
 
 const quiet = { info() {}, warn() {}, error() {}, debug() {} } as unknown as Logger;
 
@@ -219,4 +220,29 @@ test("a hold's end resolves holdLifted once, for every waiter; the next hold get
   });
   await Bun.sleep(5);
   expect(again).toBe(false);
+});
+
+test("the first round counts on a connection that opens with it (lazy), as start() promises", async () => {
+  // A real server behind a lazy connection: its generation moves from 0 to 1 during the
+  // first round's reads, which must not be taken for a reconnect between them.
+  const stack = await testStack();
+  const valkey = createValkey(stack.datastoreUrl, { name: "matchd-test-watch", lazy: true });
+  const port = new URL(stack.datastoreUrl).port;
+  const views = [sentinelView({}, 1)].map((v) => ({
+    ...v,
+    master: `127.0.0.1:${port}`,
+    masterRunId: "",
+  }));
+  const watch = new FsyncPolicyWatch(valkey, quiet, 60_000, {
+    count: 1,
+    close() {},
+    poll: async () => views,
+  });
+  try {
+    await watch.start();
+    expect(watch.watchedNode()).toBe(`127.0.0.1:${port}`);
+    expect(watch.violation()).toBeUndefined();
+  } finally {
+    watch.stop();
+  }
 });

@@ -184,14 +184,22 @@ export class FsyncPolicyWatch {
    * without their word; a connection that moved to another server meanwhile holds every wait.
    */
   private async countWithSentinels(sentinels: SentinelSource): Promise<void> {
-    const connection = connectionGeneration(this.valkey);
-    const [replication, server, views] = await Promise.all([
-      this.valkey.info("replication").then(parseInfo),
-      this.valkey.info("server").then(parseInfo),
+    // Each reply with the connection it came on: a reconnect between them (a failover) may
+    // have answered the two reads from two servers, and the round is then dropped.
+    const read = (section: string) =>
+      this.valkey.info(section).then((text) => ({
+        fields: parseInfo(text),
+        connection: connectionGeneration(this.valkey),
+      }));
+    const [replicationRead, serverRead, views] = await Promise.all([
+      read("replication"),
+      read("server"),
       sentinels.poll(),
     ]);
-    // A reconnect during the round may have answered the two reads from two servers.
-    if (connectionGeneration(this.valkey) !== connection) return;
+    const connection = replicationRead.connection;
+    if (serverRead.connection !== connection || connectionGeneration(this.valkey) !== connection)
+      return;
+    const [replication, server] = [replicationRead.fields, serverRead.fields];
     const socket = nodeAddress(this.valkey);
     if (replication.get("role") !== "master" || socket === undefined) return;
     if (views.length === 0) {
