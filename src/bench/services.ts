@@ -93,7 +93,10 @@ export async function startService(
         if (!line) continue;
         logTail.push(line);
         if (logTail.length > 40) logTail.shift();
-        if (/"level":"(warn|error)"/.test(line)) progress(`${name}: ${line.slice(0, 300)}`);
+        // Warnings and errors, and every line that is no log record ("matchd: fatal: ...",
+        // a crash's stack): a service that dies must say why in the bench's output.
+        if (/"level":"(warn|error)"/.test(line) || !line.startsWith("{"))
+          progress(`${name}: ${line.slice(0, 300)}`);
       }
     }
   })();
