@@ -4,36 +4,24 @@
  * watch finds it in their views by its run id, so durability waits succeed and commands are
  * acknowledged, instead of every wait being refused for a name that never matches.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
-import amqp, { type ChannelModel } from "amqplib";
+import { afterAll, expect, test } from "bun:test";
 import { freePorts } from "../../src/stack/process";
 import { type RunningValkey, startSentinel, withClient } from "../../src/stack/valkey";
 import {
   alternatingRpcCommands,
-  disposeAll,
+  conductorSuite,
   eventually,
   openReplies,
-  Publisher,
   startConductor,
 } from "../conductor/helpers";
-import { stackStartTimeoutMs, type TestStack, testStack, uniquePartition } from "../support/stack";
+import { uniquePartition } from "../support/stack";
 import { tempDir } from "../support/temp-dir";
 import { startValkeyPair } from "../support/valkey-pair";
 
-let stack: TestStack;
-let publisher: Publisher;
-let rpc: ChannelModel;
+const suite = conductorSuite();
 const servers: RunningValkey[] = [];
 
-beforeAll(async () => {
-  stack = await testStack();
-  publisher = await Publisher.open(stack.brokerUrl);
-  rpc = await amqp.connect(stack.brokerUrl);
-}, stackStartTimeoutMs);
 afterAll(async () => {
-  await disposeAll();
-  await publisher.close();
-  await rpc.close().catch(() => undefined);
   for (const server of servers) await server.stop().catch(() => undefined);
 });
 
@@ -62,11 +50,11 @@ test("a primary the Sentinel names by hostname acknowledges: matched by its run 
   });
 
   const partition = uniquePartition();
-  const { queue, replies, close } = await openReplies(rpc);
+  const { queue, replies, close } = await openReplies(suite.publisher.channelModel());
   try {
-    const { publish } = alternatingRpcCommands(publisher, partition, 61, 10, queue);
+    const { publish } = alternatingRpcCommands(suite.publisher, partition, 61, 10, queue);
     // Ready means the watch counted with the Sentinel's view and found no violation.
-    const conductor = await startConductor(stack, partition, { datastoreUrl: sentinelUrl });
+    const conductor = await startConductor(suite.stack, partition, { datastoreUrl: sentinelUrl });
     const ready = (await (await fetch(`${conductor.url}/readyz`)).json()) as {
       reasons: string[];
     };
