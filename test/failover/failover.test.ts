@@ -158,7 +158,7 @@ async function expectBooksAsReplayed(
 }
 
 describe("datastore failover", () => {
-  test("a client whose reconnect is cut short (as Sentinel's failover detector does) connects again", async () => {
+  test("a client whose reconnect is cut short (as a failover detector may do) connects again", async () => {
     const sentinel = info.ha!.sentinels[0]!;
     const client = createValkey(`redis+sentinel://127.0.0.1:${sentinel.port}/matchd`, {
       name: "matchd-test-revive",
@@ -172,15 +172,17 @@ describe("datastore failover", () => {
     try {
       await client.ping();
       const id = String(await client.client("ID"));
-      const pid = await nodePid(sentinel.name);
-      process.kill(pid, "SIGSTOP");
+      // Every Sentinel: ioredis learns them all, and asks the next when one does not answer.
+      const pids = await Promise.all(info.ha!.sentinels.map((s) => nodePid(s.name)));
+      for (const pid of pids) process.kill(pid, "SIGSTOP");
       try {
         await admin.client("KILL", "ID", id);
-        // The reconnect now waits on the stopped Sentinel: the detector's disconnect lands there.
+        // The reconnect now waits on a stopped Sentinel: a failover detector's disconnect
+        // lands there.
         await eventually("reconnecting", () => client.status === "connecting", 5000);
         (client as unknown as { connector: { disconnect(): void } }).connector.disconnect();
       } finally {
-        process.kill(pid, "SIGCONT");
+        for (const pid of pids) process.kill(pid, "SIGCONT");
       }
       await eventually("ended by ioredis", () => ended, 5000);
       await eventually("connected again", () => client.status === "ready", 10_000);
@@ -256,6 +258,32 @@ describe("datastore failover", () => {
     await replies.close();
     expect(await conductor.stop()).toBe(0);
   }, 120_000);
+
+  test("a connection follows a switch once: the late Sentinels' announcements leave it be", async () => {
+    const before = await settledTopology();
+    const client = createValkey(info.datastoreUrl, { name: "matchd-test-switch-once" });
+    client.on("error", () => undefined);
+    const readyOn: string[] = [];
+    client.on("ready", () => {
+      const socket = (client as unknown as { stream: { remotePort: number } }).stream;
+      readyOn.push(String(socket.remotePort));
+    });
+    try {
+      await client.ping();
+      const sentinel = createValkey(`redis://127.0.0.1:${info.ha!.sentinels[0]!.port}`, {
+        name: "matchd-test-sentinel",
+      });
+      await sentinel.call("SENTINEL", "FAILOVER", "matchd");
+      sentinel.disconnect();
+      const promoted = await waitForFailover(info, { from: before.name, timeoutMs: 30_000 });
+      await eventually("on the new primary", () => readyOn.length >= 2, 10_000);
+      // Every Sentinel announces the switch within about a second of its leader.
+      await Bun.sleep(4000);
+      expect(readyOn.slice(1)).toEqual([String(promoted.port)]);
+    } finally {
+      client.disconnect();
+    }
+  }, 60_000);
 
   test("an acknowledgement waits for every healthy replica; a stalled one is left out after the lag limit", async () => {
     const partition = 13;

@@ -10,6 +10,7 @@ import Redis, { type RedisOptions } from "ioredis";
 import "./tracing-channel";
 import { parseDatastoreAddress } from "./address";
 import { isRedirect, SlotOwnerConnector } from "./cluster-slot";
+import { followPrimarySwitches } from "./switch-detector";
 
 export type Valkey = Redis;
 
@@ -64,7 +65,16 @@ export function createValkey(
         ? new Redis({ ...common, ...clusterOptions(address, options.slotKey) })
         : new Redis({ ...common, ...sentinelOptions(address, options.sentinelPassword) });
   client.on("ready", () => readyCounts.set(client, connectionGeneration(client) + 1));
-  reviveWhenEnded(client);
+  const stopFollowing =
+    address.kind === "sentinel"
+      ? followPrimarySwitches(
+          client,
+          address.sentinels,
+          address.masterName,
+          options.sentinelPassword,
+        )
+      : undefined;
+  reviveWhenEnded(client, () => stopFollowing?.());
   return client;
 }
 
@@ -72,14 +82,26 @@ export function createValkey(
  * ioredis ends a client for good when a disconnect cuts one of its reconnects short, which its
  * Sentinel failover detector does when +switch-master arrives mid-reconnect (seen once in ten
  * bench failovers: every command then failed with "Connection is closed."). A client that
- * ended without its owner's disconnect() connects again.
+ * ended without its owner's disconnect() or quit() connects again; `onOwnerClose` runs at
+ * the owner's first.
  */
-function reviveWhenEnded(client: Valkey): void {
+function reviveWhenEnded(client: Valkey, onOwnerClose: () => void): void {
   let closedByOwner = false;
   const disconnect = client.disconnect.bind(client);
   client.disconnect = (reconnect = false) => {
-    if (!reconnect) closedByOwner = true;
+    if (!reconnect && !closedByOwner) {
+      closedByOwner = true;
+      onOwnerClose();
+    }
     disconnect(reconnect);
+  };
+  const quit = client.quit.bind(client);
+  client.quit = (callback?: Parameters<Valkey["quit"]>[0]) => {
+    if (!closedByOwner) {
+      closedByOwner = true;
+      onOwnerClose();
+    }
+    return quit(callback);
   };
   client.on("end", () => {
     // A client whose owner turned retries off (the boot check's) stays ended.
@@ -96,8 +118,9 @@ function backoff(attempt: number): number {
 
 /**
  * Sentinel mode: every (re)connect asks the Sentinels for the primary and checks its role;
- * `failoverDetector` drops the connection on +switch-master, so a demoted primary is left
- * at once; a READONLY reply (a write that reached a demoted primary before that) drops it
+ * followPrimarySwitches (not ioredis's failoverDetector, see switch-detector.ts) drops the
+ * connection on a +switch-master naming another primary, so a demoted primary is left at
+ * once; a READONLY reply (a write that reached a demoted primary before that) drops it
  * too and fails the command, which the caller retries on the new primary.
  */
 function sentinelOptions(
@@ -112,11 +135,13 @@ function sentinelOptions(
     ...(address.password === undefined ? {} : { password: address.password }),
     ...(sentinelPassword ? { sentinelPassword } : {}),
     // Asking a Sentinel is cheap, and a promotion ends an outage at a moment no backoff
-    // knows: reconnects are tried every 250 ms at most, so one follows it within that.
-    retryStrategy: (attempt: number) => Math.min(backoff(attempt), 250),
+    // knows: reconnects are tried every 250 ms at most, so one follows it within that. The
+    // first is at once: a switch or a demotion's CLIENT KILL drops a connection only once
+    // the Sentinels name the new primary.
+    retryStrategy: (attempt: number) => (attempt <= 1 ? 10 : Math.min(backoff(attempt), 250)),
     sentinelRetryStrategy: (attempt: number) => Math.min(backoff(attempt), 250),
     sentinelCommandTimeout: 1000,
-    failoverDetector: true,
+    failoverDetector: false,
     reconnectOnError: (error) => (error.message.startsWith("READONLY") ? 1 : false),
   };
 }
