@@ -38,6 +38,15 @@ export const failureClearsWhenIdleMs = 10_000;
 const pipelineDepth = 2;
 
 /**
+ * The longest the loop holds its batches while the Sentinels forbid acknowledging: a
+ * Sentinel failover takes a second or two; past this, one commit is tried (see
+ * heldBySentinels), so a switch this process missed still reaches it by a READONLY reply.
+ */
+const sentinelHoldMaxMs = 5000;
+/** How often a held loop looks at the Sentinels' verdict again (the watch reads it every 200 ms). */
+const sentinelHoldPollMs = 50;
+
+/**
  * What halted the partition: a broken invariant (or an engine exception) and, when it broke on
  * one, its command; or a datastore error that every retry of the batch would get again.
  */
@@ -96,6 +105,8 @@ export class Conductor {
   lastFailure: string | undefined;
   /** When the loop last found nothing delivered and nothing in flight (undefined while busy). */
   private idleSinceMs: number | undefined;
+  /** Since when the loop holds its batches for the Sentinels (heldBySentinels). */
+  private sentinelHoldSinceMs: number | undefined;
 
   constructor(
     private readonly config: Config,
@@ -227,6 +238,7 @@ export class Conductor {
         continue;
       }
       this.idleSinceMs = undefined;
+      if (await this.heldBySentinels(batch, inFlight)) continue;
       const takenMs = epochMs();
       const generation = batch[0]!.generation;
       if (generation !== this.claimedGeneration && inFlight.length > 0) {
@@ -293,6 +305,42 @@ export class Conductor {
       if (inFlight.length >= pipelineDepth && !(await this.finish(inFlight))) inFlight.length = 0;
       if (this.fenced) return;
     }
+  }
+
+  /**
+   * While the Sentinels fail the writer's primary over (or name another), a commit there can
+   * only fail its wait, then requeue and reload; and every write makes the old primary diverge
+   * further from the one they promote. The batch goes back, and the loop waits for the hold to
+   * lift or the writer to move, at most sentinelHoldMaxMs: then one commit is tried, whose
+   * failure (a READONLY reply moves the connection) reloads as before.
+   */
+  private async heldBySentinels(batch: Delivery[], inFlight: InFlight[]): Promise<boolean> {
+    const now = performance.now();
+    if (this.store.sentinelsForbid() === undefined) {
+      this.sentinelHoldSinceMs = undefined;
+      return false;
+    }
+    if (this.sentinelHoldSinceMs === undefined) {
+      this.sentinelHoldSinceMs = now;
+      this.log.info("holding batches while the Sentinels forbid acknowledging on this primary", {
+        reason: this.store.sentinelsForbid(),
+      });
+    }
+    if (now - this.sentinelHoldSinceMs > sentinelHoldMaxMs) {
+      this.sentinelHoldSinceMs = undefined;
+      return false;
+    }
+    this.consumer.putBack(batch);
+    if (inFlight.length > 0) {
+      if (!(await this.finish(inFlight))) inFlight.length = 0;
+      return true;
+    }
+    await Promise.race([
+      this.store.holdLifted(),
+      this.store.writerReconnected(),
+      Bun.sleep(sentinelHoldPollMs),
+    ]);
+    return true;
   }
 
   /** True when a delivery (or a stop) came before `durable` settled. */

@@ -375,6 +375,11 @@ export class ConductorStore {
 
   private reconnected: Promise<void> | undefined;
 
+  /** Why the Sentinels forbid acknowledging on the writer's primary now (see DurabilityRule). */
+  sentinelsForbid(): string | undefined {
+    return this.rule.sentinelsForbid?.();
+  }
+
   /** Resolves when the policy watch lifts a hold on every wait (never without a watch). */
   holdLifted(): Promise<void> {
     return this.rule.holdLifted?.() ?? new Promise(() => undefined);

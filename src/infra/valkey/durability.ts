@@ -263,6 +263,12 @@ export interface DurabilityRule {
   watchedNode?: () => string | undefined;
   /** Resolves when the watch next lifts a hold on every wait: a retry can start at once. */
   holdLifted?: () => Promise<void>;
+  /**
+   * Why the Sentinels' view forbids acknowledging on this primary (a failover under way, or
+   * another primary named): a write now can only fail its wait, and it makes the old primary
+   * diverge further from the one they promote.
+   */
+  sentinelsForbid?: () => string | undefined;
 }
 
 async function commandExists(valkey: Valkey, name: string): Promise<boolean> {

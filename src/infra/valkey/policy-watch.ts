@@ -138,6 +138,7 @@ export class FsyncPolicyWatch {
       replicasRequired: this.requiredReplicas,
       watchedNode: this.watchedNode,
       holdLifted: this.holdLifted,
+      sentinelsForbid: () => this.sentinelReason,
     };
   }
 
