@@ -12,6 +12,21 @@ import type { BenchReport } from "./report";
 /** The issue's bar: acknowledged again within 3 s of a kill (median), never beyond 10 s. */
 export const failoverTargets = { medianAckedAgainMs: 3000, maxAckedAgainMs: 10_000 };
 
+/**
+ * The bar once Sentinel named the new primary: replies and events again within 1 s of the
+ * promotion (median), never beyond 2 s.
+ */
+export const afterPromotionTargets = { medianMs: 1000, maxMs: 2000 };
+
+/** Whether every list meets afterPromotionTargets (a missing figure, infinite, never does). */
+function afterPromotionMet(lists: number[][]): boolean {
+  return lists.every(
+    (values) =>
+      median(values) <= afterPromotionTargets.medianMs &&
+      Math.max(...values) <= afterPromotionTargets.maxMs,
+  );
+}
+
 /** The reply latencies of commands scheduled in [fromMs, toMs). */
 function window(o: FailoverObservation, fromMs: number, toMs: number): Percentiles {
   const histogram = new LatencyHistogram();
@@ -171,6 +186,8 @@ export function failoverReport(
   const events = rows.map((r) => r.eventsAgainMs ?? Number.POSITIVE_INFINITY);
   const silences = rows.map((r) => r.longestSilenceMs ?? Number.POSITIVE_INFINITY);
   const arrivals = rows.map((r) => r.eventsArriveAgainMs ?? Number.POSITIVE_INFINITY);
+  const ackedAfter = rows.map((r) => r.ackedAfterPromotionMs ?? Number.POSITIVE_INFINITY);
+  const eventsAfter = rows.map((r) => r.eventsAfterPromotionMs ?? Number.POSITIVE_INFINITY);
   const metric = (m: Record<string, unknown>, key: string) =>
     typeof m[key] === "number" ? (m[key] as number) : -1;
   const flags = o.flags;
@@ -200,6 +217,12 @@ export function failoverReport(
       "events arrive again after a kill (before the order is restored), max ms": Math.round(
         Math.max(...arrivals),
       ),
+      "acknowledged again after the promotion, median ms": Math.round(median(ackedAfter)),
+      "acknowledged again after the promotion, max ms": Math.round(Math.max(...ackedAfter)),
+      "events again after the promotion, median ms": Math.round(median(eventsAfter)),
+      "events again after the promotion, max ms": Math.round(Math.max(...eventsAfter)),
+      "target after the promotion: median <= ms, max <= ms": `${afterPromotionTargets.medianMs}, ${afterPromotionTargets.maxMs}`,
+      "target after the promotion met": afterPromotionMet([ackedAfter, eventsAfter]),
       "longest a sequence gap stayed open, ms": Math.round(o.streamOrder.longestGapMs),
       "took over after a kill (promotion or standby), median ms": Math.round(
         median(rows.map((r) => r.promotedAfterMs)),
@@ -238,7 +261,7 @@ export function failoverReport(
       ...Object.fromEntries(
         rows.map((r, k) => [
           `kill ${k + 1}`,
-          `${r.killed} -> ${r.promoted}${switchedAgain(r) ? ` -> ${r.settledOn} (Sentinel switched again)` : ""}: promoted ${r.promotedAfterMs.toFixed(0)} ms, acked again ${fmtMs(r.ackedAgainMs)}, longest without a reply ${fmtMs(r.longestSilenceMs)}, events again ${fmtMs(r.eventsAgainMs)}, p99 before/around/after ${r.p99BeforeMs.toFixed(1)}/${r.p99AroundMs.toFixed(1)}/${r.p99AfterMs.toFixed(1)} ms`,
+          `${r.killed} -> ${r.promoted}${switchedAgain(r) ? ` -> ${r.settledOn} (Sentinel switched again)` : ""}: promoted ${r.promotedAfterMs.toFixed(0)} ms, acked again ${fmtMs(r.ackedAgainMs)} (${fmtMs(r.ackedAfterPromotionMs)} after the promotion), longest without a reply ${fmtMs(r.longestSilenceMs)}, events again ${fmtMs(r.eventsAgainMs)} (${fmtMs(r.eventsAfterPromotionMs)} after the promotion), p99 before/around/after ${r.p99BeforeMs.toFixed(1)}/${r.p99AroundMs.toFixed(1)}/${r.p99AfterMs.toFixed(1)} ms`,
         ]),
       ),
     },

@@ -34,6 +34,13 @@ export interface FaultRecord {
   eventsAgainMs: number | undefined;
   /** The same for the first event to arrive, before the order is restored. */
   eventsArriveAgainMs: number | undefined;
+  /**
+   * From the promotion (the kill when nothing is promoted) until the first reply received
+   * after it: the stall a failover costs clients once Sentinel named the new primary.
+   */
+  ackedAfterPromotionMs: number | undefined;
+  /** The same for the first event to reach a consumer, in the restored order. */
+  eventsAfterPromotionMs: number | undefined;
   /** Until the restarted node was an online replica again. */
   rejoinedAfterMs: number | undefined;
   /**
@@ -226,6 +233,8 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
       ackedAgainMs: undefined,
       eventsAgainMs: undefined,
       eventsArriveAgainMs: undefined,
+      ackedAfterPromotionMs: undefined,
+      eventsAfterPromotionMs: undefined,
       rejoinedAfterMs: outcome.settled ? now() - atMs : undefined,
       longestSilenceMs: undefined,
     });
@@ -252,6 +261,9 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
     fault.ackedAgainMs = firstAfter(scheduledMs, repliedMs, fault.atMs);
     fault.eventsAgainMs = firstAfter(scheduledMs, firstEventMs, fault.atMs);
     fault.eventsArriveAgainMs = firstAfter(scheduledMs, firstArrivalMs, fault.atMs);
+    const promotedAt = fault.atMs + fault.promotedAfterMs;
+    fault.ackedAfterPromotionMs = firstReceivedAfter(repliedMs, promotedAt);
+    fault.eventsAfterPromotionMs = firstReceivedAfter(firstEventMs, promotedAt);
   }
 
   const heldAtEnd = resequencer.waiting;
@@ -329,6 +341,17 @@ function firstAfter(scheduled: number[], done: number[], atMs: number): number |
     if (scheduled[i]! >= atMs && done[i]! > 0 && done[i]! < first) first = done[i]!;
   }
   return Number.isFinite(first) ? first - atMs : undefined;
+}
+
+/**
+ * From `fromMs` until the first reply (or event) received after it, of any command: every
+ * promotion comes after a stall (the watch holds acknowledgements from the moment Sentinel
+ * acts), so this is when service resumed, whatever backlog the stall left.
+ */
+function firstReceivedAfter(done: number[], fromMs: number): number | undefined {
+  let first = Number.POSITIVE_INFINITY;
+  for (const t of done) if (t >= fromMs && t < first) first = t;
+  return Number.isFinite(first) ? first - fromMs : undefined;
 }
 
 /**
