@@ -3,8 +3,8 @@
 // (batches of 500), interleaved in one process (six pairs after one warm-up pair), medians
 // printed. Usage: node_modules/.bin/bun bench/clock-cost.ts
 
-import { createWorkload } from "../src/bench/workloads";
 import { type CommandEnvelope, MatchingEngine } from "../src/domain/index";
+import { createWorkload } from "./workloads";
 
 const commands = 1_000_000;
 const batchSize = 500;

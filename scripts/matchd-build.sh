@@ -1,5 +1,6 @@
 # Shared by setup.sh and test-docker.sh (sourced, not run): the node modules, installed when
-# missing or older than the lock file, and ./matchd, built when missing or older than src/.
+# missing or older than the lock file, and ./matchd, built when missing or older than src/ or
+# bench/ (whose results do not count).
 # Both need `log` from the caller.
 
 ensure_node_modules() {
@@ -10,7 +11,7 @@ ensure_node_modules() {
 }
 
 ensure_matchd() {
-  if [ ! -x ./matchd ] || [ -n "$(find src package-lock.json -newer ./matchd -print -quit 2>/dev/null)" ]; then
+  if [ ! -x ./matchd ] || [ -n "$(find src bench package-lock.json -path bench/results -prune -o -newer ./matchd -print -quit 2>/dev/null)" ]; then
     log "building ./matchd"
     npm run --silent build >/dev/null
   fi

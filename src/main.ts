@@ -1,11 +1,11 @@
 /**
  * The matchd executable: turns argv into a subcommand, resolves the configuration
- * once from the environment and flags, and runs it. The only place that reads
- * process.env.
+ * once from the environment and flags, and runs it. The only reader of the settings'
+ * variables (MATCHING_*); the test hooks are read in infra/kill-point.ts, and the
+ * allocator's variable is only reported (infra/allocator-env.ts).
  */
 import { hostname } from "node:os";
 import packageJson from "../package.json";
-import { benchValuedFlags } from "./bench/registry";
 import { closestFlag, parseArgs } from "./cli/args";
 import { runCheck } from "./cli/check";
 import { clientCommands } from "./cli/client/commands-list";
@@ -16,9 +16,8 @@ import { type Config, configFlags, type Subcommand } from "./config/schema";
 import { BrokerRefusedError } from "./infra/amqp/broker-errors";
 import { PolicyRefusedError } from "./infra/boot";
 import { ExitCode } from "./infra/exit-codes";
-import { createLogger } from "./infra/log";
+import { createLogger, type Logger } from "./infra/log";
 
-const benchValued = new Set(benchValuedFlags());
 const stackValued = new Set(["--dir"]);
 
 const subcommands: readonly Subcommand[] = ["conductor", "outbox", "bench", "stack", "check"];
@@ -54,47 +53,44 @@ async function main(argv: string[]): Promise<number> {
     const near = closestFlag(name, [...subcommands, ...clientCommands]);
     fail(`unknown command ${name}${near === null ? "" : ` (did you mean ${near}?)`}`);
   }
-  const subcommand = name as Subcommand;
-  const usage = commandUsage[subcommand]!;
+  return runSubcommand(name as Subcommand, rest);
+}
 
+/** The switches (flags without a value) each subcommand takes besides --help. */
+const subcommandSwitches: Partial<Record<Subcommand, readonly string[]>> = {
+  stack: ["--no-tap", "--ha", "--cluster"],
+  bench: ["--json", "--keep-stack"],
+};
+
+type Bench = Awaited<ReturnType<typeof loadBench>>;
+type Args = ReturnType<typeof parseArgs>;
+
+async function runSubcommand(subcommand: Subcommand, rest: string[]): Promise<number> {
+  // The bench beside the service: loaded only to run it (or say its help).
+  const bench = subcommand === "bench" ? await loadBench() : undefined;
   const valued = new Set(subcommand === "stack" ? stackValued : configFlags);
-  if (subcommand === "bench") for (const flag of benchValued) valued.add(flag);
-  const switches = new Set(["--help"]);
-  if (subcommand === "stack")
-    for (const flag of ["--no-tap", "--ha", "--cluster"]) switches.add(flag);
-  if (subcommand === "bench") for (const flag of ["--json", "--keep-stack"]) switches.add(flag);
+  for (const flag of bench?.valuedFlags ?? []) valued.add(flag);
+  const switches = new Set(["--help", ...(subcommandSwitches[subcommand] ?? [])]);
   const args = parseArgs(rest, valued, switches);
   if (args.switches.has("--help") || args.positionals.includes("-h")) {
-    process.stdout.write(usage);
+    process.stdout.write(bench?.usage ?? commandUsage[subcommand]!);
     return ExitCode.ok;
   }
   if (subcommand === "stack") {
     if (args.unknown.length > 0) fail(args.unknown.join("; "), subcommand);
     return runStackCommand(args.positionals, args.flags, args.switches);
   }
-
   // Said whatever the log level and whether or not the rest is valid: a misspelt name leaves
   // its setting at the default, which is often what the problems below are about.
   const unknownNames = warnUnknownVariables();
   // Every problem of the command line and the configuration at once, nothing started.
   const resolved = resolveConfig(process.env, args.flags, subcommand, hostname());
-  const bench = subcommand === "bench" ? await import("./bench/run") : undefined;
-  const [boundary] = args.positionals;
   const problems = [
     ...args.unknown,
     ...unexpectedArguments(subcommand, args.positionals),
     ...flagsOutsideScope(subcommand, args.flags),
     ...(resolved.ok ? [] : resolved.problems),
-    ...(bench === undefined
-      ? []
-      : boundary === undefined || !bench.benchBoundaries.includes(boundary)
-        ? [boundary === undefined ? "bench needs a boundary" : `unknown boundary ${boundary}`]
-        : bench.benchProblems(
-            boundary,
-            args.flags,
-            benchEnvironment(args.flags),
-            args.switches.has("--keep-stack"),
-          )),
+    ...(bench === undefined ? [] : benchFlagProblems(bench, args)),
   ];
   if (problems.length > 0 || !resolved.ok) {
     process.stderr.write(
@@ -109,7 +105,25 @@ async function main(argv: string[]): Promise<number> {
   for (const name of unknownNames) {
     log.warn("environment variable is no setting and is ignored (misspelt?)", { name });
   }
+  return runConfigured(subcommand, config, log, args, bench);
+}
 
+/** The bench's problems with its boundary and flags. */
+function benchFlagProblems(bench: Bench, args: Args): string[] {
+  const [boundary] = args.positionals;
+  if (boundary === undefined) return ["bench needs a boundary"];
+  if (!bench.benchBoundaries.includes(boundary)) return [`unknown boundary ${boundary}`];
+  const keepStack = args.switches.has("--keep-stack");
+  return bench.benchProblems(boundary, args.flags, benchEnvironment(args.flags), keepStack);
+}
+
+async function runConfigured(
+  subcommand: Subcommand,
+  config: Config,
+  log: Logger,
+  args: Args,
+  bench: Bench | undefined,
+): Promise<number> {
   switch (subcommand) {
     case "check":
       return runCheck(config, (line) => process.stdout.write(line + "\n"));
@@ -122,6 +136,7 @@ async function main(argv: string[]): Promise<number> {
       return runOutbox(config, log);
     }
     case "bench": {
+      const [boundary] = args.positionals;
       if (bench === undefined || boundary === undefined) return ExitCode.usage;
       return bench.runBench(boundary, {
         config,
@@ -131,8 +146,23 @@ async function main(argv: string[]): Promise<number> {
         keepStack: args.switches.has("--keep-stack"),
       });
     }
+    default:
+      return ExitCode.usage;
   }
-  return ExitCode.usage;
+}
+
+/** The bench's entry points, its help and the flags that take a value. */
+async function loadBench() {
+  const [run, registry, usage] = await Promise.all([
+    import("../bench/run"),
+    import("../bench/registry"),
+    import("../bench/usage"),
+  ]);
+  return {
+    ...run,
+    usage: usage.benchUsage(),
+    valuedFlags: registry.benchValuedFlags(),
+  };
 }
 
 /** Names each MATCHING_* variable that is no setting on stderr, and returns them. */

@@ -2,7 +2,6 @@
  * Help texts for every subcommand, generated from the config schema so flags and
  * environment variables are documented in one place.
  */
-import { boundaryHelp, flagHelp } from "../bench/registry";
 import { readsFlag } from "../config/flag-scope";
 import { type Subcommand, settings } from "../config/schema";
 import { exitCodeLines } from "../infra/exit-codes";
@@ -19,7 +18,7 @@ export function settingsUsage(reads: (flag: string) => boolean, subcommand: Subc
 }
 
 /** The settings `subcommand` reads; the others' flags are refused there, their variables not. */
-const configUsageFor = (subcommand: "conductor" | "outbox" | "check" | "bench"): string =>
+export const configUsageFor = (subcommand: "conductor" | "outbox" | "check" | "bench"): string =>
   settingsUsage((flag) => readsFlag(subcommand, flag), subcommand);
 
 export const mainUsage = `matchd: exchange order matching with a durable single writer per partition
@@ -47,6 +46,7 @@ exit codes:
 ${exitCodeLines.map((line) => `  ${line}`).join("\n")}
 `;
 
+/** Every subcommand's help but the bench's, which the bench declares (bench/usage.ts). */
 export const commandUsage: Record<string, string> = {
   conductor: `usage: matchd conductor [--partition N] [config flags]
 
@@ -98,19 +98,6 @@ status  print the recorded stack and whether each process is alive; with --ha al
         node's role and the primary each Sentinel names, each broker node up or down, and
         the node holding the leader of the command queue matching:commands.p0 if it exists
 `,
-  bench: `usage: matchd bench <boundary> [flags]
-
-boundaries:
-${boundaryHelp()}
-
-flags:
-${flagHelp()}
-
-With no datastore and broker URL given (MATCHING_DATASTORE_URL / --datastore-url and
-MATCHING_BROKER_URL / --broker-url), the bench starts its own private stack and services
-and tears them down at the end; a stack already running in --dir is used and left running.
-
-${configUsageFor("bench")}`,
 };
 
 /**

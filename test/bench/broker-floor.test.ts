@@ -7,7 +7,7 @@ import {
   brokerFloorQueue,
   declareBrokerFloorQueue,
   runBrokerFloor,
-} from "../../src/bench/broker-floor";
+} from "../../bench/broker-floor";
 import { commandQueueArguments } from "../../src/infra/amqp/topology";
 import { testStack } from "../support/stack";
 

@@ -6,7 +6,7 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { judgeStep, type StepResult, searchCapacity } from "../../src/bench/capacity";
+import { judgeStep, type StepResult, searchCapacity } from "../../bench/capacity";
 import { matchdCommand, testStack } from "../support/stack";
 import { tempDir } from "../support/temp-dir";
 

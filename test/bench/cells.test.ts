@@ -3,16 +3,16 @@
 
 import { expect, test } from "bun:test";
 import { availableParallelism } from "node:os";
-import { cellsFlags } from "../../src/bench/boundaries/cells";
+import { cellsFlags } from "../../bench/boundaries/cells";
 import {
   busiestInterrupts,
   cpuSeconds,
   processFacts,
   readInterrupts,
   withDescendants,
-} from "../../src/bench/cell-processes";
-import { type CellRun, cellsReport } from "../../src/bench/cells-report";
-import { benchProblems } from "../../src/bench/flag-check";
+} from "../../bench/cell-processes";
+import { type CellRun, cellsReport } from "../../bench/cells-report";
+import { benchProblems } from "../../bench/flag-check";
 
 const cellsProblems = (flags: ReadonlyMap<string, string>) =>
   benchProblems("cells", flags, { datastoreGiven: false, brokerGiven: false }, false);

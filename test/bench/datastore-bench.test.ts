@@ -2,8 +2,8 @@
 // (AOF, appendfsync always) and checks it reports both policies and cleans up its keys.
 
 import { expect, test } from "bun:test";
-import { runDatastoreBench } from "../../src/bench/datastore-bench";
-import { collectEnvironment, environmentFacts } from "../../src/bench/environment";
+import { runDatastoreBench } from "../../bench/datastore-bench";
+import { collectEnvironment, environmentFacts } from "../../bench/environment";
 import { createValkey } from "../../src/infra/valkey/client";
 import { partitionKeys } from "../../src/infra/valkey/keys";
 import { testStack } from "../support/stack";

@@ -3,8 +3,8 @@
 // after the counts were read, so only the outbox's publish count shows it).
 
 import { expect, test } from "bun:test";
-import { outboxDrainToReport } from "../../src/bench/outbox-drain-report";
-import { renderReport } from "../../src/bench/report";
+import { outboxDrainToReport } from "../../bench/outbox-drain-report";
+import { renderReport } from "../../bench/report";
 import { resolveConfig } from "../../src/config/resolve";
 
 const resolved = resolveConfig({}, new Map(), "bench");

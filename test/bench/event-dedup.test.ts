@@ -2,7 +2,7 @@
 // command the bench sent (bit per ordinal) or not (set), and distinct events never are.
 
 import { expect, test } from "bun:test";
-import { SeenEvents } from "../../src/bench/event-dedup";
+import { SeenEvents } from "../../bench/event-dedup";
 
 test("each event id is new once, then a duplicate", () => {
   const seen = new SeenEvents(3);

@@ -3,7 +3,7 @@
 
 import { expect, test } from "bun:test";
 import amqp from "amqplib";
-import { EventSink } from "../../src/bench/event-sink";
+import { EventSink } from "../../bench/event-sink";
 import { eventExchanges } from "../../src/infra/amqp/topology";
 import { eventually } from "../support/eventually";
 import { testStack } from "../support/stack";

@@ -3,9 +3,9 @@
  * primary, and one of each fault that is not a crash, end in reports whose invariants hold.
  */
 import { describe, expect, test } from "bun:test";
-import { datastoreFaultKinds } from "../../src/bench/boundaries/failover";
-import { parseFailoverFlags } from "../../src/bench/failover";
-import { benchProblems } from "../../src/bench/run";
+import { datastoreFaultKinds } from "../../bench/boundaries/failover";
+import { parseFailoverFlags } from "../../bench/failover";
+import { benchProblems } from "../../bench/run";
 import { matchdCommand } from "../support/stack";
 
 const env = { datastoreGiven: false, brokerGiven: false };

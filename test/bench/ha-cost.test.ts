@@ -4,8 +4,8 @@
  * (bench/results/runs-2026-12-02.md), not here: one round costs the suite 44 s.
  */
 import { describe, expect, test } from "bun:test";
-import { type CostRun, haCostReport, renderHaCost } from "../../src/bench/ha-cost";
-import { benchProblems } from "../../src/bench/run";
+import { type CostRun, haCostReport, renderHaCost } from "../../bench/ha-cost";
+import { benchProblems } from "../../bench/run";
 
 const env = { datastoreGiven: false, brokerGiven: false };
 const haCostProblems = (flags: ReadonlyMap<string, string>) =>

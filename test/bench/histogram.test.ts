@@ -1,8 +1,8 @@
 // The latency histogram: exact small values, bounded relative error, merge, and percentiles.
 
 import { expect, test } from "bun:test";
-import { LatencyHistogram } from "../../src/bench/histogram";
-import { histogramSeries } from "../../src/bench/stack-boundary";
+import { LatencyHistogram } from "../../bench/histogram";
+import { histogramSeries } from "../../bench/stack-boundary";
 
 test("percentiles of a uniform 1..100000 ns distribution are within 2%", () => {
   const h = new LatencyHistogram();

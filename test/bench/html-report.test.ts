@@ -5,9 +5,9 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { renderHtmlReport } from "../../src/bench/html-report";
-import type { BenchReport } from "../../src/bench/report";
-import { type ReportSeries, SeriesRecorder } from "../../src/bench/series-recorder";
+import { renderHtmlReport } from "../../bench/html-report";
+import type { BenchReport } from "../../bench/report";
+import { type ReportSeries, SeriesRecorder } from "../../bench/series-recorder";
 import { tempDir } from "../support/temp-dir";
 
 const chromium = "/usr/bin/chromium";

@@ -4,7 +4,7 @@
 
 import { expect, test } from "bun:test";
 import amqp from "amqplib";
-import { FrameSplitter, LeanConsumer, type LeanDelivery } from "../../src/bench/lean-consumer";
+import { FrameSplitter, LeanConsumer, type LeanDelivery } from "../../bench/lean-consumer";
 import { eventually } from "../support/eventually";
 import { testStack } from "../support/stack";
 

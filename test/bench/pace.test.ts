@@ -2,7 +2,7 @@
 // is left (Bun.sleep below 1 ms returns at once, which made the pacing loops spin).
 
 import { expect, test } from "bun:test";
-import { sleepUntil } from "../../src/bench/pace";
+import { sleepUntil } from "../../bench/pace";
 
 test("sleepUntil resolves at or after the due time, however little is left", async () => {
   for (const aheadMs of [0.05, 0.3, 0.9, 1.5, 3]) {

@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import amqp from "amqplib";
 import Redis from "ioredis";
-import { createWorkload } from "../../src/bench/workloads";
+import { createWorkload } from "../../bench/workloads";
 import { MatchingEngine } from "../../src/domain/index";
 import { commandQueue, commandQueueArguments } from "../../src/infra/amqp/topology";
 import { partitionKeys } from "../../src/infra/valkey/keys";

@@ -3,12 +3,8 @@
  * sample for every point gives, on irregular samples, counters and points.
  */
 import { describe, expect, test } from "bun:test";
-import {
-  type CounterSample,
-  foldTimeline,
-  type QueueSample,
-} from "../../src/bench/pipeline-sampler";
-import type { TimelinePoint } from "../../src/bench/series-recorder";
+import { type CounterSample, foldTimeline, type QueueSample } from "../../bench/pipeline-sampler";
+import type { TimelinePoint } from "../../bench/series-recorder";
 
 /** The fold as a filter per point: quadratic, and plainly right. */
 function reference(

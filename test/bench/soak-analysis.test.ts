@@ -15,11 +15,11 @@ import {
   spansOf,
   stepPoints,
   waitAwayFromRewrites,
-} from "../../src/bench/soak-analysis";
-import { seriesVerdicts } from "../../src/bench/soak-report";
-import type { SoakSample } from "../../src/bench/soak-sampler";
-import { histogramBuckets } from "../../src/bench/soak-sampler";
-import { allStalls, stallTable } from "../../src/bench/soak-stalls";
+} from "../../bench/soak-analysis";
+import { seriesVerdicts } from "../../bench/soak-report";
+import type { SoakSample } from "../../bench/soak-sampler";
+import { histogramBuckets } from "../../bench/soak-sampler";
+import { allStalls, stallTable } from "../../bench/soak-stalls";
 
 function sample(t: number, rewrites: number, waits: [number, number][]): SoakSample {
   return {

@@ -7,7 +7,7 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { benchProblems } from "../../src/bench/run";
+import { benchProblems } from "../../bench/run";
 import { matchdCommand } from "../support/stack";
 import { tempDir } from "../support/temp-dir";
 

@@ -1,6 +1,6 @@
 /** The per-partition event-order invariant: copies may go back, new events may not. */
 import { describe, expect, test } from "bun:test";
-import { StreamOrderCheck, streamOffset } from "../../src/bench/stream-order";
+import { StreamOrderCheck, streamOffset } from "../../bench/stream-order";
 
 describe("stream order", () => {
   test("offsets order like the stream, sequence within a millisecond included", () => {

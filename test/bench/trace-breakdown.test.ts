@@ -1,6 +1,6 @@
 /** The command trace: its ring keeps the latest records in order; the breakdown's means. */
 import { expect, test } from "bun:test";
-import { describeTrace, type TracedCommand } from "../../src/bench/trace-breakdown";
+import { describeTrace, type TracedCommand } from "../../bench/trace-breakdown";
 import { CommandTrace } from "../../src/conductor/trace";
 
 test("the trace samples one in N and keeps the latest records, oldest first", () => {

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { StallWatch } from "../../src/bench/valkey-stalls";
+import { StallWatch } from "../../bench/valkey-stalls";
 import { createValkey, type Valkey } from "../../src/infra/valkey/client";
 import { type RunningValkey, startValkey } from "../../src/stack/index";
 import { tempDir } from "../support/temp-dir";

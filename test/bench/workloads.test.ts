@@ -2,9 +2,9 @@
 // runs end to end on a tiny input (no timing assertions: targets live in benchmarks).
 
 import { expect, spyOn, test } from "bun:test";
-import { runDomainBench } from "../../src/bench/domain-bench";
-import { renderReport } from "../../src/bench/report";
-import { createWorkload, deterministicUuid, workloadNames } from "../../src/bench/workloads";
+import { runDomainBench } from "../../bench/domain-bench";
+import { renderReport } from "../../bench/report";
+import { createWorkload, deterministicUuid, workloadNames } from "../../bench/workloads";
 import { decodeCommand, MatchingEngine } from "../../src/domain/index";
 
 test.each([...workloadNames])("%s is deterministic and decodes", (name) => {

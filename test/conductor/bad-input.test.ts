@@ -6,7 +6,7 @@
  */
 import { expect, test } from "bun:test";
 import superjson from "superjson";
-import { createWorkload } from "../../src/bench/workloads";
+import { createWorkload } from "../../bench/workloads";
 import type { PlaceOrderCommand } from "../../src/domain/index";
 import { commandDeadLetterQueue } from "../../src/infra/amqp/topology";
 import { uniquePartition } from "../support/stack";

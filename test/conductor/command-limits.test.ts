@@ -8,7 +8,7 @@
 import { expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import amqp, { type GetMessage } from "amqplib";
-import { createWorkload } from "../../src/bench/workloads";
+import { createWorkload } from "../../bench/workloads";
 import { MAX_COMMAND_ID_BYTES } from "../../src/domain/decode-command-fast";
 import { decodeCommand, MatchingEngine } from "../../src/domain/index";
 import { decodeBody } from "../../src/infra/amqp/codec";

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { ConsumeMessage } from "amqplib";
-import { createWorkload } from "../../src/bench/workloads";
+import { createWorkload } from "../../bench/workloads";
 import { commitBatch } from "../../src/conductor/batch";
 import { CommitBuilder, commitScript, orderHashFields } from "../../src/conductor/commit-script";
 import type { Delivery } from "../../src/conductor/consumer";

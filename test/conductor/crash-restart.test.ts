@@ -5,7 +5,7 @@
  * come back with the books: a reloaded stop still triggers, a reloaded halt still refuses.
  */
 import { describe, expect, test } from "bun:test";
-import { createWorkload } from "../../src/bench/workloads";
+import { createWorkload } from "../../bench/workloads";
 import { brokerUser } from "../../src/cli/client/rpc";
 import type { CommandEnvelope } from "../../src/domain/index";
 import { uniquePartition } from "../support/stack";

@@ -6,7 +6,7 @@
  * size, for every poll after a change) could never keep.
  */
 import { expect, test } from "bun:test";
-import { LatencyHistogram } from "../../src/bench/histogram";
+import { LatencyHistogram } from "../../bench/histogram";
 import { uniquePartition } from "../support/stack";
 import {
   alternatingRpcCommands,

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import amqp, { type ChannelModel } from "amqplib";
-import { createWorkload } from "../../src/bench/workloads";
+import { createWorkload } from "../../bench/workloads";
 import { brokerUser } from "../../src/cli/client/rpc";
 import { bookMember } from "../../src/conductor/store";
 import type { EventEnvelope } from "../../src/domain/index";

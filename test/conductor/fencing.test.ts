@@ -6,7 +6,7 @@
  * one lost with its fencing counter (the datastore lost its data) is counted and reported.
  */
 import { describe, expect, test } from "bun:test";
-import { createWorkload } from "../../src/bench/workloads";
+import { createWorkload } from "../../bench/workloads";
 import { CommitBuilder, commitScript, orderHashFields } from "../../src/conductor/commit-script";
 import { uniquePartition } from "../support/stack";
 import {

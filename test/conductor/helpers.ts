@@ -5,7 +5,7 @@
  */
 import { afterAll, afterEach, beforeAll, expect } from "bun:test";
 import amqp, { type ChannelModel, type ConfirmChannel, type Options } from "amqplib";
-import { createWorkload } from "../../src/bench/workloads";
+import { createWorkload } from "../../bench/workloads";
 import { CommitBuilder, commitScript } from "../../src/conductor/commit-script";
 import { ConductorStore } from "../../src/conductor/store";
 import { decodeStoredResult } from "../../src/conductor/stored-result";

@@ -7,7 +7,7 @@
  * then finishes every command once, as an uninterrupted run would.
  */
 import { expect, test } from "bun:test";
-import { createWorkload } from "../../src/bench/workloads";
+import { createWorkload } from "../../bench/workloads";
 import type { CommandEnvelope } from "../../src/domain/index";
 import { uniquePartition } from "../support/stack";
 import {

@@ -6,7 +6,7 @@
  * commands once, in order).
  */
 import { expect, test } from "bun:test";
-import { createWorkload } from "../../src/bench/workloads";
+import { createWorkload } from "../../bench/workloads";
 import type { CommandEnvelope } from "../../src/domain/index";
 import { type KillPointName, parseKillAt } from "../../src/infra/kill-point";
 import type { TestStack } from "../support/stack";

@@ -3,7 +3,7 @@
  * test states only the fields it cares about, and a seeded scenario that walks through stop
  * orders and their triggers, amends, cancel-alls, halts and resumes.
  */
-import { mulberry32 } from "../../src/bench/workloads";
+import { mulberry32 } from "../../bench/workloads";
 import type {
   AmendOrderPayload,
   CommandEnvelope,

@@ -9,7 +9,7 @@
 import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
 import amqp, { type ChannelModel } from "amqplib";
 import Redis from "ioredis";
-import { createWorkload } from "../../src/bench/workloads";
+import { createWorkload } from "../../bench/workloads";
 import type { RunningValkey } from "../../src/stack/index";
 import { startTcpProxy } from "../outbox/helpers";
 import { stackStartTimeoutMs, type TestStack, testStack, uniquePartition } from "../support/stack";

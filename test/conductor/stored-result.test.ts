@@ -3,7 +3,7 @@
  * was, it is smaller than the JSON object, and a JSON object stored earlier still reads.
  */
 import { describe, expect, test } from "bun:test";
-import { createWorkload } from "../../src/bench/workloads";
+import { createWorkload } from "../../bench/workloads";
 import {
   decodeStoredResult,
   encodeStoredResult,

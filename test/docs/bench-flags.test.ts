@@ -3,9 +3,9 @@
 
 import { expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
-import { flagDocs } from "../../src/bench/boundary";
-import { flagTableBlock } from "../../src/bench/flag-table-doc";
-import { benchValuedFlags } from "../../src/bench/registry";
+import { flagDocs } from "../../bench/boundary";
+import { flagTableBlock } from "../../bench/flag-table-doc";
+import { benchValuedFlags } from "../../bench/registry";
 
 test("docs/benchmarks.md holds the generated flag table", () => {
   const doc = readFileSync(new URL("../../docs/benchmarks.md", import.meta.url), "utf8");

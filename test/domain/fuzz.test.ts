@@ -5,7 +5,7 @@
 
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
-import { createWorkload } from "../../src/bench/workloads";
+import { createWorkload } from "../../bench/workloads";
 import { decodeCommand, MatchingEngine, resultCodeName } from "../../src/domain/index";
 import { decodeBody } from "../../src/infra/amqp/codec";
 import { propertySeed } from "../support/property";

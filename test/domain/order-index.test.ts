@@ -3,7 +3,7 @@
 // generation and the one-by-one path used when the table is much larger than a generation.
 
 import { describe, expect, test } from "bun:test";
-import { mulberry32 } from "../../src/bench/workloads";
+import { mulberry32 } from "../../bench/workloads";
 import type { OrderNode } from "../../src/domain/order-book";
 import { FINISHED, OrderIndex } from "../../src/domain/order-index";
 

@@ -2,7 +2,7 @@
 // and reloading the resting orders into a fresh engine reproduces the digest.
 
 import { expect, test } from "bun:test";
-import { createWorkload, workloadNames } from "../../src/bench/workloads";
+import { createWorkload, workloadNames } from "../../bench/workloads";
 import { MatchingEngine, type PlaceOrderPayload } from "../../src/domain/index";
 import { place } from "./helpers";
 

@@ -6,9 +6,9 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import amqp, { type ConsumeMessage } from "amqplib";
-import { Resequencer } from "../../src/bench/resequencer";
-import { StreamOrderCheck } from "../../src/bench/stream-order";
-import { createWorkload } from "../../src/bench/workloads";
+import { Resequencer } from "../../bench/resequencer";
+import { StreamOrderCheck } from "../../bench/stream-order";
+import { createWorkload } from "../../bench/workloads";
 import type { CommandEnvelope } from "../../src/domain/index";
 import { brokerUrls } from "../../src/infra/amqp/broker-urls";
 import { allEventExchanges, commandQueue } from "../../src/infra/amqp/topology";

@@ -1,0 +1,153 @@
+// The "exchange" workload: the command mix of a busy order book, where most messages manage
+// orders rather than trade: limits, markets, cancels, amends and stop orders on one pair.
+
+import type { CommandEnvelope, Side } from "../src/domain/index";
+import {
+  type CommandFactory,
+  MIXED_MID,
+  mulberry32,
+  type OrderIdOf,
+  prefillLevels,
+  priceText,
+  STREAM_TIMED,
+  volumeText,
+  type Workload,
+} from "./workload-parts";
+
+/** The command mix, in percent of timed commands (stated in every report). */
+export const exchangeMix = {
+  limit: 35,
+  market: 10,
+  stop: 10,
+  amend: 20,
+  cancel: 24,
+  cancelAll: 1,
+} as const;
+
+/** Market makers: they place a tenth of the limits and send the cancel-alls. */
+const MAKERS = 10;
+
+/** Orders an amend or cancel may name: the most recent limit and stop orders placed. */
+const POOL = 2000;
+
+interface Placed {
+  id: string;
+  userId: string;
+  cents: number;
+  stop: boolean;
+}
+
+export function exchange(
+  factory: CommandFactory,
+  pairId: number,
+  seed: number,
+  orderId: OrderIdOf,
+): Workload {
+  const random = mulberry32(seed ^ 0x68e31da4);
+  const pool: Placed[] = [];
+  // Recent orders are the likeliest to rest still: the pick leans towards the end.
+  const pick = (): Placed | undefined =>
+    pool.length === 0 ? undefined : pool[pool.length - 1 - Math.floor(random() ** 3 * pool.length)];
+  const remember = (placed: Placed) => {
+    pool.push(placed);
+    if (pool.length > POOL) pool.shift();
+  };
+  const m = exchangeMix;
+  return {
+    name: "exchange",
+    description:
+      `${m.limit}% limit (a tenth post-only), ${m.market}% market, ${m.stop}% stop orders ` +
+      `(half stop-limit, 0.2-1.5 away from mid), ${m.amend}% amends (half volume, half price ` +
+      `or stop price), ${m.cancel}% cancels, both of recent stops and limits placed behind the ` +
+      `touch (some filled meanwhile: those are rejected), ${m.cancelAll}% cancel-alls by one of ` +
+      `${MAKERS} market makers, who place a tenth of the limits; prefilled with 10,000 orders ` +
+      "on 1,000 levels",
+    pairIds: [pairId],
+    prefill: () => prefillLevels(factory, pairId, seed, orderId),
+    next: (i) => {
+      const roll = random() * 100;
+      const side: Side = random() < 0.5 ? "bid" : "ask";
+      const userId = `u${Math.floor(random() * 1000)}`;
+      const id = orderId(STREAM_TIMED, i);
+      const volume = volumeText(1 + Math.floor(random() * 300));
+      // A market maker pulling its quotes, often when it has none left: a silent command.
+      const maker = `mm${Math.floor(random() * MAKERS)}`;
+      if (roll >= 100 - m.cancelAll) return factory.cancelAll(STREAM_TIMED, i, pairId, maker);
+      if (roll >= m.limit + m.market + m.stop) {
+        const target = pick();
+        if (target !== undefined) {
+          if (roll >= 100 - m.cancelAll - m.cancel) {
+            pool.splice(pool.indexOf(target), 1);
+            return factory.cancel(STREAM_TIMED, i, pairId, target.id, target.userId);
+          }
+          return amendOf(factory, i, pairId, target, random, volume);
+        }
+      }
+      if (roll < m.limit) {
+        const postOnly = random() < 0.1;
+        // A tenth of the limits are the market makers' quotes.
+        const owner = random() < 0.1 ? maker : userId;
+        const offset = postOnly ? 1 + Math.floor(random() * 200) : Math.floor(random() * 300) - 100;
+        const cents = side === "bid" ? MIXED_MID - offset : MIXED_MID + offset;
+        // Only orders placed behind the touch are managed later: most others trade at once.
+        if (offset > 0) remember({ id, userId: owner, cents, stop: false });
+        const price = priceText(cents);
+        return factory.place(STREAM_TIMED, i, {
+          id,
+          userId: owner,
+          side,
+          type: "limit",
+          pairId,
+          price,
+          volume,
+          postOnly,
+        });
+      }
+      if (roll < m.limit + m.market) {
+        const spec = { id, userId, side, type: "market" as const, pairId, price: "0", volume };
+        return factory.place(STREAM_TIMED, i, spec);
+      }
+      return stopOrder(factory, i, { id, userId, side, pairId, volume }, random, remember);
+    },
+  };
+}
+
+/** A buy stop above the mid or a sell stop below it; a stop-limit's price is 0.1 past it. */
+function stopOrder(
+  factory: CommandFactory,
+  i: number,
+  order: { id: string; userId: string; side: Side; pairId: number; volume: string },
+  random: () => number,
+  remember: (placed: Placed) => void,
+): CommandEnvelope {
+  const away = 20 + Math.floor(random() * 130);
+  const up = order.side === "bid";
+  const stopCents = up ? MIXED_MID + away : MIXED_MID - away;
+  const limit = random() < 0.5;
+  remember({ id: order.id, userId: order.userId, cents: stopCents, stop: true });
+  return factory.place(STREAM_TIMED, i, {
+    ...order,
+    type: limit ? "stop-limit" : "stop-market",
+    price: limit ? priceText(up ? stopCents + 10 : stopCents - 10) : "0",
+    stopPrice: priceText(stopCents),
+  });
+}
+
+function amendOf(
+  factory: CommandFactory,
+  i: number,
+  pairId: number,
+  target: Placed,
+  random: () => number,
+  volume: string,
+): CommandEnvelope {
+  const base = { id: target.id, userId: target.userId, pairId };
+  if (random() < 0.5) return factory.amend(STREAM_TIMED, i, { ...base, volume });
+  target.cents += Math.floor(random() * 11) - 5 || 1;
+  const moved = priceText(target.cents);
+  return factory.amend(
+    STREAM_TIMED,
+    i,
+    target.stop ? { ...base, stopPrice: moved } : { ...base, price: moved },
+  );
+}
