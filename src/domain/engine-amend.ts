@@ -1,7 +1,7 @@
 // order.amend in the engine: the rules of docs/orders.md for resting orders (priority kept
 // or lost, re-matched when a new price crosses) and for stops.
 
-import { formatValue, subScaled } from "./decimal-scale";
+import { formatValue, type Scaled, subScaled } from "./decimal-scale";
 import { accepted } from "./engine-core";
 import { EngineStops } from "./engine-stops";
 import { type OrderNode, type PairBook, toRestingOrder } from "./order-book";
@@ -98,21 +98,7 @@ export abstract class EngineAmend extends EngineStops {
       this.cancelResting(node, "amend", log, changes);
       return this.amendOutcome(command, ResultCodes.ok, "filled", "0", "0", changes);
     }
-    if (keep) {
-      const level = node.level!;
-      level.total = subScaled(level.total, subScaled(node.remaining, remaining));
-      book.changed(level);
-    } else {
-      book.remove(node);
-      node.price = price;
-      node.priceText = after.price;
-      node.accepted = remaining;
-      node.sequence = this.nextSequence++;
-    }
-    node.remaining = remaining;
-    node.remainingText = after.volume;
-    node.volumeTotal = total;
-    node.volumeTotalText = after.volumeTotal;
+    this.applyRestingAmend(node, book, keep, { price, remaining, total }, after);
     if (crossing) return this.rematch(command, node, book, changes);
     if (!keep) book.insert(node);
     changes.push({ op: "put", order: toRestingOrder(node) });
@@ -251,22 +237,61 @@ export abstract class EngineAmend extends EngineStops {
       this.cancelStop(stop, "amend", log, changes);
       return this.amendOutcome(command, ResultCodes.ok, "filled", "0", "0", changes);
     }
+    this.applyStopAmend(stop, keep, { price, stopPrice, remaining, total }, after);
+    changes.push({ op: "stop-put", stop: toStopOrder(stop) });
+    return this.amendOutcome(command, ResultCodes.ok, "stop-accepted", "0", after.volume, changes);
+  }
+
+  /**
+   * The amended figures onto a resting order: in place when it keeps its priority (its level's
+   * total shrinks), else out of its book with a new price and sequence (reinserted or
+   * rematched by the caller).
+   */
+  private applyRestingAmend(
+    node: OrderNode,
+    book: PairBook,
+    keep: boolean,
+    to: { price: Scaled; remaining: Scaled; total: Scaled },
+    after: { price: string; volume: string; volumeTotal: string },
+  ): void {
+    if (keep) {
+      const level = node.level!;
+      level.total = subScaled(level.total, subScaled(node.remaining, to.remaining));
+      book.changed(level);
+    } else {
+      book.remove(node);
+      node.price = to.price;
+      node.priceText = after.price;
+      node.accepted = to.remaining;
+      node.sequence = this.nextSequence++;
+    }
+    node.remaining = to.remaining;
+    node.remainingText = after.volume;
+    node.volumeTotal = to.total;
+    node.volumeTotalText = after.volumeTotal;
+  }
+
+  /** The amended figures onto a stop; one that loses its priority is queued again, last. */
+  private applyStopAmend(
+    stop: StopNode,
+    keep: boolean,
+    to: { price: Scaled; stopPrice: Scaled; remaining: Scaled; total: Scaled },
+    after: { price: string; volume: string; volumeTotal: string; stopPrice: string },
+  ): void {
     const book = this.bookOf(stop.pairId)!;
     if (!keep) book.stops.remove(stop);
-    stop.price = price;
+    stop.price = to.price;
     stop.priceText = after.price;
-    stop.stopPrice = stopPrice;
+    stop.stopPrice = to.stopPrice;
     stop.stopPriceText = after.stopPrice;
-    stop.volume = remaining;
+    stop.volume = to.remaining;
     stop.volumeText = after.volume;
-    stop.volumeTotal = total;
+    stop.volumeTotal = to.total;
     stop.volumeTotalText = after.volumeTotal;
     if (!keep) {
       stop.sequence = this.nextSequence++;
       book.stops.insert(stop);
     }
-    changes.push({ op: "stop-put", stop: toStopOrder(stop) });
-    return this.amendOutcome(command, ResultCodes.ok, "stop-accepted", "0", after.volume, changes);
   }
 
   protected amendOutcome(

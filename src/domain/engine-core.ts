@@ -1,21 +1,13 @@
 // The engine's state and its hot path: placing an order, matching it against the book at the
 // makers' prices (FIFO within a level) and resting or finishing it. No I/O, no clock.
 
-import {
-  addScaled,
-  divScaled,
-  formatValue,
-  mulScaled,
-  pow10Value,
-  type Scaled,
-  subScaled,
-} from "./decimal-scale";
+import { addScaled, formatValue, type Scaled, subScaled } from "./decimal-scale";
 import { type CancelReason, EventLog } from "./events";
-import { MatchingInvariantError } from "./invariant-error";
+import { applyFill, planFill } from "./fill";
 import { LevelDigests } from "./level-digests";
 import { type OrderNode, PairBook, type PriceLevel, toRestingOrder } from "./order-book";
 import { hashId, OrderIndex } from "./order-index";
-import { crosses, quoteOf, quoteRoundedOnce } from "./quote-math";
+import { crosses } from "./quote-math";
 import { type ResultCode, ResultCodes, resultCodeName } from "./result-codes";
 import type { StopNode } from "./stop-book";
 import { Taker } from "./taker";
@@ -314,86 +306,32 @@ export abstract class EngineCore {
     log: EventLog,
     changes: BookChange[],
   ): boolean {
-    const price = maker.price;
-    // Quote arithmetic uses the maker's precisions (a pair's orders share them).
-    const scaleShift = maker.priceDecimals + maker.amountDecimals;
-    let volume: Scaled;
-    if (taker.quoteSized) {
-      // Round the affordable volume down: price × volume <= budget, and the budget is a whole
-      // number of quote units, so the quote rounded up stays within it.
-      const affordable = divScaled(
-        mulScaled(taker.budget, pow10Value(scaleShift)),
-        mulScaled(price, pow10Value(maker.quoteDecimals)),
-      );
-      // biome-ignore lint/complexity/useMathMinMax: Math.min does not accept bigint Scaled values.
-      volume = affordable < maker.remaining ? affordable : maker.remaining;
-      if (volume === 0) return true;
-    } else {
-      // biome-ignore lint/complexity/useMathMinMax: Math.min does not accept bigint Scaled values.
-      volume = taker.remaining < maker.remaining ? taker.remaining : maker.remaining;
-    }
-    // price × volume once: the quote is made from it, and checked against it below.
-    const product = mulScaled(price, volume);
-    const quote = quoteOf(product, maker.quoteDecimals, scaleShift, maker.side === "ask");
-    const makerBefore = maker.remaining;
-    const takerBefore = taker.quoteSized ? taker.executed : taker.remaining;
-    const makerAfter = subScaled(makerBefore, volume);
-    const levelAfter = subScaled(level.total, volume);
-    const executedAfter = addScaled(taker.executed, volume);
-    const remainingAfter = taker.quoteSized ? taker.remaining : subScaled(taker.remaining, volume);
-    const budgetAfter = taker.quoteSized ? subScaled(taker.budget, quote) : taker.budget;
-    // Invariants, checked before anything changes so that a violation leaves the book as it was.
-    if (
-      volume <= 0 ||
-      // Nothing goes negative, and a maker never holds more than it was accepted with.
-      makerAfter < 0 ||
-      makerAfter > maker.accepted ||
-      levelAfter < 0 ||
-      remainingAfter < 0 ||
-      budgetAfter < 0 ||
-      // The taker never fills beyond its accepted volume; a quote-sized bid takes asks, whose
-      // quotes round up, so it never trades for nothing.
-      (!taker.quoteSized && executedAfter > taker.accepted) ||
-      (taker.quoteSized && quote <= 0) ||
-      // A base-sized taker's executed and remaining volumes are kept apart, across fills and
-      // whatever else touches them: together they still make up its accepted volume.
-      (!taker.quoteSized && addScaled(executedAfter, remainingAfter) !== taker.accepted) ||
-      // The quote, cross-checked by multiplication rather than the division that made it: the
-      // exact price × volume, rounded by less than one quote unit, in the book's favour.
-      !quoteRoundedOnce(quote, product, maker.quoteDecimals, scaleShift, maker.side === "ask")
-    ) {
-      throw new MatchingInvariantError(
-        `fill broke conservation: maker ${maker.id} taker ${taker.id} volume ${volume}`,
-      );
-    }
-    maker.remaining = makerAfter;
-    level.total = levelAfter;
-    if (!taker.traded) {
-      taker.traded = true;
-      taker.tradeHigh = price;
-      taker.tradeLow = price;
-    } else if (price > taker.tradeHigh) taker.tradeHigh = price;
-    else if (price < taker.tradeLow) taker.tradeLow = price;
-    taker.tradeLast = price;
-    taker.tradeLastText = maker.priceText;
-    book.changed(level);
-    taker.executed = executedAfter;
-    taker.remaining = remainingAfter;
-    taker.budget = budgetAfter;
-    // Reuse existing canonical texts when the fill is a whole remaining volume (the common case).
+    const plan = planFill(level, maker, taker);
+    if (plan === undefined) return true;
+    // Reuse existing canonical texts when the fill is a whole remaining volume (the common
+    // case): read before applyFill rewrites them.
     const volumeText =
-      volume === makerBefore
+      plan.volume === plan.makerBefore
         ? maker.remainingText
-        : volume === takerBefore && !taker.quoteSized
+        : plan.volume === plan.takerBefore && !taker.quoteSized
           ? taker.remainingText
-          : formatValue(volume, amountDecimals);
-    const quoteText = formatValue(quote, maker.quoteDecimals);
+          : formatValue(plan.volume, amountDecimals);
+    const quoteText = formatValue(plan.quote, maker.quoteDecimals);
+    applyFill(book, level, maker, taker, plan, amountDecimals);
+    return this.emitFill(book, maker, taker, volumeText, quoteText, log, changes);
+  }
+
+  /** The fill's book change and events; returns true when the taker can take no more. */
+  private emitFill(
+    book: PairBook,
+    maker: OrderNode,
+    taker: Taker,
+    volumeText: string,
+    quoteText: string,
+    log: EventLog,
+    changes: BookChange[],
+  ): boolean {
     const makerDone = maker.remaining === 0;
-    maker.remainingText = makerDone ? "0" : formatValue(maker.remaining, maker.amountDecimals);
-    if (!taker.quoteSized) {
-      taker.remainingText =
-        taker.remaining === 0 ? "0" : formatValue(taker.remaining, amountDecimals);
-    }
     const makerState = toRestingOrder(maker);
     if (makerDone) {
       book.remove(maker);

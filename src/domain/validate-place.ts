@@ -91,6 +91,29 @@ export class ParsedPlace {
   stp: StpMode = "none";
 }
 
+const badPrecision: PlaceReject = {
+  code: ResultCodes.badPrecision,
+  reason: `decimals must be integers 0..${MAX_DECIMALS}`,
+};
+
+/** Why fields that are each valid cannot go together in one order; undefined: they can. */
+function combinationReason(
+  stop: boolean,
+  isLimit: boolean,
+  quoteSized: boolean,
+  volume: Scaled,
+  timeInForce: string,
+  postOnly: boolean,
+): string | undefined {
+  if (postOnly && stop) return "post-only cannot be a stop order";
+  if (postOnly && (!isLimit || timeInForce !== "gtc")) return "post-only needs a GTC limit order";
+  // Two sizes at once: the budget would be spent past the base volume, filling the order
+  // beyond what it was accepted with. Producers send volume "0" with a quote budget.
+  if (quoteSized && volume > 0) return "a market bid sized by quoteVolume sends volume 0";
+  if (quoteSized && timeInForce === "fok") return "fok needs a base-volume order";
+  return undefined;
+}
+
 /**
  * Validates order.place payloads. Check order: envelope/payload pair, precisions, price (a
  * decimal for every order, positive for a limit), a stop's stopPrice, volume, volumeTotal,
@@ -111,16 +134,9 @@ export class PlaceValidator {
       return { code: ResultCodes.pairMismatch, reason: "payload pairId differs from envelope" };
     }
     const { priceDecimals, amountDecimals, quoteDecimals } = payload;
-    if (
-      !validDecimals(priceDecimals) ||
-      !validDecimals(amountDecimals) ||
-      !validDecimals(quoteDecimals)
-    ) {
-      return {
-        code: ResultCodes.badPrecision,
-        reason: `decimals must be integers 0..${MAX_DECIMALS}`,
-      };
-    }
+    const decimalsOk =
+      validDecimals(priceDecimals) && validDecimals(amountDecimals) && validDecimals(quoteDecimals);
+    if (!decimalsOk) return badPrecision;
     const kind = payload.type;
     const stop = kind === "stop-limit" || kind === "stop-market";
     const isLimit = kind === "limit" || kind === "stop-limit";
@@ -159,28 +175,9 @@ export class PlaceValidator {
     }
     const timeInForce = payload.timeInForce ?? "gtc";
     const postOnly = payload.postOnly === true;
-    if (postOnly && stop) {
-      return {
-        code: ResultCodes.unsupportedCombination,
-        reason: "post-only cannot be a stop order",
-      };
-    }
-    if (postOnly && (!isLimit || timeInForce !== "gtc")) {
-      return {
-        code: ResultCodes.unsupportedCombination,
-        reason: "post-only needs a GTC limit order",
-      };
-    }
-    // Two sizes at once: the budget would be spent past the base volume, filling the order
-    // beyond what it was accepted with. Producers send volume "0" with a quote budget.
-    if (quoteSized && volume > 0) {
-      return {
-        code: ResultCodes.unsupportedCombination,
-        reason: "a market bid sized by quoteVolume sends volume 0",
-      };
-    }
-    if (quoteSized && timeInForce === "fok") {
-      return { code: ResultCodes.unsupportedCombination, reason: "fok needs a base-volume order" };
+    const combination = combinationReason(stop, isLimit, quoteSized, volume, timeInForce, postOnly);
+    if (combination !== undefined) {
+      return { code: ResultCodes.unsupportedCombination, reason: combination };
     }
     const result = this.result;
     result.price = price;
