@@ -385,7 +385,7 @@ function unknownSchemaVersion(body: unknown): Decoded | undefined {
 }
 
 function decodeDeliveryUnguarded(context: BatchContext, delivery: Delivery): Decoded {
-  const { config, engine, metrics } = context;
+  const { config, metrics } = context;
   // Checked before any parsing: a huge body would hold the partition's event loop (and its
   // memory) for as long as it takes to parse.
   const size = delivery.message.content.length;
@@ -400,44 +400,65 @@ function decodeDeliveryUnguarded(context: BatchContext, delivery: Delivery): Dec
   const unknownVersion = unknownSchemaVersion(body.value);
   if (unknownVersion !== undefined) return unknownVersion;
   const decoded = decodeCommand(body.value);
-  if (!decoded.ok) {
-    const { commandId } = decoded;
-    if (commandId === undefined) {
-      return {
-        kind: "unreadable",
-        reason: `no readable commandId: ${decoded.code} ${decoded.reason}`,
-      };
-    }
-    return {
-      kind: "invalid",
-      commandId,
-      correlationId: decoded.correlationId,
-      outcome: () =>
-        engine.reject(
-          {
-            commandId,
-            correlationId:
-              decoded.correlationId ?? delivery.message.properties.correlationId ?? commandId,
-            partition: config.partition,
-            pairId: decoded.pairId,
-            submittedAt: decoded.submittedAt,
-            orderId: decoded.orderId,
-            userId: decoded.userId,
-          },
-          decoded.code,
-          decoded.reason,
-        ),
-    };
-  }
+  if (!decoded.ok) return invalidCommand(context, delivery, decoded);
   const command = decoded.command;
   // The AMQP timestamp (epoch ms, set by the publisher) rather than submittedAt, which
   // deterministic workloads stamp with a fixed past epoch.
   const publishedMs = Number(delivery.message.properties.timestamp);
   if (publishedMs > 1e12)
     metrics.queueWait.observe(Math.max(0, delivery.receivedAtMs - publishedMs) / 1000);
+  return refusedHere(context, delivery, command) ?? { kind: "command", command };
+}
+
+/** A command that did not decode: rejected when it names its id, else unreadable. */
+function invalidCommand(
+  { config, engine }: BatchContext,
+  delivery: Delivery,
+  decoded: Extract<ReturnType<typeof decodeCommand>, { ok: false }>,
+): Decoded {
+  const { commandId } = decoded;
+  if (commandId === undefined) {
+    return {
+      kind: "unreadable",
+      reason: `no readable commandId: ${decoded.code} ${decoded.reason}`,
+    };
+  }
+  const correlationId =
+    decoded.correlationId ?? delivery.message.properties.correlationId ?? commandId;
+  return {
+    kind: "invalid",
+    commandId,
+    correlationId: decoded.correlationId,
+    outcome: () =>
+      engine.reject(
+        {
+          commandId,
+          correlationId,
+          partition: config.partition,
+          pairId: decoded.pairId,
+          submittedAt: decoded.submittedAt,
+          orderId: decoded.orderId,
+          userId: decoded.userId,
+        },
+        decoded.code,
+        decoded.reason,
+      ),
+  };
+}
+
+/**
+ * A valid command this conductor must refuse: another partition's, or a pair command from a
+ * broker user not listed as an operator.
+ */
+function refusedHere(
+  { config, engine }: BatchContext,
+  delivery: Delivery,
+  command: CommandEnvelope,
+): Decoded | undefined {
   const ownPartition = command.partition === config.partition;
   const pairPartition = command.pairId % config.partitionCount === config.partition;
   if (!ownPartition || !pairPartition) {
+    const owner = command.pairId % config.partitionCount;
     return {
       kind: "invalid",
       commandId: command.commandId,
@@ -453,26 +474,21 @@ function decodeDeliveryUnguarded(context: BatchContext, delivery: Delivery): Dec
             orderId: commandOrderId(command),
           },
           ResultCodes.partitionMismatch,
-          `command for partition ${command.partition} (pair ${command.pairId} mod ${config.partitionCount} = ${
-            command.pairId % config.partitionCount
-          }) reached partition ${config.partition}`,
+          `command for partition ${command.partition} (pair ${command.pairId} mod ${config.partitionCount} = ${owner}) reached partition ${config.partition}`,
         ),
     };
   }
-  if (command.type === "pair.halt" || command.type === "pair.resume") {
-    // The broker checks a message's user-id against its connection's user, so it names the
-    // sender; a message without one names nobody, and nobody is allowed.
-    const sender = delivery.message.properties.userId as string | undefined;
-    if (sender === undefined || !config.operatorUsers.includes(sender)) {
-      return {
-        kind: "invalid",
-        commandId: command.commandId,
-        correlationId: command.correlationId,
-        outcome: () => engine.reject(command, ResultCodes.notAuthorised, notAuthorisedReason),
-      };
-    }
-  }
-  return { kind: "command", command };
+  if (command.type !== "pair.halt" && command.type !== "pair.resume") return undefined;
+  // The broker checks a message's user-id against its connection's user, so it names the
+  // sender; a message without one names nobody, and nobody is allowed.
+  const sender = delivery.message.properties.userId as string | undefined;
+  if (sender !== undefined && config.operatorUsers.includes(sender)) return undefined;
+  return {
+    kind: "invalid",
+    commandId: command.commandId,
+    correlationId: command.correlationId,
+    outcome: () => engine.reject(command, ResultCodes.notAuthorised, notAuthorisedReason),
+  };
 }
 
 const notAuthorisedReason = "pair commands need a broker user listed in MATCHING_OPERATOR_USERS";

@@ -4,7 +4,7 @@
  * command's stored result (private: behind the bearer token when one is set; the stored
  * result resolves an ambiguous acknowledgement).
  */
-import type { Hono } from "hono";
+import type { Context, Hono } from "hono";
 import type { MatchingEngine } from "../domain/index";
 import { bearerGuard } from "../infra/http/bearer";
 import { DurabilityTimeoutError, PolicyViolatedError } from "../infra/valkey/durability";
@@ -49,26 +49,7 @@ export function queryRoutes(
         await next();
       });
     }
-    app.get("/books/:pairId", (c) => {
-      // Plain decimal digits only: Number() also takes "1e3", "0x10", " 1" and "1.0".
-      const pairText = c.req.param("pairId");
-      const depthText = c.req.query("depth") ?? "10";
-      const pairId = /^[1-9]\d{0,15}$/.test(pairText) ? Number(pairText) : Number.NaN;
-      const depth = /^[1-9]\d{0,3}$/.test(depthText) ? Number(depthText) : Number.NaN;
-      if (!Number.isSafeInteger(pairId) || pairId <= 0)
-        return c.json({ error: "pairId must be a positive integer" }, 400);
-      if (!Number.isSafeInteger(depth) || depth < 1 || depth > 1000) {
-        return c.json({ error: "depth must be an integer 1..1000" }, 400);
-      }
-      const halt = engine.haltedPairs().find((h) => h.pairId === pairId);
-      return c.json({
-        pairId,
-        ...engine.depth(pairId, depth),
-        stops: engine.stopDepth(pairId, depth),
-        halted: halt !== undefined,
-        ...(halt === undefined ? {} : { haltReason: halt.reason }),
-      });
-    });
+    app.get("/books/:pairId", (c) => bookDepth(c, engine));
     // Stage times of a sample of recent commands, for the bench's breakdown of the tail.
     app.get("/trace", (c) =>
       c.json({ sampleEvery: trace?.sampleEvery ?? 0, records: trace?.all() ?? [] }),
@@ -88,30 +69,62 @@ export function queryRoutes(
       if (stop !== undefined) return c.json({ kind: "stop", ...stop });
       return c.json({ error: "no resting or stop order with that id" }, 404);
     });
-    app.get("/commands/:commandId", async (c) => {
-      try {
-        const stored = await store.storedResult(c.req.param("commandId"), durableWithinMs);
-        if (stored === null)
-          return c.json(
-            {
-              error: `no stored result: not processed (yet), or processed more than the dedup window (${dedupWindowSeconds ?? "?"} s) ago, so its result expired`,
-              dedupWindowSeconds,
-            },
-            404,
-          );
-        return c.body(stored, 200, { "content-type": "application/json" });
-      } catch (error) {
-        if (error instanceof DurabilityTimeoutError || error instanceof PolicyViolatedError) {
-          // Not confirmed fsynced on primary and replica (a replica that does not answer
-          // leaves even an old result unconfirmed; a primary off `appendfsync always` cannot
-          // confirm one): it could still be lost.
-          return c.json({ error: `stored result not confirmed durable: ${error.message}` }, 503);
-        }
-        // The error's text names internal hosts and ports: not for whoever asks.
-        return c.json({ error: "datastore unavailable" }, 503);
-      }
-    });
+    app.get("/commands/:commandId", (c) =>
+      storedResult(c, store, durableWithinMs, dedupWindowSeconds),
+    );
   };
+}
+
+/** GET /books/:pairId?depth=N: the aggregated ladder, the stops and the halt of one pair. */
+function bookDepth(c: Context, engine: MatchingEngine): Response {
+  // Plain decimal digits only: Number() also takes "1e3", "0x10", " 1" and "1.0".
+  const pairText = c.req.param("pairId") ?? "";
+  const depthText = c.req.query("depth") ?? "10";
+  const pairId = /^[1-9]\d{0,15}$/.test(pairText) ? Number(pairText) : Number.NaN;
+  const depth = /^[1-9]\d{0,3}$/.test(depthText) ? Number(depthText) : Number.NaN;
+  if (!Number.isSafeInteger(pairId) || pairId <= 0)
+    return c.json({ error: "pairId must be a positive integer" }, 400);
+  if (!Number.isSafeInteger(depth) || depth < 1 || depth > 1000) {
+    return c.json({ error: "depth must be an integer 1..1000" }, 400);
+  }
+  const halt = engine.haltedPairs().find((h) => h.pairId === pairId);
+  return c.json({
+    pairId,
+    ...engine.depth(pairId, depth),
+    stops: engine.stopDepth(pairId, depth),
+    halted: halt !== undefined,
+    ...(halt === undefined ? {} : { haltReason: halt.reason }),
+  });
+}
+
+/** GET /commands/:commandId: a command's stored result, shown only once durable. */
+async function storedResult(
+  c: Context,
+  store: ConductorStore,
+  durableWithinMs: number | undefined,
+  dedupWindowSeconds: number | undefined,
+): Promise<Response> {
+  try {
+    const stored = await store.storedResult(c.req.param("commandId") ?? "", durableWithinMs);
+    if (stored === null)
+      return c.json(
+        {
+          error: `no stored result: not processed (yet), or processed more than the dedup window (${dedupWindowSeconds ?? "?"} s) ago, so its result expired`,
+          dedupWindowSeconds,
+        },
+        404,
+      );
+    return c.body(stored, 200, { "content-type": "application/json" });
+  } catch (error) {
+    if (error instanceof DurabilityTimeoutError || error instanceof PolicyViolatedError) {
+      // Not confirmed fsynced on primary and replica (a replica that does not answer
+      // leaves even an old result unconfirmed; a primary off `appendfsync always` cannot
+      // confirm one): it could still be lost.
+      return c.json({ error: `stored result not confirmed durable: ${error.message}` }, 503);
+    }
+    // The error's text names internal hosts and ports: not for whoever asks.
+    return c.json({ error: "datastore unavailable" }, 503);
+  }
 }
 
 /**

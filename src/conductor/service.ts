@@ -226,15 +226,7 @@ export class Conductor {
           continue;
         }
         this.noteIdle();
-        await new Promise<void>((resolve) => {
-          // A bounded sleep: re-check even if a wake-up were missed. A wake-up clears the
-          // timer, so an idle loop does not leave one behind per pass.
-          const timer = setTimeout(resolve, 200);
-          this.wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
+        await this.idle();
         continue;
       }
       this.idleSinceMs = undefined;
@@ -252,47 +244,7 @@ export class Conductor {
           await this.takeOwnership();
           this.claimedGeneration = generation;
         }
-        // WAITAOF covers only the writes of its own physical connection: if the writer
-        // reconnected between this commit and the end of its wait (a resent WAITAOF on a fresh
-        // connection answers at once), the batch is not known to be durable and fails instead.
-        const connection = this.store.writerConnection();
-        const committed = await commitBatch(
-          {
-            config: this.config,
-            engine: this.engine,
-            store: this.store,
-            keys: this.keys,
-            metrics: this.metrics,
-            epoch: this.epoch,
-            unacknowledged: this.unacknowledged,
-          },
-          batch,
-        );
-        const committedAt = performance.now();
-        const committedMs = epochMs();
-        const entry: InFlight = {
-          batch,
-          committed,
-          durable: Promise.resolve(0),
-          takenMs,
-          committedMs,
-          durableMs: 0,
-        };
-        // Timed on the wait itself: finish() runs only after the next batch was decoded,
-        // matched and committed, so timing there would add those stages to this one.
-        const durable =
-          this.config.durability === "aof-replicated"
-            ? this.store.waitDurable(this.config.durabilityTimeoutMs, connection).finally(() => {
-                entry.durableMs = epochMs();
-                this.metrics.durabilityWait.observe((performance.now() - committedAt) / 1000);
-              })
-            : Promise.resolve(0).finally(() => {
-                entry.durableMs = epochMs();
-              });
-        // Observed by finish(); this only keeps an early rejection from being "unhandled".
-        durable.catch(() => undefined);
-        entry.durable = durable;
-        inFlight.push(entry);
+        inFlight.push(await this.commit(batch, takenMs));
       } catch (error) {
         if (error instanceof MatchingInvariantError || unmendableReply(error)) {
           await this.halt(error, batch, inFlight);
@@ -305,6 +257,66 @@ export class Conductor {
       if (inFlight.length >= pipelineDepth && !(await this.finish(inFlight))) inFlight.length = 0;
       if (this.fenced) return;
     }
+  }
+
+  /**
+   * Commits a batch and starts its durability wait, timed on the wait itself: finish() runs
+   * only after the next batch was decoded, matched and committed, so timing there would add
+   * those stages to this one.
+   */
+  private async commit(batch: Delivery[], takenMs: number): Promise<InFlight> {
+    // WAITAOF covers only the writes of its own physical connection: if the writer
+    // reconnected between this commit and the end of its wait (a resent WAITAOF on a fresh
+    // connection answers at once), the batch is not known to be durable and fails instead.
+    const connection = this.store.writerConnection();
+    const committed = await commitBatch(
+      {
+        config: this.config,
+        engine: this.engine,
+        store: this.store,
+        keys: this.keys,
+        metrics: this.metrics,
+        epoch: this.epoch,
+        unacknowledged: this.unacknowledged,
+      },
+      batch,
+    );
+    const committedAt = performance.now();
+    const entry: InFlight = {
+      batch,
+      committed,
+      durable: Promise.resolve(0),
+      takenMs,
+      committedMs: epochMs(),
+      durableMs: 0,
+    };
+    const durable =
+      this.config.durability === "aof-replicated"
+        ? this.store.waitDurable(this.config.durabilityTimeoutMs, connection).finally(() => {
+            entry.durableMs = epochMs();
+            this.metrics.durabilityWait.observe((performance.now() - committedAt) / 1000);
+          })
+        : Promise.resolve(0).finally(() => {
+            entry.durableMs = epochMs();
+          });
+    // Observed by finish(); this only keeps an early rejection from being "unhandled".
+    durable.catch(() => undefined);
+    entry.durable = durable;
+    return entry;
+  }
+
+  /**
+   * A bounded sleep until a delivery wakes the loop: re-checks even if a wake-up were missed.
+   * A wake-up clears the timer, so an idle loop does not leave one behind per pass.
+   */
+  private idle(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, 200);
+      this.wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
   }
 
   /**
@@ -384,25 +396,7 @@ export class Conductor {
     const items = committed.items;
     try {
       await entry.durable;
-      const deadLetters = items.filter((item) => item.deadLetterReason !== undefined);
-      if (deadLetters.length > 0) {
-        await this.consumer.deadLetter(
-          deadLetters.map((item) => ({
-            message: item.delivery.message,
-            reason: item.deadLetterReason!,
-          })),
-        );
-      }
-      this.metrics.deadLettered.inc(deadLetters.length);
-      for (const item of deadLetters) {
-        const { messageId, correlationId } = item.delivery.message.properties;
-        this.log.warn("command dead-lettered", {
-          queue: commandDeadLetterQueue,
-          reason: item.deadLetterReason,
-          messageId,
-          correlationId,
-        });
-      }
+      await this.deadLetter(items);
     } catch (error) {
       await this.fail(
         inFlight.flatMap((f) => f.batch),
@@ -451,6 +445,28 @@ export class Conductor {
     this.failureAttempts = 0;
     this.lastFailure = undefined;
     return true;
+  }
+
+  /** Dead-letters the batch's unreadable commands, once durable, and says so for each. */
+  private async deadLetter(items: InFlight["committed"]["items"]): Promise<void> {
+    const deadLetters = items.filter((item) => item.deadLetterReason !== undefined);
+    if (deadLetters.length === 0) return;
+    await this.consumer.deadLetter(
+      deadLetters.map((item) => ({
+        message: item.delivery.message,
+        reason: item.deadLetterReason!,
+      })),
+    );
+    this.metrics.deadLettered.inc(deadLetters.length);
+    for (const item of deadLetters) {
+      const { messageId, correlationId } = item.delivery.message.properties;
+      this.log.warn("command dead-lettered", {
+        queue: commandDeadLetterQueue,
+        reason: item.deadLetterReason,
+        messageId,
+        correlationId,
+      });
+    }
   }
 
   private async fail(batch: Delivery[], error: unknown, inFlight: InFlight[] = []): Promise<void> {
