@@ -50,6 +50,12 @@ interface InFlight {
   outcome: ConfirmOutcome | null;
 }
 
+/** How a session ended: why, and which failure paces the next one, if any. */
+interface SessionEnd {
+  reason: StopReason | "datastore";
+  failure?: "policy" | "durability-timeout";
+}
+
 type StopReason =
   | "stop"
   | "lease-lost"
@@ -270,27 +276,10 @@ export class DeliveryLoop {
     this.queue = [];
     this.head = 0;
     this.outstanding = 0;
-    let endReason: StopReason | "datastore" = "stop";
-    let durabilityTimedOut = false;
-    let policyViolated = false;
+    let ended: SessionEnd = { reason: "stop" };
     const sessionStarted = performance.now();
     try {
-      if (this.publisher?.failed) {
-        await this.publisher.close();
-        this.publisher = null;
-      }
-      if (!this.publisher) {
-        try {
-          this.publisher = await this.openPublisher();
-          this.brokerDownSince = null;
-        } catch (error) {
-          this.log.warn("cannot open the broker channel", { error: brokerErrorLine(error) });
-          this.resignIfCutOff();
-          throw new SessionInterrupted("broker");
-        }
-        this.publisher.onFailure(() => this.requestInterrupt("broker"));
-        this.log.info("broker channel open; event exchanges declared");
-      }
+      await this.ensurePublisher();
       if (await this.stream.ensureGroup())
         this.log.info("consumer group created", { group: this.stream.group });
       await this.stream.forgetIdleConsumers(this.claimIdleMs).catch(() => 0);
@@ -298,49 +287,76 @@ export class DeliveryLoop {
       await this.deliverOwnPending();
       await this.deliverNew();
     } catch (error) {
-      if (error instanceof SessionInterrupted) {
-        endReason = error.reason;
-      } else if (isMissingGroup(error)) {
-        endReason = "group-missing";
-      } else if (this.interrupt !== null) {
-        endReason = this.interrupt;
-      } else if (error instanceof WaitAbandonedError) {
-        // Given up because the session must end: a stop, or a lease past its local deadline
-        // whose expiry timer has not fired yet.
-        endReason = this.stopping ? "stop" : "lease-lost";
-      } else if (error instanceof PolicyViolatedError) {
-        endReason = "datastore";
-        policyViolated = true;
-        if (!this.policyViolationLogged) {
-          this.policyViolationLogged = true;
-          this.log.error("outbox publishes nothing while the durability policy does not hold", {
-            error,
-          });
-        }
-      } else {
-        endReason = "datastore";
-        durabilityTimedOut = error instanceof DurabilityTimeoutError;
-        if (durabilityTimedOut) {
-          this.metrics.durabilityTimeouts.inc();
-          // One warning per episode (until a read is confirmed durable); the repeats at debug.
-          if (this.durabilityTimeoutsInARow++ === 0)
-            this.log.warn("outbox read not confirmed durable; retrying until it is", { error });
-          else this.log.debug("outbox read still not confirmed durable", { error });
-        } else {
-          this.log.warn("outbox session failed on a datastore call", { error });
-        }
-      }
+      ended = this.sessionEnded(error);
     }
     // Up to its failure: the settle wait at its end is not service.
     this.lastSessionServedMs = performance.now() - sessionStarted;
-    endReason = await this.endSession(endReason);
-    if (policyViolated) {
+    const reason = await this.endSession(ended.reason);
+    return this.afterSession(reason, ended.failure, sessionStarted);
+  }
+
+  /** A publisher on a channel that has not failed, opened (and its failures watched) if need be. */
+  private async ensurePublisher(): Promise<void> {
+    if (this.publisher?.failed) {
+      await this.publisher.close();
+      this.publisher = null;
+    }
+    if (this.publisher) return;
+    try {
+      this.publisher = await this.openPublisher();
+      this.brokerDownSince = null;
+    } catch (error) {
+      this.log.warn("cannot open the broker channel", { error: brokerErrorLine(error) });
+      this.resignIfCutOff();
+      throw new SessionInterrupted("broker");
+    }
+    this.publisher.onFailure(() => this.requestInterrupt("broker"));
+    this.log.info("broker channel open; event exchanges declared");
+  }
+
+  /** Why a session's work threw, said once per episode where an operator needs it. */
+  private sessionEnded(error: unknown): SessionEnd {
+    if (error instanceof SessionInterrupted) return { reason: error.reason };
+    if (isMissingGroup(error)) return { reason: "group-missing" };
+    if (this.interrupt !== null) return { reason: this.interrupt };
+    // Given up because the session must end: a stop, or a lease past its local deadline
+    // whose expiry timer has not fired yet.
+    if (error instanceof WaitAbandonedError)
+      return { reason: this.stopping ? "stop" : "lease-lost" };
+    if (error instanceof PolicyViolatedError) {
+      if (!this.policyViolationLogged) {
+        this.policyViolationLogged = true;
+        this.log.error("outbox publishes nothing while the durability policy does not hold", {
+          error,
+        });
+      }
+      return { reason: "datastore", failure: "policy" };
+    }
+    if (error instanceof DurabilityTimeoutError) {
+      this.metrics.durabilityTimeouts.inc();
+      // One warning per episode (until a read is confirmed durable); the repeats at debug.
+      if (this.durabilityTimeoutsInARow++ === 0)
+        this.log.warn("outbox read not confirmed durable; retrying until it is", { error });
+      else this.log.debug("outbox read still not confirmed durable", { error });
+      return { reason: "datastore", failure: "durability-timeout" };
+    }
+    this.log.warn("outbox session failed on a datastore call", { error });
+    return { reason: "datastore" };
+  }
+
+  /** Paces the next session after this one ended for `reason`. */
+  private async afterSession(
+    reason: StopReason | "datastore",
+    failure: SessionEnd["failure"],
+    sessionStarted: number,
+  ): Promise<"retry" | "again"> {
+    if (failure === "policy") {
       // Every session ends at its first durability wait until the setting is back: paced
       // here, as the timed-out wait paces a durability timeout, without a growing backoff.
       if (!this.stopping && this.interrupt === null) await this.pause(policyRetryMs);
       return "again";
     }
-    if (durabilityTimedOut) {
+    if (failure === "durability-timeout") {
       // The timed-out wait paced this retry: growing the backoff on top would only delay
       // publication once the replica catches up (up to the 30 s cap). A floor keeps a short
       // durability timeout from turning an outage into a busy loop of sessions.
@@ -349,7 +365,7 @@ export class DeliveryLoop {
         await this.wakeup.wait(durabilityRetryFloorMs - elapsedMs);
       return "again";
     }
-    switch (endReason) {
+    switch (reason) {
       case "broker":
       case "datastore":
         return "retry";

@@ -79,11 +79,47 @@ export function encodePublishFrames(
   ) {
     return undefined;
   }
-  const contentTypeLength = optionalLength(p.contentType);
-  const correlationIdLength = optionalLength(p.correlationId);
-  const replyToLength = optionalLength(p.replyTo);
-  const messageIdLength = optionalLength(p.messageId);
-  const typeLength = optionalLength(p.type);
+  if (!measureProperties(p, measured)) return undefined;
+  const methodSize = 2 + 2 + 2 + 1 + exchangeLength + 1 + routingKeyLength + 1;
+  const headerSize = 2 + 2 + 8 + 2 + measured.propertiesSize;
+  const out = allocate(8 + methodSize + 8 + headerSize + 8 + bodySize);
+  let o = writeMethodFrame(out, channel, methodSize, f, exchangeLength, routingKeyLength);
+  o = writeHeaderFrame(out, o, channel, headerSize, bodySize, p, measured);
+  writeBodyFrame(out, o, channel, f.body, bodySize);
+  return out;
+}
+
+/**
+ * The properties' sizes, -1 for an absent one. One object, overwritten by every publish: the
+ * encoding is synchronous, and an object allocated per publish costs more than this.
+ */
+interface MeasuredProperties {
+  contentType: number;
+  correlationId: number;
+  replyTo: number;
+  messageId: number;
+  type: number;
+  tableSize: number;
+  propertiesSize: number;
+}
+
+const measured: MeasuredProperties = {
+  contentType: -1,
+  correlationId: -1,
+  replyTo: -1,
+  messageId: -1,
+  type: -1,
+  tableSize: 0,
+  propertiesSize: 0,
+};
+
+/** Fills `m` with the properties' sizes; false when one is too long for a short string. */
+function measureProperties(p: PublishProperties, m: MeasuredProperties): boolean {
+  m.contentType = optionalLength(p.contentType);
+  m.correlationId = optionalLength(p.correlationId);
+  m.replyTo = optionalLength(p.replyTo);
+  m.messageId = optionalLength(p.messageId);
+  m.type = optionalLength(p.type);
   const headers = p.headers ?? noHeaders;
   let headerNameLength = 0;
   let tableSize = 0;
@@ -92,47 +128,81 @@ export function encodePublishFrames(
     headerNameLength = Math.max(headerNameLength, nameLength);
     tableSize += 1 + nameLength + 1 + 4 + utf8Length(headers[h]!.value);
   }
-  if (
-    Math.max(
-      contentTypeLength,
-      headerNameLength,
-      correlationIdLength,
-      replyToLength,
-      messageIdLength,
-      typeLength,
-    ) > SHORTSTR_MAX
-  ) {
-    return undefined;
-  }
-  const hasTimestamp = p.timestamp !== undefined;
-  // amqplib always sends a headers table, empty when there are none; so does this.
-  const flags =
-    FLAG_HEADERS |
-    (contentTypeLength < 0 ? 0 : FLAG_CONTENT_TYPE) |
-    (p.persistent ? FLAG_DELIVERY_MODE : 0) |
-    (correlationIdLength < 0 ? 0 : FLAG_CORRELATION_ID) |
-    (replyToLength < 0 ? 0 : FLAG_REPLY_TO) |
-    (messageIdLength < 0 ? 0 : FLAG_MESSAGE_ID) |
-    (hasTimestamp ? FLAG_TIMESTAMP : 0) |
-    (typeLength < 0 ? 0 : FLAG_TYPE);
-  const propertiesSize =
+  const longest = Math.max(
+    m.contentType,
+    headerNameLength,
+    m.correlationId,
+    m.replyTo,
+    m.messageId,
+    m.type,
+  );
+  if (longest > SHORTSTR_MAX) return false;
+  m.tableSize = tableSize;
+  m.propertiesSize =
     4 +
     tableSize +
     (p.persistent ? 1 : 0) +
-    (hasTimestamp ? 8 : 0) +
-    shortStringSize(contentTypeLength) +
-    shortStringSize(correlationIdLength) +
-    shortStringSize(replyToLength) +
-    shortStringSize(messageIdLength) +
-    shortStringSize(typeLength);
+    (p.timestamp !== undefined ? 8 : 0) +
+    shortStringSize(m.contentType) +
+    shortStringSize(m.correlationId) +
+    shortStringSize(m.replyTo) +
+    shortStringSize(m.messageId) +
+    shortStringSize(m.type);
+  return true;
+}
 
-  const methodSize = 2 + 2 + 2 + 1 + exchangeLength + 1 + routingKeyLength + 1;
-  const headerSize = 2 + 2 + 8 + 2 + propertiesSize;
-  const out = allocate(8 + methodSize + 8 + headerSize + 8 + bodySize);
+/** The content header frame: the body's size and the properties measureProperties sized. */
+function writeHeaderFrame(
+  out: Buffer,
+  offset: number,
+  channel: number,
+  headerSize: number,
+  bodySize: number,
+  p: PublishProperties,
+  m: MeasuredProperties,
+): number {
+  // amqplib always sends a headers table, empty when there are none; so does this.
+  const flags =
+    FLAG_HEADERS |
+    (m.contentType < 0 ? 0 : FLAG_CONTENT_TYPE) |
+    (p.persistent ? FLAG_DELIVERY_MODE : 0) |
+    (m.correlationId < 0 ? 0 : FLAG_CORRELATION_ID) |
+    (m.replyTo < 0 ? 0 : FLAG_REPLY_TO) |
+    (m.messageId < 0 ? 0 : FLAG_MESSAGE_ID) |
+    (p.timestamp !== undefined ? FLAG_TIMESTAMP : 0) |
+    (m.type < 0 ? 0 : FLAG_TYPE);
+  let o = out.writeUInt8(FRAME_HEADER, offset);
+  o = out.writeUInt16BE(channel, o);
+  o = out.writeUInt32BE(headerSize, o);
+  o = out.writeUInt16BE(CLASS_BASIC, o);
+  o = out.writeUInt16BE(0, o); // weight
+  o = out.writeUInt32BE(0, o); // body size, high 32 bits
+  o = out.writeUInt32BE(bodySize, o);
+  o = out.writeUInt16BE(flags, o);
+  if (p.contentType !== undefined) o = writeShortString(out, o, p.contentType, m.contentType);
+  o = writeHeaders(out, o, p.headers ?? noHeaders, m.tableSize);
+  if (p.persistent) o = out.writeUInt8(PERSISTENT, o);
+  if (p.correlationId !== undefined) o = writeShortString(out, o, p.correlationId, m.correlationId);
+  if (p.replyTo !== undefined) o = writeShortString(out, o, p.replyTo, m.replyTo);
+  if (p.messageId !== undefined) o = writeShortString(out, o, p.messageId, m.messageId);
+  if (p.timestamp !== undefined) {
+    o = out.writeUInt32BE(Math.floor(p.timestamp / 2 ** 32), o);
+    o = out.writeUInt32BE(p.timestamp % 2 ** 32, o);
+  }
+  if (p.type !== undefined) o = writeShortString(out, o, p.type, m.type);
+  return out.writeUInt8(FRAME_END, o);
+}
 
-  let o = 0;
-  // basic.publish method frame
-  o = out.writeUInt8(FRAME_METHOD, o);
+/** The basic.publish method frame, from offset 0; returns the offset after it. */
+function writeMethodFrame(
+  out: Buffer,
+  channel: number,
+  methodSize: number,
+  f: PublishFrameFields,
+  exchangeLength: number,
+  routingKeyLength: number,
+): number {
+  let o = out.writeUInt8(FRAME_METHOD, 0);
   o = out.writeUInt16BE(channel, o);
   o = out.writeUInt32BE(methodSize, o);
   o = out.writeUInt16BE(CLASS_BASIC, o);
@@ -141,19 +211,17 @@ export function encodePublishFrames(
   o = writeShortString(out, o, f.exchange, exchangeLength);
   o = writeShortString(out, o, f.routingKey, routingKeyLength);
   o = out.writeUInt8(f.mandatory ? 1 : 0, o); // bit 0 mandatory, bit 1 immediate
-  o = out.writeUInt8(FRAME_END, o);
+  return out.writeUInt8(FRAME_END, o);
+}
 
-  // content header frame
-  o = out.writeUInt8(FRAME_HEADER, o);
-  o = out.writeUInt16BE(channel, o);
-  o = out.writeUInt32BE(headerSize, o);
-  o = out.writeUInt16BE(CLASS_BASIC, o);
-  o = out.writeUInt16BE(0, o); // weight
-  o = out.writeUInt32BE(0, o); // body size, high 32 bits
-  o = out.writeUInt32BE(bodySize, o);
-  o = out.writeUInt16BE(flags, o);
-  if (p.contentType !== undefined) o = writeShortString(out, o, p.contentType, contentTypeLength);
-  o = out.writeUInt32BE(tableSize, o);
+/** The headers table: its size, then each header as a long string. */
+function writeHeaders(
+  out: Buffer,
+  offset: number,
+  headers: readonly PublishHeader[],
+  tableSize: number,
+): number {
+  let o = out.writeUInt32BE(tableSize, offset);
   for (let h = 0; h < headers.length; h++) {
     // Lengths again rather than kept from above: for short ASCII ids a loop is cheaper
     // than an array allocated per publish.
@@ -164,26 +232,22 @@ export function encodePublishFrames(
     o = out.writeUInt32BE(valueLength, o);
     o = writeText(out, o, header.value, valueLength);
   }
-  if (p.persistent) o = out.writeUInt8(PERSISTENT, o);
-  if (p.correlationId !== undefined) {
-    o = writeShortString(out, o, p.correlationId, correlationIdLength);
-  }
-  if (p.replyTo !== undefined) o = writeShortString(out, o, p.replyTo, replyToLength);
-  if (p.messageId !== undefined) o = writeShortString(out, o, p.messageId, messageIdLength);
-  if (p.timestamp !== undefined) {
-    o = out.writeUInt32BE(Math.floor(p.timestamp / 2 ** 32), o);
-    o = out.writeUInt32BE(p.timestamp % 2 ** 32, o);
-  }
-  if (p.type !== undefined) o = writeShortString(out, o, p.type, typeLength);
-  o = out.writeUInt8(FRAME_END, o);
+  return o;
+}
 
-  // body frame
-  o = out.writeUInt8(FRAME_BODY, o);
+/** The body frame: one, the caller made sure it fits frameMax. */
+function writeBodyFrame(
+  out: Buffer,
+  offset: number,
+  channel: number,
+  body: Buffer | string,
+  bodySize: number,
+): void {
+  let o = out.writeUInt8(FRAME_BODY, offset);
   o = out.writeUInt16BE(channel, o);
   o = out.writeUInt32BE(bodySize, o);
-  o += typeof f.body === "string" ? out.write(f.body, o, "utf8") : f.body.copy(out, o);
+  o += typeof body === "string" ? out.write(body, o, "utf8") : body.copy(out, o);
   out.writeUInt8(FRAME_END, o);
-  return out;
 }
 
 /** UTF-8 length of an optional property, -1 when it is absent. */

@@ -80,6 +80,172 @@ export class WaitAbandonedError extends Error {
 /** The first check's name: the others run only when it passed. */
 export const datastoreReachableCheck = "datastore reachable";
 
+/** INFO answered: the server's version, or the failed check (retryable unless it replied). */
+async function checkReachable(
+  valkey: Valkey,
+): Promise<{ outcome: CheckOutcome; version?: string }> {
+  try {
+    const server = parseInfo(await valkey.info("server"));
+    const version = server.get("valkey_version") ?? server.get("redis_version") ?? "0";
+    return {
+      outcome: { name: datastoreReachableCheck, ok: true, detail: "INFO answered" },
+      version,
+    };
+  } catch (error) {
+    return {
+      outcome: {
+        name: datastoreReachableCheck,
+        ok: false,
+        detail: `cannot reach the datastore (${(error as Error).message}); start Valkey or fix MATCHING_DATASTORE_URL`,
+        retryable: !(error instanceof ReplyError),
+      },
+    };
+  }
+}
+
+/**
+ * Both policies: the outbox's writes that must go through at maxmemory are scripts that
+ * declare flags (`#!lua flags=allow-oom`), which older servers cannot compile.
+ */
+function checkScriptFlags(version: string): CheckOutcome {
+  const ok = Number.parseInt(version, 10) >= 7;
+  return {
+    name: "script flags supported",
+    ok,
+    detail: ok
+      ? `server ${version} runs scripts with flags`
+      : `server ${version} cannot run scripts with flags (needs Redis/Valkey >= 7.0); install valkey-server >= 7.2 (Debian 12: bookworm-backports)`,
+  };
+}
+
+/**
+ * A check whose own command failed (renamed, or denied by ACL, say) is a failed check, so the
+ * process refuses with exit 3 and the reason instead of crashing, and the checks after it still
+ * run: the refusal lists every problem at once.
+ */
+function couldNotCheck(name: string, error: unknown): CheckOutcome {
+  return { name, ok: false, detail: `could not be checked: ${(error as Error).message}` };
+}
+
+async function checkWaitAof(valkey: Valkey, version: string): Promise<CheckOutcome> {
+  const name = "WAITAOF supported";
+  try {
+    const ok = await commandExists(valkey, "waitaof");
+    return {
+      name,
+      ok,
+      detail: ok
+        ? `server ${version} has WAITAOF`
+        : `server ${version} has no WAITAOF (needs Redis/Valkey >= 7.2); install valkey-server >= 7.2 (Debian 12: bookworm-backports)`,
+    };
+  } catch (error) {
+    return couldNotCheck(name, error);
+  }
+}
+
+/** What INFO replication says: the role, the replicas listed (none when it could not be read). */
+interface ReplicationSeen {
+  outcome: CheckOutcome;
+  role: string;
+  connected: number;
+  listed: ListedReplica[];
+  /** The error of INFO replication, when it could not be read. */
+  error?: unknown;
+}
+
+async function checkReplication(valkey: Valkey): Promise<ReplicationSeen> {
+  const name = "primary role";
+  try {
+    const info = parseInfo(await valkey.info("replication"));
+    const role = info.get("role") ?? "unknown";
+    const ok = role === "master";
+    const what = role === "slave" ? "replica" : role;
+    return {
+      outcome: {
+        name,
+        ok,
+        detail: ok
+          ? "server is a primary"
+          : `server is a ${what}, not a primary; point MATCHING_DATASTORE_URL at the primary`,
+      },
+      role,
+      connected: Number(info.get("connected_slaves") ?? "0"),
+      listed: listedReplicas(info),
+    };
+  } catch (error) {
+    return {
+      outcome: couldNotCheck(name, error),
+      role: "unknown",
+      connected: 0,
+      listed: [],
+      error,
+    };
+  }
+}
+
+/** INFO persistence rather than CONFIG GET: it answers where CONFIG is denied. */
+async function checkAppendOnly(valkey: Valkey): Promise<CheckOutcome> {
+  const name = "appendonly on";
+  try {
+    const ok = parseInfo(await valkey.info("persistence")).get("aof_enabled") === "1";
+    return {
+      name,
+      ok,
+      detail: ok
+        ? "appendonly yes"
+        : "appendonly is off; set `appendonly yes` (and appendfsync always) on primary and replica",
+    };
+  } catch (error) {
+    return couldNotCheck(name, error);
+  }
+}
+
+/** Unread replication info says nothing about replicas: no advice to start one then. */
+function checkReplicaConnected(replication: ReplicationSeen): CheckOutcome {
+  const name = "replica connected";
+  if (replication.error !== undefined) return couldNotCheck(name, replication.error);
+  const n = replication.connected;
+  return {
+    name,
+    ok: n >= 1,
+    detail:
+      n >= 1
+        ? `${n} replica(s) connected`
+        : "no replica is connected; start a replica with `replicaof <primary>` and appendonly yes",
+  };
+}
+
+/**
+ * The probe: a marker written and waited for as every commit is (the same sliced wait), on
+ * every healthy replica, as every commit's wait will need (replica-rule.ts).
+ */
+async function probeWrite(
+  valkey: Valkey,
+  probeKey: string,
+  timeoutMs: number,
+  listed: ListedReplica[],
+  lagLimitS: number,
+): Promise<CheckOutcome> {
+  const name = "probe write fsynced on primary and replica";
+  const required = requiredReplicaFsyncs(listed, lagLimitS);
+  try {
+    const waitedMs = await writeMarkerAndWaitDurable(valkey, probeKey, timeoutMs, {
+      replicasRequired: () => required,
+    });
+    return {
+      name,
+      ok: true,
+      detail: `WAITAOF 1 ${required} confirmed the fsync of the primary and ${required} replica(s) in ${waitedMs.toFixed(1)} ms (limit ${timeoutMs} ms)`,
+    };
+  } catch (error) {
+    const detail =
+      error instanceof DurabilityTimeoutError
+        ? `${error.message}; the replica needs appendonly yes and a healthy link`
+        : `probe failed: ${(error as Error).message}`;
+    return { name, ok: false, detail };
+  }
+}
+
 /**
  * Runs the checks that `aof-replicated` requires, each reported on its own. Under
  * `memory` only reachability is checked. Never throws for a failed check.
@@ -92,145 +258,33 @@ export async function checkDatastore(
   /** How old a replica's last acknowledgement may be for the probe to wait for it. */
   lagLimitS = defaultReplicaLagLimitS,
 ): Promise<CheckOutcome[]> {
-  const outcomes: CheckOutcome[] = [];
-  let server: Map<string, string>;
-  try {
-    server = parseInfo(await valkey.info("server"));
-    outcomes.push({ name: datastoreReachableCheck, ok: true, detail: "INFO answered" });
-  } catch (error) {
-    outcomes.push({
-      name: datastoreReachableCheck,
-      ok: false,
-      detail: `cannot reach the datastore (${(error as Error).message}); start Valkey or fix MATCHING_DATASTORE_URL`,
-      retryable: !(error instanceof ReplyError),
-    });
-    return outcomes;
-  }
-  const version = server.get("valkey_version") ?? server.get("redis_version") ?? "0";
-  // Both policies: the outbox's writes that must go through at maxmemory are scripts that
-  // declare flags (`#!lua flags=allow-oom`), which older servers cannot compile.
-  const scriptFlags = Number.parseInt(version, 10) >= 7;
-  outcomes.push({
-    name: "script flags supported",
-    ok: scriptFlags,
-    detail: scriptFlags
-      ? `server ${version} runs scripts with flags`
-      : `server ${version} cannot run scripts with flags (needs Redis/Valkey >= 7.0); install valkey-server >= 7.2 (Debian 12: bookworm-backports)`,
-  });
-  outcomes.push(await checkNoEviction(valkey, policy));
+  const reached = await checkReachable(valkey);
+  if (reached.version === undefined) return [reached.outcome];
+  const scriptFlags = checkScriptFlags(reached.version);
+  const outcomes = [reached.outcome, scriptFlags, await checkNoEviction(valkey, policy)];
   if (policy === "memory") return outcomes;
-
-  // Each check turns its own error (a command renamed or denied by ACL, say) into a failed
-  // check, so the process refuses with exit 3 and the reason instead of crashing, and the
-  // checks after it still run: the refusal lists every problem at once.
-  const failed = (name: string, error: unknown): CheckOutcome => ({
-    name,
-    ok: false,
-    detail: `could not be checked: ${(error as Error).message}`,
-  });
-  let hasWaitAof = false;
-  try {
-    hasWaitAof = await commandExists(valkey, "waitaof");
-    outcomes.push({
-      name: "WAITAOF supported",
-      ok: hasWaitAof,
-      detail: hasWaitAof
-        ? `server ${version} has WAITAOF`
-        : `server ${version} has no WAITAOF (needs Redis/Valkey >= 7.2); install valkey-server >= 7.2 (Debian 12: bookworm-backports)`,
-    });
-  } catch (error) {
-    outcomes.push(failed("WAITAOF supported", error));
-  }
-
-  let role = "unknown";
-  let replicas = 0;
-  let listed: ListedReplica[] = [];
-  /** The error of INFO replication, when it could not be read. */
-  let replication: unknown;
-  try {
-    const replication = parseInfo(await valkey.info("replication"));
-    role = replication.get("role") ?? "unknown";
-    replicas = Number(replication.get("connected_slaves") ?? "0");
-    listed = listedReplicas(replication);
-    outcomes.push({
-      name: "primary role",
-      ok: role === "master",
-      detail:
-        role === "master"
-          ? "server is a primary"
-          : `server is a ${role === "slave" ? "replica" : role}, not a primary; point MATCHING_DATASTORE_URL at the primary`,
-    });
-  } catch (error) {
-    replication = error;
-    outcomes.push(failed("primary role", error));
-  }
-
-  // INFO persistence rather than CONFIG GET: it answers where CONFIG is denied, so AOF being
-  // off is still named as such.
-  let aofOn = false;
-  try {
-    aofOn = parseInfo(await valkey.info("persistence")).get("aof_enabled") === "1";
-    outcomes.push({
-      name: "appendonly on",
-      ok: aofOn,
-      detail: aofOn
-        ? "appendonly yes"
-        : "appendonly is off; set `appendonly yes` (and appendfsync always) on primary and replica",
-    });
-  } catch (error) {
-    outcomes.push(failed("appendonly on", error));
-  }
-  outcomes.push(await checkPrimaryFsync(valkey));
-
-  // Unread replication info says nothing about replicas: no advice to start one.
-  if (replication !== undefined) outcomes.push(failed("replica connected", replication));
-  else
-    outcomes.push({
-      name: "replica connected",
-      ok: replicas >= 1,
-      detail:
-        replicas >= 1
-          ? `${replicas} replica(s) connected`
-          : "no replica is connected; start a replica with `replicaof <primary>` and appendonly yes",
-    });
-  outcomes.push(...(await checkReplicasFsync(valkey, listed)));
-
+  const waitAof = await checkWaitAof(valkey, reached.version);
+  const replication = await checkReplication(valkey);
+  const appendOnly = await checkAppendOnly(valkey);
+  outcomes.push(waitAof, replication.outcome, appendOnly, await checkPrimaryFsync(valkey));
+  outcomes.push(checkReplicaConnected(replication));
+  outcomes.push(...(await checkReplicasFsync(valkey, replication.listed)));
   // The probe is a flagged script: it needs every check above, script flags included.
-  if (scriptFlags && hasWaitAof && role === "master" && aofOn && replicas >= 1) {
-    try {
-      // The same sliced wait as every commit: one blocking WAITAOF can stall ~1 s.
-      // Every healthy replica, as every commit's wait will need (replica-rule.ts).
-      const required = requiredReplicaFsyncs(listed, lagLimitS);
-      const waitedMs = await writeMarkerAndWaitDurable(valkey, probeKey, timeoutMs, {
-        replicasRequired: () => required,
-      });
-      outcomes.push({
-        name: "probe write fsynced on primary and replica",
-        ok: true,
-        detail: `WAITAOF 1 ${required} confirmed the fsync of the primary and ${required} replica(s) in ${waitedMs.toFixed(1)} ms (limit ${timeoutMs} ms)`,
-      });
-    } catch (error) {
-      if (error instanceof DurabilityTimeoutError) {
-        outcomes.push({
+  const probeable =
+    scriptFlags.ok &&
+    waitAof.ok &&
+    replication.role === "master" &&
+    appendOnly.ok &&
+    replication.connected >= 1;
+  outcomes.push(
+    probeable
+      ? await probeWrite(valkey, probeKey, timeoutMs, replication.listed, lagLimitS)
+      : {
           name: "probe write fsynced on primary and replica",
           ok: false,
-          detail: `${error.message}; the replica needs appendonly yes and a healthy link`,
-        });
-        return outcomes;
-      }
-      outcomes.push({
-        name: "probe write fsynced on primary and replica",
-        ok: false,
-        detail: `probe failed: ${(error as Error).message}`,
-      });
-    }
-  } else {
-    outcomes.push({
-      name: "probe write fsynced on primary and replica",
-      ok: false,
-      detail: "skipped: an earlier check failed",
-    });
-  }
+          detail: "skipped: an earlier check failed",
+        },
+  );
   return outcomes;
 }
 
@@ -301,6 +355,16 @@ export class ConnectionChangedError extends Error {
   }
 }
 
+/** Resolves (to undefined) at the connection's next 'ready'; cancel() stops listening. */
+function nextReady(valkey: Valkey): { promise: Promise<undefined>; cancel: () => void } {
+  let onReady = (): void => undefined;
+  const promise = new Promise<undefined>((resolve) => {
+    onReady = () => resolve(undefined);
+    valkey.once("ready", onReady);
+  });
+  return { promise, cancel: () => valkey.off("ready", onReady) };
+}
+
 /**
  * Waits until the primary and `replicasRequired()` replicas (1 unless told; the replica rule
  * of replica-rule.ts) have fsynced everything this connection wrote, re-issuing short WAITAOF calls until the deadline. Throws
@@ -328,18 +392,12 @@ export async function waitDurable(
   let required = 1;
   // A WAITAOF in flight when a failover moves the connection may get no answer until the
   // command times out; the new connection's 'ready' ends the slice at once instead.
-  let onReady: (() => void) | undefined;
-  const reconnected =
-    writtenOn === undefined
-      ? undefined
-      : new Promise<undefined>((resolve) => {
-          onReady = () => resolve(undefined);
-          valkey.once("ready", onReady);
-        });
+  const ready = writtenOn === undefined ? undefined : nextReady(valkey);
+  const reconnected = ready?.promise;
   try {
     return await waitSlices();
   } finally {
-    if (onReady !== undefined) valkey.off("ready", onReady);
+    ready?.cancel();
   }
 
   async function waitSlices(): Promise<number> {
