@@ -60,6 +60,39 @@ export interface HaDatastore {
 }
 
 /**
+ * Each data node and Sentinel on its port, with a loopback source address of its own
+ * (127.0.0.1x for nodes, 127.0.0.2x for Sentinels), which a partition can cut.
+ */
+function haAddresses(root: string, ports: number[]) {
+  const nodes = haNodeNames.map((name, i) => ({
+    name,
+    host,
+    port: ports[i]!,
+    dir: `${root}/${name}`,
+    source: `127.0.0.${11 + i}`,
+  }));
+  const sentinels = haSentinelNames.map((name, i) => ({
+    name,
+    host,
+    port: ports[3 + i]!,
+    source: `127.0.0.${21 + i}`,
+  }));
+  return { nodes, sentinels };
+}
+
+/** A Sentinel's configuration: the master to watch and the stack's short test timings. */
+function sentinelLines(source: string, primaryPort: number): string[] {
+  return [
+    `bind-source-addr ${source}`,
+    `sentinel announce-ip ${host}`,
+    `sentinel monitor ${haMasterName} ${host} ${primaryPort} ${quorum}`,
+    `sentinel down-after-milliseconds ${haMasterName} ${haDownAfterMs}`,
+    `sentinel failover-timeout ${haMasterName} ${haFailoverTimeoutMs}`,
+    `sentinel parallel-syncs ${haMasterName} 1`,
+  ];
+}
+
+/**
  * Starts valkey-1 as the primary, valkey-2 and valkey-3 as its replicas, then the three
  * Sentinels, and returns once both replicas' AOF confirm a probe write (WAITAOF 1 2) and
  * every Sentinel knows the primary, both replicas and the two other Sentinels.
@@ -76,19 +109,7 @@ export async function startHaDatastore({
   onSpawn: (spawned: RecordedProcess) => void;
   log: (line: string) => void;
 }): Promise<HaDatastore> {
-  const nodes = haNodeNames.map((name, i) => ({
-    name,
-    host,
-    port: ports[i]!,
-    dir: `${root}/${name}`,
-    source: `127.0.0.${11 + i}`,
-  }));
-  const sentinels = haSentinelNames.map((name, i) => ({
-    name,
-    host,
-    port: ports[3 + i]!,
-    source: `127.0.0.${21 + i}`,
-  }));
+  const { nodes, sentinels } = haAddresses(root, ports);
   const [first, ...others] = nodes as [HaInfo["nodes"][0], ...HaInfo["nodes"]];
   const processes: RecordedProcess[] = [];
   const record = (name: string) => (spawned: { pid: number; startTicks: number }) => {
@@ -120,14 +141,7 @@ export async function startHaDatastore({
       startSentinel({
         dir: `${root}/${sentinel.name}`,
         port: sentinel.port,
-        sentinelLines: [
-          `bind-source-addr ${sentinel.source}`,
-          `sentinel announce-ip ${host}`,
-          `sentinel monitor ${haMasterName} ${host} ${first.port} ${quorum}`,
-          `sentinel down-after-milliseconds ${haMasterName} ${haDownAfterMs}`,
-          `sentinel failover-timeout ${haMasterName} ${haFailoverTimeoutMs}`,
-          `sentinel parallel-syncs ${haMasterName} 1`,
-        ],
+        sentinelLines: sentinelLines(sentinel.source, first.port),
         onSpawn: record(sentinel.name),
       }),
     ),

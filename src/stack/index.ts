@@ -193,6 +193,71 @@ interface Datastore {
   ha?: Omit<HaInfo, "brokerNodes">;
 }
 
+/**
+ * The stack recorded in `root`, when all of it runs and it is of the kind asked for: reused.
+ * Throws when part of it runs, or a stack of another kind does.
+ */
+function runningStack(root: string, log: (line: string) => void, ha: boolean, cluster: boolean) {
+  const existing = readRecord(root);
+  if (existing === undefined) return undefined;
+  const running = existing.processes.filter((p) => isRunning(p.pid, p.startTicks));
+  if (existing.status === "up" && running.length === existing.processes.length) {
+    if (existing.datastoreUrl.startsWith("redis+cluster:") !== cluster) {
+      throw new StackError(
+        "stale-stack",
+        `a stack ${cluster ? "without" : "with"} --cluster runs in ${root}; run stackDown on ${root} first`,
+      );
+    }
+    if ((existing.ha !== undefined) !== ha) {
+      throw new StackError(
+        "stale-stack",
+        `a stack ${ha ? "without" : "with"} --ha runs in ${root}; run stackDown on ${root} first`,
+      );
+    }
+    log(`stack in ${root} is already running; reusing it`);
+    return { ...toInfo(existing), reused: true };
+  }
+  if (running.length > 0) {
+    throw new StackError(
+      "stale-stack",
+      `part of the stack recorded in ${root}/stack.json still runs (${running
+        .map((p) => `${p.name}=${p.pid}`)
+        .join(", ")}); run stackDown on ${root} first`,
+    );
+  }
+  return undefined;
+}
+
+/**
+ * Starts the broker and the datastore side by side (RabbitMQ's ~4 s boot dominates), on
+ * ports reserved at once: reserved separately, two servers starting side by side could be
+ * handed the same port (seen: the replica took RabbitMQ's).
+ */
+async function startServers(
+  root: string,
+  ha: boolean,
+  cluster: boolean,
+  recordSpawn: (spawned: RecordedProcess) => void,
+  log: (line: string) => void,
+): Promise<{ store: Datastore; node: Broker }> {
+  const brokerPortCount = ha ? brokerClusterPortCount : singleBrokerPortCount;
+  const datastorePortCount = ha ? haPortCount : cluster ? clusterPortCount : pairPortCount;
+  const ports = await freePorts(brokerPortCount + datastorePortCount);
+  const brokerPorts = ports.splice(0, brokerPortCount);
+  const broker = ha
+    ? startClusterBroker(root, brokerPorts, recordSpawn, log)
+    : startSingleBroker(root, brokerPorts as [number, number, number], recordSpawn, log);
+  const datastore: Promise<Datastore> = ha
+    ? startHaDatastore({ root, ports, onSpawn: recordSpawn, log })
+    : cluster
+      ? startClusterDatastore(root, ports, recordSpawn, log)
+      : startPair(root, ports as [number, number], recordSpawn, log);
+  const [settledBroker, settledDatastore] = await Promise.allSettled([broker, datastore]);
+  if (settledBroker.status === "rejected") throw settledBroker.reason;
+  if (settledDatastore.status === "rejected") throw settledDatastore.reason;
+  return { store: settledDatastore.value, node: settledBroker.value };
+}
+
 async function stackUpLocked(
   root: string,
   log: (line: string) => void,
@@ -200,34 +265,8 @@ async function stackUpLocked(
   ha: boolean,
   cluster: boolean,
 ): Promise<StackInfo> {
-  const existing = readRecord(root);
-  if (existing !== undefined) {
-    const running = existing.processes.filter((p) => isRunning(p.pid, p.startTicks));
-    if (existing.status === "up" && running.length === existing.processes.length) {
-      if (existing.datastoreUrl.startsWith("redis+cluster:") !== cluster) {
-        throw new StackError(
-          "stale-stack",
-          `a stack ${cluster ? "without" : "with"} --cluster runs in ${root}; run stackDown on ${root} first`,
-        );
-      }
-      if ((existing.ha !== undefined) !== ha) {
-        throw new StackError(
-          "stale-stack",
-          `a stack ${ha ? "without" : "with"} --ha runs in ${root}; run stackDown on ${root} first`,
-        );
-      }
-      log(`stack in ${root} is already running; reusing it`);
-      return { ...toInfo(existing), reused: true };
-    }
-    if (running.length > 0) {
-      throw new StackError(
-        "stale-stack",
-        `part of the stack recorded in ${root}/stack.json still runs (${running
-          .map((p) => `${p.name}=${p.pid}`)
-          .join(", ")}); run stackDown on ${root} first`,
-      );
-    }
-  }
+  const reused = runningStack(root, log, ha, cluster);
+  if (reused !== undefined) return reused;
   // A previous stack's env and wrapper name ports that may be someone else's by now: a
   // failed start (missing binaries included) must not leave them for a script to source.
   for (const file of OWN_FILES) rmSync(`${root}/${file}`, { force: true });
@@ -242,28 +281,8 @@ async function stackUpLocked(
     writeRecord({ version: 1, status: "starting", dir: root, processes: spawned });
   };
   try {
-    // Every port reserved at once: reserved separately, two servers starting side by side
-    // could be handed the same port (seen: the replica took RabbitMQ's).
-    const brokerPortCount = ha ? brokerClusterPortCount : singleBrokerPortCount;
-    const datastorePortCount = ha ? haPortCount : cluster ? clusterPortCount : pairPortCount;
-    const ports = await freePorts(brokerPortCount + datastorePortCount);
-    const brokerPorts = ports.splice(0, brokerPortCount);
-    // RabbitMQ's ~4 s boot dominates, so the datastore starts alongside it.
-    const broker = ha
-      ? startClusterBroker(root, brokerPorts, recordSpawn, log)
-      : startSingleBroker(root, brokerPorts as [number, number, number], recordSpawn, log);
-    const datastore: Promise<Datastore> = ha
-      ? startHaDatastore({ root, ports, onSpawn: recordSpawn, log })
-      : cluster
-        ? startClusterDatastore(root, ports, recordSpawn, log)
-        : startPair(root, ports as [number, number], recordSpawn, log);
-    const [settledBroker, settledDatastore] = await Promise.allSettled([broker, datastore]);
-    if (settledBroker.status === "rejected") throw settledBroker.reason;
-    if (settledDatastore.status === "rejected") throw settledDatastore.reason;
-    const store = settledDatastore.value;
-    const node = settledBroker.value;
+    const { store, node } = await startServers(root, ha, cluster, recordSpawn, log);
     log(`rabbitmq: ${node.brokerUrl} ready`);
-
     const processes = [...store.processes, ...node.processes];
     const record: StackRecord = {
       version: 1,

@@ -376,6 +376,47 @@ function orphanedGroup(
 type StopTarget = { pid: number; startTicks?: number; group?: boolean };
 
 /**
+ * Which process groups have ended. A group seen empty twice, 50 ms or more apart (one walk of
+ * /proc can miss a process forked meanwhile), is finished and never looked at again: its id
+ * may then be reused by an unrelated group leader.
+ */
+class GroupEnds {
+  readonly finished = new Set<number>();
+  private readonly emptySince = new Map<number, number>();
+
+  alive(t: StopTarget): boolean {
+    if (t.group !== true || this.finished.has(t.pid)) return false;
+    if (groupMembers(t.pid).length > 0) {
+      this.emptySince.delete(t.pid);
+      return true;
+    }
+    const since = this.emptySince.get(t.pid);
+    if (since === undefined) {
+      this.emptySince.set(t.pid, Date.now());
+      return true;
+    }
+    if (Date.now() - since < 50) return true;
+    this.finished.add(t.pid);
+    return false;
+  }
+}
+
+/**
+ * A leader gone before its members: the top of what it left was never told to stop (its own
+ * children follow it down, as they would have with the leader). Each is signalled once.
+ */
+function signalLeaderless(leader: number, lineage: Set<number>, signalled: Set<number>): void {
+  const members = groupMembers(leader);
+  const inGroup = new Set(members.map((m) => m.pid));
+  for (const member of members) {
+    if (inGroup.has(member.ppid) || signalled.has(member.pid)) continue;
+    if (lineage.has(member.pid)) continue;
+    signalled.add(member.pid);
+    signal(member.pid, "SIGTERM");
+  }
+}
+
+/**
  * Stops processes: SIGTERM to each, then SIGKILL to each survivor and its process group
  * after `graceMs`. A target marked `group` leads its own process group (it was spawned
  * detached), and it counts as stopped only when its whole group is gone: RabbitMQ's
@@ -397,48 +438,17 @@ export async function stopProcesses(
     (t) => verified.has(t.pid) || (t.group === true && orphanedGroup(t, lineage, owner)),
   );
   const stillOurs = (t: StopTarget) => verified.has(t.pid) || orphanedGroup(t, lineage, owner);
-  // A group seen empty twice, 50 ms or more apart (one walk of /proc can miss a process
-  // forked meanwhile), is finished and never looked at again: its id may then be reused
-  // by an unrelated group leader.
-  const finished = new Set<number>();
-  const emptySince = new Map<number, number>();
-  const groupAlive = (t: StopTarget): boolean => {
-    if (t.group !== true || finished.has(t.pid)) return false;
-    if (groupMembers(t.pid).length > 0) {
-      emptySince.delete(t.pid);
-      return true;
-    }
-    const since = emptySince.get(t.pid);
-    if (since === undefined) {
-      emptySince.set(t.pid, Date.now());
-      return true;
-    }
-    if (Date.now() - since < 50) return true;
-    finished.add(t.pid);
-    return false;
-  };
-  const alive = (t: StopTarget) => isRunning(t.pid, t.startTicks) || groupAlive(t);
+  const groups = new GroupEnds();
+  const alive = (t: StopTarget) => isRunning(t.pid, t.startTicks) || groups.alive(t);
   const orphansSignalled = new Set<number>();
   for (const t of running) signal(t.pid, "SIGTERM");
   const deadline = Date.now() + graceMs;
   while (running.some(alive) && Date.now() < deadline) {
-    // A leader gone before its members: the top of what it left was never told to stop
-    // (its own children follow it down, as they would have with the leader).
     for (const leader of running) {
-      if (leader.group !== true || finished.has(leader.pid)) continue;
+      if (leader.group !== true || groups.finished.has(leader.pid)) continue;
       if (isRunning(leader.pid, leader.startTicks)) continue;
-      if (!stillOurs(leader)) {
-        finished.add(leader.pid);
-        continue;
-      }
-      const members = groupMembers(leader.pid);
-      const inGroup = new Set(members.map((m) => m.pid));
-      for (const member of members) {
-        if (inGroup.has(member.ppid) || orphansSignalled.has(member.pid)) continue;
-        if (lineage.has(member.pid)) continue;
-        orphansSignalled.add(member.pid);
-        signal(member.pid, "SIGTERM");
-      }
+      if (!stillOurs(leader)) groups.finished.add(leader.pid);
+      else signalLeaderless(leader.pid, lineage, orphansSignalled);
     }
     await Bun.sleep(50);
   }
@@ -446,7 +456,7 @@ export async function stopProcesses(
   for (const t of stubborn) {
     const killGroup =
       t.group === true &&
-      !finished.has(t.pid) &&
+      !groups.finished.has(t.pid) &&
       stillOurs(t) &&
       !groupMembers(t.pid).some((m) => lineage.has(m.pid));
     if (killGroup) signal(-t.pid, "SIGKILL");

@@ -117,6 +117,53 @@ function confLines(root: string, node: BrokerNodeInfo, nodes: BrokerNodeInfo[]):
 }
 
 /**
+ * The cluster's files: one private cookie for the three nodes and the CLI (no other node on
+ * the machine has it), the definitions, and each node's directory and configuration.
+ */
+function prepareCluster(root: string, ports: number[]) {
+  const shared = `${root}/${brokerSharedDir}`;
+  mkdirSync(`${shared}/home`, { recursive: true });
+  writeCookie(`${shared}/home`);
+  writeFileSync(`${shared}/definitions.json`, definitions());
+  writeFileSync(`${shared}/empty-definitions.json`, "{}\n");
+  const id = randomBytes(4).toString("hex");
+  const epmdPort = ports[6]!;
+  const nodes: BrokerNodeInfo[] = brokerNodeNames.map((name, i) => ({
+    name,
+    nodename: `matchd-${id}-${i + 1}@localhost`,
+    url: `amqp://guest:guest@127.0.0.1:${ports[i]!}/${VHOST}`,
+    port: ports[i]!,
+    distPort: ports[3 + i]!,
+    dir: `${root}/${name}`,
+  }));
+  for (const node of nodes) writeNodeFiles(node.dir, confLines(root, node, nodes));
+  const envs = nodes.map((node) => clusterNodeEnv(root, node, epmdPort));
+  return { shared, nodes, envs, epmdPort };
+}
+
+/** A node opens its AMQP port as the last step of its boot, after it joined the cluster. */
+async function waitForAmqpPorts(
+  nodes: BrokerNodeInfo[],
+  spawned: SpawnedNode[],
+  timeoutMs: number,
+  stopped: () => string | undefined,
+): Promise<void> {
+  await settleAll(
+    nodes.map((node, i) =>
+      waitUntil({
+        what: `${node.name} AMQP port ${node.port}`,
+        child: spawned[i]!.server,
+        timeoutMs,
+        intervalMs: 100,
+        logs: [spawned[i]!.stdoutLog, spawned[i]!.nodeLog],
+        stopped,
+        probe: () => tcpOpen(node.port),
+      }),
+    ),
+  );
+}
+
+/**
  * Starts epmd and the three nodes side by side, waits until rabbitmq-1 reports all three
  * running in its cluster, imports the definitions (the vhost and guest) once, through
  * rabbitmq-1, and returns once an AMQP channel opens on the vhost on each node.
@@ -135,24 +182,7 @@ export async function startBrokerCluster({
   log: (line: string) => void;
   readyTimeoutMs?: number;
 }): Promise<RunningBrokerCluster> {
-  const shared = `${root}/${brokerSharedDir}`;
-  mkdirSync(`${shared}/home`, { recursive: true });
-  // One private cookie for the three nodes and the CLI; no other node on the machine has it.
-  writeCookie(`${shared}/home`);
-  writeFileSync(`${shared}/definitions.json`, definitions());
-  writeFileSync(`${shared}/empty-definitions.json`, "{}\n");
-  const id = randomBytes(4).toString("hex");
-  const epmdPort = ports[6]!;
-  const nodes: BrokerNodeInfo[] = brokerNodeNames.map((name, i) => ({
-    name,
-    nodename: `matchd-${id}-${i + 1}@localhost`,
-    url: `amqp://guest:guest@127.0.0.1:${ports[i]!}/${VHOST}`,
-    port: ports[i]!,
-    distPort: ports[3 + i]!,
-    dir: `${root}/${name}`,
-  }));
-  for (const node of nodes) writeNodeFiles(node.dir, confLines(root, node, nodes));
-  const envs = nodes.map((node) => clusterNodeEnv(root, node, epmdPort));
+  const { shared, nodes, envs, epmdPort } = prepareCluster(root, ports);
   const processes: RecordedProcess[] = [];
   const record = (spawned: RecordedProcess) => {
     processes.push(spawned);
@@ -171,20 +201,7 @@ export async function startBrokerCluster({
     );
     // A node that exits makes waiting for the others pointless.
     const stopped = () => exitedNode(nodes, spawned);
-    // A node opens its AMQP port as the last step of its boot, after it joined the cluster.
-    await settleAll(
-      nodes.map((node, i) =>
-        waitUntil({
-          what: `${node.name} AMQP port ${node.port}`,
-          child: spawned[i]!.server,
-          timeoutMs: readyTimeoutMs,
-          intervalMs: 100,
-          logs: [spawned[i]!.stdoutLog, spawned[i]!.nodeLog],
-          stopped,
-          probe: () => tcpOpen(node.port),
-        }),
-      ),
-    );
+    await waitForAmqpPorts(nodes, spawned, readyTimeoutMs, stopped);
     // Asked of rabbitmq-1 alone: each CLI call starts an Erlang VM, and on this busy 2-core
     // machine one took 0.8-1.3 s, three side by side 1.8-2.6 s. A node that formed a cluster
     // of its own shows here as missing, and the AMQP channels below could not open on it: the
@@ -206,32 +223,29 @@ export async function startBrokerCluster({
     ]);
     await settleAll(
       nodes.map((node, i) =>
-        waitForAmqp({
-          url: node.url,
-          nodename: node.nodename,
-          node: spawned[i]!,
-          timeoutMs: readyTimeoutMs,
-          stopped,
-        }),
+        waitForAmqp({ ...node, node: spawned[i]!, timeoutMs: readyTimeoutMs, stopped }),
       ),
     );
     log(`rabbitmq: cluster of ${nodes.map((n) => n.name).join(", ")} running`);
-    return {
-      brokerUrl: nodes.map((n) => n.url).join(","),
-      nodes,
-      epmdPort,
-      ctlEnvs: envs,
-      processes,
-      ports: {
-        ...Object.fromEntries(nodes.map((n) => [n.name, n.port] as const)),
-        ...Object.fromEntries(nodes.map((n) => [`${n.name}-dist`, n.distPort] as const)),
-        epmd: epmdPort,
-      },
-    };
+    return { ...clusterPorts(nodes, epmdPort), ctlEnvs: envs, processes };
   } catch (error) {
     await stopProcesses([...processes].reverse(), 15_000, root).catch(() => {});
     throw error;
   }
+}
+
+/** The cluster's URL list and every port it took, by node. */
+function clusterPorts(nodes: BrokerNodeInfo[], epmdPort: number) {
+  return {
+    brokerUrl: nodes.map((n) => n.url).join(","),
+    nodes,
+    epmdPort,
+    ports: {
+      ...Object.fromEntries(nodes.map((n) => [n.name, n.port] as const)),
+      ...Object.fromEntries(nodes.map((n) => [`${n.name}-dist`, n.distPort] as const)),
+      epmd: epmdPort,
+    },
+  };
 }
 
 function exitedNode(nodes: BrokerNodeInfo[], spawned: SpawnedNode[]): string | undefined {
