@@ -40,8 +40,43 @@ export interface Config {
   logLevel: LogLevel;
 }
 
+/** The subcommands that run a process of matchd's own and read settings. */
+export type SettingReader = "conductor" | "outbox" | "check" | "bench";
+
+/** The client commands, as `clientCommands` and the help name them. */
+export type ClientCommandName =
+  | "order place"
+  | "order cancel"
+  | "order amend"
+  | "order cancel-all"
+  | "pair halt"
+  | "pair resume"
+  | "events"
+  | "book"
+  | "result";
+
+/** The client commands that publish a command: they need the broker and the partition count. */
+const publishingClients = [
+  "order place",
+  "order cancel",
+  "order amend",
+  "order cancel-all",
+  "pair halt",
+  "pair resume",
+] as const satisfies readonly ClientCommandName[];
+/** The client commands that speak AMQP. */
+const amqpClients = [...publishingClients, "events"] as const;
+
 interface Setting<K extends keyof Config> {
   key: K;
+  /**
+   * The subcommands that read it. Its flag given to another is refused rather than ignored
+   * (`conductor --window 5`); its variable stays accepted everywhere, since one environment
+   * file commonly serves every process.
+   */
+  readBy: readonly SettingReader[];
+  /** The client commands that read it (none unless said). */
+  readByClients?: readonly ClientCommandName[];
   env: string;
   flag: string;
   accepted: string;
@@ -112,6 +147,7 @@ const always =
 export const settings = [
   {
     key: "datastoreUrl",
+    readBy: ["conductor", "outbox", "check", "bench"],
     env: "MATCHING_DATASTORE_URL",
     flag: "--datastore-url",
     accepted:
@@ -122,6 +158,7 @@ export const settings = [
   },
   {
     key: "sentinelPassword",
+    readBy: ["conductor", "outbox", "check", "bench"],
     env: "MATCHING_SENTINEL_PASSWORD",
     flag: "--sentinel-password",
     accepted: "the Sentinels' own password (the data nodes' is in the datastore URL); unset: none",
@@ -130,6 +167,8 @@ export const settings = [
   },
   {
     key: "brokerUrl",
+    readBy: ["conductor", "outbox", "check", "bench"],
+    readByClients: amqpClients,
     env: "MATCHING_BROKER_URL",
     flag: "--broker-url",
     accepted:
@@ -139,6 +178,8 @@ export const settings = [
   },
   {
     key: "partition",
+    readBy: ["conductor", "outbox", "check", "bench"],
+    readByClients: ["order cancel-all"],
     env: "MATCHING_PARTITION",
     flag: "--partition",
     accepted:
@@ -148,6 +189,8 @@ export const settings = [
   },
   {
     key: "partitionCount",
+    readBy: ["conductor", "outbox", "check", "bench"],
+    readByClients: publishingClients,
     env: "MATCHING_PARTITION_COUNT",
     flag: "--partition-count",
     accepted: "an integer 1..1024",
@@ -156,6 +199,7 @@ export const settings = [
   },
   {
     key: "httpPort",
+    readBy: ["conductor", "outbox"],
     env: "MATCHING_HTTP_PORT",
     flag: "--http-port",
     accepted: "a TCP port 0..65535 (0 picks a free one)",
@@ -164,6 +208,7 @@ export const settings = [
   },
   {
     key: "httpHost",
+    readBy: ["conductor", "outbox"],
     env: "MATCHING_HTTP_HOST",
     flag: "--http-host",
     accepted: "the address HTTP binds: an IPv4 or IPv6 address, or a host name",
@@ -176,6 +221,8 @@ export const settings = [
   },
   {
     key: "httpToken",
+    readBy: ["conductor", "bench"],
+    readByClients: ["result"],
     env: "MATCHING_HTTP_TOKEN",
     flag: "--http-token",
     accepted:
@@ -190,6 +237,7 @@ export const settings = [
   },
   {
     key: "commandMaxBytes",
+    readBy: ["conductor", "bench"],
     env: "MATCHING_COMMAND_MAX_BYTES",
     flag: "--command-max-bytes",
     accepted:
@@ -201,6 +249,7 @@ export const settings = [
   },
   {
     key: "durability",
+    readBy: ["conductor", "outbox", "check", "bench"],
     env: "MATCHING_DURABILITY",
     flag: "--durability",
     accepted: "aof-replicated or memory",
@@ -209,6 +258,7 @@ export const settings = [
   },
   {
     key: "durabilityTimeoutMs",
+    readBy: ["conductor", "outbox", "check", "bench"],
     env: "MATCHING_DURABILITY_TIMEOUT_MS",
     flag: "--durability-timeout-ms",
     accepted: "milliseconds 10..60000",
@@ -217,6 +267,7 @@ export const settings = [
   },
   {
     key: "bootWaitSeconds",
+    readBy: ["conductor", "outbox"],
     env: "MATCHING_BOOT_WAIT_S",
     flag: "--boot-wait-s",
     accepted: "seconds 1..86400 a service waits at boot for a datastore it cannot reach now",
@@ -225,6 +276,7 @@ export const settings = [
   },
   {
     key: "batchMax",
+    readBy: ["conductor", "bench"],
     env: "MATCHING_BATCH_MAX",
     flag: "--batch-max",
     accepted: "commands per commit 1..10000 (1 = one command per commit)",
@@ -233,6 +285,7 @@ export const settings = [
   },
   {
     key: "prefetch",
+    readBy: ["conductor", "bench"],
     env: "MATCHING_PREFETCH",
     flag: "--prefetch",
     accepted: "unacknowledged commands in flight 1..20000",
@@ -241,6 +294,7 @@ export const settings = [
   },
   {
     key: "dedupRetentionSeconds",
+    readBy: ["conductor", "check", "bench"],
     env: "MATCHING_DEDUP_RETENTION_S",
     flag: "--dedup-retention-s",
     accepted: "seconds 60..31536000 that dedup markers and stored results are kept",
@@ -254,6 +308,7 @@ export const settings = [
   },
   {
     key: "expectedRate",
+    readBy: ["conductor", "check", "bench"],
     env: "MATCHING_EXPECTED_RATE",
     flag: "--expected-rate",
     accepted: "commands/s 1..1000000 the partition must sustain, for the memory estimate",
@@ -262,6 +317,7 @@ export const settings = [
   },
   {
     key: "outboxWindow",
+    readBy: ["outbox", "bench"],
     env: "MATCHING_OUTBOX_WINDOW",
     flag: "--window",
     accepted: "events awaiting a broker confirm 1..20000 (1 = publish and await each)",
@@ -270,6 +326,7 @@ export const settings = [
   },
   {
     key: "outboxReadCount",
+    readBy: ["outbox", "bench"],
     env: "MATCHING_OUTBOX_READ_COUNT",
     flag: "--read-count",
     accepted: "stream entries per read 1..5000",
@@ -278,6 +335,7 @@ export const settings = [
   },
   {
     key: "outboxClaimIdleMs",
+    readBy: ["outbox", "bench"],
     env: "MATCHING_OUTBOX_CLAIM_IDLE_MS",
     flag: "--claim-idle-ms",
     accepted: "milliseconds 100..3600000 before another consumer's pending entries are claimed",
@@ -289,6 +347,7 @@ export const settings = [
   },
   {
     key: "outboxLeaseTtlMs",
+    readBy: ["outbox", "bench"],
     env: "MATCHING_OUTBOX_LEASE_TTL_MS",
     flag: "--lease-ttl-ms",
     accepted: "milliseconds 1000..600000 of the outbox publishing lease",
@@ -297,6 +356,7 @@ export const settings = [
   },
   {
     key: "operatorUsers",
+    readBy: ["conductor"],
     env: "MATCHING_OPERATOR_USERS",
     flag: "--operator-users",
     accepted:
@@ -320,6 +380,7 @@ export const settings = [
   },
   {
     key: "logLevel",
+    readBy: ["conductor", "outbox", "check", "bench"],
     env: "MATCHING_LOG_LEVEL",
     flag: "--log-level",
     accepted: "debug, info, warn or error",
