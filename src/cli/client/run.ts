@@ -245,5 +245,5 @@ function printResult(result: CommandResult, json: boolean, io: Io): number {
   if (json) io.out(`${JSON.stringify(result)}\n`);
   else if (rejected) io.err(`matchd: ${resultLine(result)}\n`);
   else io.out(`${resultLine(result)}\n`);
-  return rejected ? rejectedExitCode : 0;
+  return rejected ? rejectedExitCode : ExitCode.ok;
 }
