@@ -6,13 +6,13 @@ import { createValkey } from "../src/infra/valkey/client";
 import { partitionKeys } from "../src/infra/valkey/keys";
 import type { StackInfo } from "../src/stack/index";
 import { type FailoverFlags, failoverFlags } from "./boundaries/failover";
-import { ClusterClient, type ClusterMessage } from "./cluster-client";
+import { ClusterClient } from "./cluster-client";
 import { CommitEvidence, type CommitEvidenceCounts } from "./commit-evidence";
+import { CommandRecords } from "./failover-records";
 import type { FaultDriver } from "./fault-drivers";
 import { parseBenchFlags } from "./flag-parse";
 import { sleepUntil } from "./pace";
 import { Resequencer } from "./resequencer";
-import { StreamOrderCheck, streamOffset } from "./stream-order";
 import { createWorkload } from "./workloads";
 
 export function parseFailoverFlags(flags: ReadonlyMap<string, string>): FailoverFlags {
@@ -118,81 +118,30 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
   const { flags, info, progress } = run;
   const partition = run.config.partition;
   const workload = createWorkload(flags["--workload"], { seed: flags["--seed"], partition });
-  // Commands are made as they are sent: the run lasts as long as its faults take.
-  const sent: CommandEnvelope[] = [];
-  const indexOf = new Map<string, number>();
-  const scheduledMs: number[] = [];
-  const repliedMs: number[] = [];
-  const firstEventMs: number[] = [];
-  /** Time of each command's first event to arrive, before the sink restores the order. */
-  const firstArrivalMs: number[] = [];
-  /** Each command's first event's stream offset, as one comparable number. */
-  const committedAt: (bigint | undefined)[] = [];
-  const replyBodies: (string | undefined)[] = [];
-  const eventHashes = new Map<string, bigint>();
-  let eventCopies = 0;
-  let phantomEvents = 0;
-  let unexpectedEvents = 0;
-  const order = new StreamOrderCheck();
-  const evidence = new CommitEvidence();
   const start = performance.now();
   const now = () => performance.now() - start;
+  // Commands are made as they are sent: the run lasts as long as its faults take.
+  const records = new CommandRecords(now);
+  const evidence = new CommitEvidence();
   const keys = partitionKeys(partition);
   const sequenceAtStart = await readValue(info.datastoreUrl, keys.eventSequence);
-
-  const deliver = (message: ClusterMessage, copy: boolean) => {
-    const eventId = message.messageId ?? "";
-    const i = indexOf.get(eventId.slice(0, eventId.indexOf(":")));
-    if (i === undefined) {
-      unexpectedEvents++;
-      return;
-    }
-    const hash = BigInt(Bun.hash(message.body));
-    const before = eventHashes.get(eventId);
-    order.record(message.offset, copy || before !== undefined);
-    if (before === undefined) eventHashes.set(eventId, hash);
-    else {
-      eventCopies++;
-      if (before !== hash) phantomEvents++;
-    }
-    if (firstEventMs[i] === 0) firstEventMs[i] = now();
-    const offset = streamOffset(message.offset);
-    if (offset !== undefined && (committedAt[i] === undefined || offset < committedAt[i]!))
-      committedAt[i] = offset;
-  };
-  const resequencer = new Resequencer(deliver, Number(sequenceAtStart ?? 0) + 1);
+  const resequencer = new Resequencer(records.delivered, Number(sequenceAtStart ?? 0) + 1);
   const broker = await ClusterClient.open({
     urls: info.brokerUrl,
     runId: `failover-${process.pid}-${Date.now()}`,
     eventExchanges: allEventExchanges,
-    onReply: (message) => {
-      const i = indexOf.get(message.correlationId ?? "");
-      if (i === undefined || repliedMs[i]! > 0) return;
-      repliedMs[i] = now();
-      replyBodies[i] = message.body.toString();
-    },
+    onReply: (message) => records.replied(message.correlationId ?? "", message.body.toString()),
     onEvent: (message) => {
       const eventId = message.messageId ?? "";
       evidence.record(eventId, message.sequence, message.offset, message.body);
-      const i = indexOf.get(eventId.slice(0, eventId.indexOf(":")));
-      if (i !== undefined && firstArrivalMs[i] === 0) firstArrivalMs[i] = now();
+      records.arrived(eventId);
       resequencer.push(message.sequence, message);
     },
     progress,
   });
-  const queue = commandQueue(partition);
-  /** Sends the next command, counted as sent at `atMs` (its scheduled time). */
   const send = (command: CommandEnvelope, atMs: number) => {
-    const i = sent.length;
-    sent.push(command);
-    indexOf.set(command.commandId, i);
-    scheduledMs.push(atMs);
-    repliedMs.push(0);
-    firstEventMs.push(0);
-    firstArrivalMs.push(0);
-    committedAt.push(undefined);
-    replyBodies.push(undefined);
-    broker.publish(commandExchange, queue, Buffer.from(JSON.stringify(command)), {
+    records.add(command, atMs);
+    broker.publish(commandExchange, commandQueue(partition), Buffer.from(JSON.stringify(command)), {
       persistent: true,
       contentType: "application/json",
       replyTo: broker.replyQueue,
@@ -201,25 +150,89 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
       timestamp: Date.now(),
     });
   };
-
   for (const command of workload.prefill()) send(command, now());
-  let loadEnds = false;
-  let loadStartMs = 0;
-  const openLoop = (async () => {
-    const t0 = now();
-    loadStartMs = t0;
-    for (let k = 0; !loadEnds; k++) {
-      const at = t0 + (k * 1000) / flags["--rate"];
+  const load = openLoop(flags["--rate"], start, now, (k, at) => send(workload.next(k), at));
+  const { faults, minReplicas } = await injectFaults(run, start, now);
+  await Bun.sleep(tailMs);
+  await load.stop();
+  progress("waiting for every reply and event");
+  const deadline = performance.now() + 60_000;
+  while (performance.now() < deadline && !records.complete()) await Bun.sleep(100);
+  await Bun.sleep(1000); // late duplicates, if any, are counted too
+  const seconds = now() / 1000;
+  timeRecoveries(faults, records);
+  const heldAtEnd = resequencer.waiting;
+  resequencer.release();
+  const final = await finalState(run, records);
+  await broker.close();
+  const { sent, scheduledMs, repliedMs, replyBodies, firstEventMs, eventHashes, order } = records;
+  return {
+    flags,
+    sent,
+    scheduledMs,
+    repliedMs,
+    replyBodies,
+    firstEventMs,
+    eventHashes,
+    eventCopies: records.eventCopies,
+    phantomEvents: records.phantomEvents,
+    unexpectedEvents: records.unexpectedEvents,
+    commits: evidence.counts(),
+    streamOrder: {
+      outOfOrder: order.outOfOrder,
+      withoutOffset: order.withoutOffset,
+      withoutSequence: resequencer.withoutSequence,
+      arrivedEarly: resequencer.arrivedEarly,
+      heldAtEnd,
+      longestGapMs: resequencer.longestGapMs,
+    },
+    faults,
+    ...final,
+    minReplicas: Number.isFinite(minReplicas) ? minReplicas : -1,
+    seconds,
+    loadStartMs: load.startMs,
+  };
+}
+
+/** Sends command k at its scheduled time, `rate` a second, until stopped. */
+function openLoop(
+  rate: number,
+  start: number,
+  now: () => number,
+  sendNext: (k: number, atMs: number) => void,
+): { startMs: number; stop: () => Promise<void> } {
+  let ends = false;
+  const startMs = now();
+  const running = (async () => {
+    for (let k = 0; !ends; k++) {
+      const at = startMs + (k * 1000) / rate;
       // `at` counts from `start`; sleepUntil takes the performance.now() clock.
       await sleepUntil(start + at);
-      send(workload.next(k), at);
+      sendNext(k, at);
     }
   })();
+  return {
+    startMs,
+    stop: async () => {
+      ends = true;
+      await running;
+    },
+  };
+}
 
+/**
+ * The faults, one after another: each once the last one settled, `--fault-interval` after
+ * the last one at the earliest (5 s after the load began for the first).
+ */
+async function injectFaults(
+  run: FailoverRun,
+  start: number,
+  now: () => number,
+): Promise<{ faults: FaultRecord[]; minReplicas: number }> {
   const faults: FaultRecord[] = [];
   let minReplicas = Number.POSITIVE_INFINITY;
   let nextAt = leadMs;
-  for (let f = 0; f < flags["--faults"]; f++) {
+  for (let f = 0; f < run.flags["--faults"]; f++) {
     if (nextAt > now()) await Bun.sleep(nextAt - now());
     const outcome = await run.faults.inject();
     const atMs = outcome.killedAt - start;
@@ -238,22 +251,17 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
       rejoinedAfterMs: outcome.settled ? now() - atMs : undefined,
       longestSilenceMs: undefined,
     });
-    progress(
+    run.progress(
       `fault ${f + 1} at ${(atMs / 1000).toFixed(1)} s: killed ${outcome.killed}; ${outcome.promoted} took over after ${outcome.promotedAfterMs.toFixed(0)} ms; ${outcome.settled ? `settled on ${outcome.settledOn}, the victim back` : "not settled"}`,
     );
-    nextAt = Math.max(atMs + flags["--fault-interval"] * 1000, now() + 2000);
+    nextAt = Math.max(atMs + run.flags["--fault-interval"] * 1000, now() + 2000);
   }
-  await Bun.sleep(tailMs);
-  loadEnds = true;
-  await openLoop;
-  progress("waiting for every reply and event");
-  const deadline = performance.now() + 60_000;
-  while (performance.now() < deadline) {
-    if (repliedMs.every((t) => t > 0) && firstEventMs.every((t) => t > 0)) break;
-    await Bun.sleep(100);
-  }
-  await Bun.sleep(1000); // late duplicates, if any, are counted too
-  const seconds = now() / 1000;
+  return { faults, minReplicas };
+}
+
+/** Each fault's recovery figures, from what every command saw. */
+function timeRecoveries(faults: FaultRecord[], records: CommandRecords): void {
+  const { scheduledMs, repliedMs, firstEventMs, firstArrivalMs } = records;
   const replyTimes = Float64Array.from(repliedMs.filter((t) => t > 0)).sort();
   for (const fault of faults) {
     const settledAt = fault.atMs + (fault.rejoinedAfterMs ?? 10_000);
@@ -265,10 +273,16 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
     fault.ackedAfterPromotionMs = firstReceivedAfter(repliedMs, promotedAt);
     fault.eventsAfterPromotionMs = firstReceivedAfter(firstEventMs, promotedAt);
   }
+}
 
-  const heldAtEnd = resequencer.waiting;
-  resequencer.release();
-  const valkey = createValkey(info.datastoreUrl, { name: "matchd-bench-failover-check" });
+/**
+ * What the final primary holds (every command's stored result), the books the services end
+ * with against the pure engine's replay in commit order, and both services' metrics.
+ */
+async function finalState(run: FailoverRun, records: CommandRecords) {
+  const { sent, committedAt } = records;
+  const keys = partitionKeys(run.config.partition);
+  const valkey = createValkey(run.info.datastoreUrl, { name: "matchd-bench-failover-check" });
   const stored: (string | null)[] = [];
   for (let i = 0; i < sent.length; i += 1000) {
     const chunk = sent.slice(i, i + 1000).map((c) => keys.processedCommand(c.commandId));
@@ -291,37 +305,8 @@ export async function observeFailovers(run: FailoverRun): Promise<FailoverObserv
       async (url) => (await (await fetch(`${url}/metrics`)).json()) as Record<string, unknown>,
     ),
   );
-  await broker.close();
-  return {
-    flags,
-    sent,
-    scheduledMs,
-    repliedMs,
-    replyBodies,
-    firstEventMs,
-    eventHashes,
-    eventCopies,
-    phantomEvents,
-    unexpectedEvents,
-    commits: evidence.counts(),
-    streamOrder: {
-      outOfOrder: order.outOfOrder,
-      withoutOffset: order.withoutOffset,
-      withoutSequence: resequencer.withoutSequence,
-      arrivedEarly: resequencer.arrivedEarly,
-      heldAtEnd,
-      longestGapMs: resequencer.longestGapMs,
-    },
-    faults,
-    stored,
-    finalDigest,
-    expected: { digest: reference.digest(), restingOrders: reference.restingOrderCount() },
-    conductorMetrics,
-    outboxMetrics,
-    minReplicas: Number.isFinite(minReplicas) ? minReplicas : -1,
-    seconds,
-    loadStartMs,
-  };
+  const expected = { digest: reference.digest(), restingOrders: reference.restingOrderCount() };
+  return { stored, finalDigest, expected, conductorMetrics, outboxMetrics };
 }
 
 /** Command indices in commit order; commands with no event seen keep their send order, last. */
