@@ -6,7 +6,7 @@ import { intFlag } from "./boundary";
 import { environmentFacts, machineEnvironment } from "./environment";
 import { LatencyHistogram } from "./histogram";
 import { type BenchReport, renderReport } from "./report";
-import { createWorkload } from "./workloads";
+import { createWorkload, type Workload } from "./workloads";
 
 export interface DomainBenchOptions {
   workload: string;
@@ -40,21 +40,20 @@ const now = (): number => Bun.nanoseconds();
 const machineFacts = (): Record<string, string> =>
   Object.fromEntries(environmentFacts(machineEnvironment()));
 
-export function runDomainBench(options: DomainBenchOptions): BenchReport {
-  const { workload: name, commands, seed, warmup } = options;
-  // Warm up on a separate engine and workload instance so the timed run starts from a known state.
-  if (warmup > 0) {
-    const warm = new MatchingEngine();
-    const warmWorkload = createWorkload(name, { seed: seed + 1 });
-    for (const command of warmWorkload.prefill()) warm.apply(command);
-    for (let i = 0; i < warmup; i++) warm.apply(warmWorkload.next(i));
-  }
-  Bun.gc(true);
-  const engine = new MatchingEngine();
-  const workload = createWorkload(name, { seed });
-  for (const command of workload.prefill()) engine.apply(command);
-  const prefilled = engine.restingOrderCount();
+/** Runs `warmup` commands on an engine and workload of their own, so the timed run starts fresh. */
+function warmUp(name: string, seed: number, warmup: number): void {
+  if (warmup <= 0) return;
+  const warm = new MatchingEngine();
+  const warmWorkload = createWorkload(name, { seed: seed + 1 });
+  for (const command of warmWorkload.prefill()) warm.apply(command);
+  for (let i = 0; i < warmup; i++) warm.apply(warmWorkload.next(i));
+}
 
+/**
+ * Applies `commands` of the workload in batches made before each batch's timed region, one
+ * command in LATENCY_STRIDE timed on its own (a different one in each batch).
+ */
+function timeCommands(engine: MatchingEngine, workload: Workload, commands: number) {
   const histogram = new LatencyHistogram();
   const counts = { events: 0, accepted: 0, rejected: 0, duplicate: 0, deals: 0 };
   let timedNs = 0;
@@ -87,31 +86,56 @@ export function runDomainBench(options: DomainBenchOptions): BenchReport {
     for (let k = 0; k < timed; k++) histogram.record(latencies[k]!);
     sampled += timed;
   }
-  // check() throws on a broken book, so a report exists only when it passed.
-  engine.check();
-  const resting = engine.restingOrderCount();
-  const seconds = timedNs / 1e9;
-  // Workloads without an exact expectation (mixed) are checked by the book check and by their
-  // command ids, all distinct, so no command may come back a duplicate (a false duplicate
-  // would be an id index fault); their accepted and rejected counts are reported beside.
+  return { histogram, counts, timedNs, slowestBatchNs, sampled };
+}
+
+/**
+ * Workloads without an exact expectation (mixed) are checked by the book check and by their
+ * command ids, all distinct, so no command may come back a duplicate (a false duplicate would
+ * be an id index fault); their accepted and rejected counts are reported beside.
+ */
+function domainInvariants(
+  counts: { events: number; rejected: number; duplicate: number },
+  resting: number,
+  exact: { events: number; resting: number } | undefined,
+): BenchReport["invariants"] {
   const noDuplicates = counts.duplicate === 0;
   const invariants: BenchReport["invariants"] = {
     ok: noDuplicates,
     checkPassed: true,
     noDuplicates,
   };
-  const exact = workload.expectedAfter?.(commands);
-  if (exact !== undefined) {
-    // Exactly the events and resting orders the workload implies, and no command refused:
-    // a sum alone (events + resting) would let a missing event hide behind an extra order.
-    invariants.eventsExpected = exact.events;
-    invariants.eventsMatch = counts.events === exact.events;
-    invariants.restingExpected = exact.resting;
-    invariants.restingMatch = resting === exact.resting;
-    // Nothing refused covers no duplicates too.
-    invariants.nothingRefused = counts.rejected === 0 && noDuplicates;
-    invariants.ok = invariants.eventsMatch && invariants.restingMatch && invariants.nothingRefused;
-  }
+  if (exact === undefined) return invariants;
+  // Exactly the events and resting orders the workload implies, and no command refused:
+  // a sum alone (events + resting) would let a missing event hide behind an extra order.
+  invariants.eventsExpected = exact.events;
+  invariants.eventsMatch = counts.events === exact.events;
+  invariants.restingExpected = exact.resting;
+  invariants.restingMatch = resting === exact.resting;
+  // Nothing refused covers no duplicates too.
+  invariants.nothingRefused = counts.rejected === 0 && noDuplicates;
+  invariants.ok = invariants.eventsMatch && invariants.restingMatch && invariants.nothingRefused;
+  return invariants;
+}
+
+export function runDomainBench(options: DomainBenchOptions): BenchReport {
+  const { workload: name, commands, seed, warmup } = options;
+  warmUp(name, seed, warmup);
+  Bun.gc(true);
+  const engine = new MatchingEngine();
+  const workload = createWorkload(name, { seed });
+  for (const command of workload.prefill()) engine.apply(command);
+  const prefilled = engine.restingOrderCount();
+  const { histogram, counts, timedNs, slowestBatchNs, sampled } = timeCommands(
+    engine,
+    workload,
+    commands,
+  );
+  // check() throws on a broken book, so a report exists only when it passed.
+  engine.check();
+  const resting = engine.restingOrderCount();
+  const seconds = timedNs / 1e9;
+  const invariants = domainInvariants(counts, resting, workload.expectedAfter?.(commands));
   const memory = process.memoryUsage();
   return {
     boundary: "pure-domain",
