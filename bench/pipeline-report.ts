@@ -3,11 +3,14 @@
  * search's: the partition reset, the services started unless given by URL, then the timed
  * run (pipeline-bench.ts) or the search (capacity-report.ts) assembled into a report.
  */
+
+import type { Config } from "../src/config/schema";
 import { createValkey } from "../src/infra/valkey/client";
 import { partitionKeys } from "../src/infra/valkey/keys";
 import { capacityDefaults, capacityReport } from "./capacity-report";
 import {
   type PipelineBoundary,
+  type PipelineResult,
   purgeCommandQueue,
   resetPartition,
   runPipelineBench,
@@ -141,22 +144,16 @@ export async function pipelineStackReport(
   return pipelineRunReport(context, boundary, await pipelineServices(context, boundary));
 }
 
-/** One timed pipeline run of `boundary` on services already running. */
-export async function pipelineRunReport(
-  context: StackContext,
-  boundary: PipelineBoundary,
-  { conductor, outbox }: Services,
-): Promise<StackReport> {
-  const { config, flags, progress, envFacts } = context;
-  const pipelineBoundary = boundary;
+/** The run's size from its flags: commands, warm-up and rate, each boundary's defaults. */
+function pipelineRunSize(flags: ReadonlyMap<string, string>, boundary: PipelineBoundary) {
   const seed = intFlag(flags, "--seed", 1);
   const workload = flags.get("--workload") ?? "alternating";
-  const defaultCommands = pipelineBoundary === "round-trip" ? 10_000 : 20_000;
+  const defaultCommands = boundary === "round-trip" ? 10_000 : 20_000;
   let commands = intFlag(flags, "--commands", defaultCommands);
   const rateFlag = flags.get("--rate");
   const rate =
     rateFlag === undefined
-      ? pipelineBoundary === "round-trip"
+      ? boundary === "round-trip"
         ? 1000
         : undefined
       : intFlag(flags, "--rate", 0);
@@ -169,6 +166,61 @@ export async function pipelineRunReport(
     commands += commands % 2;
     warmup += warmup % 2;
   }
+  return { seed, workload, commands, warmup, rate };
+}
+
+/** The report's extra figures: what was offered, the settings, and what the services did. */
+function pipelineExtras(
+  result: PipelineResult,
+  config: Config,
+  boundary: PipelineBoundary,
+  latencyName: string,
+  rate: number | undefined,
+): BenchReport["extra"] {
+  return {
+    latencyMeasures: latencyName,
+    commandMix: String(result.facts.commandMix),
+    fillCounts: String(result.facts.fillCounts),
+    bookAtEnd: String(result.facts.bookAtEnd),
+    offered:
+      rate === undefined
+        ? "closed loop (publish as fast as the broker accepts)"
+        : `${rate} commands/s`,
+    batchMax: config.batchMax,
+    prefetch: config.prefetch,
+    ...(boundary === "full-pipeline" ? { outboxWindow: config.outboxWindow } : {}),
+    publishCallMs: JSON.stringify(result.publishLatency.percentilesMs()),
+    aofRewrites: String(result.facts.aofRewrites),
+    traceBreakdown: String(result.facts.traceBreakdown),
+    gcCollections: String(result.facts.gcCollections),
+    crossed: String(result.facts.crossed),
+    cpuSeconds: String(result.facts.cpuSeconds),
+    ...(result.facts.cpuNotMeasured === undefined
+      ? {}
+      : { cpuNotMeasured: String(result.facts.cpuNotMeasured) }),
+    maxCommandQueueDepth: result.facts.maxQueueDepth as number,
+    maxEventStreamLength: result.facts.maxStreamLength as number,
+    stages: JSON.stringify(result.stages),
+    ...(result.queries === undefined
+      ? {}
+      : {
+          queryLoad: `${result.queries.connections} connections sending the conductor's queries back to back from the bench process: ${result.queries.requests} requests (${result.queries.perSecond}/s), ${result.queries.errors} errors, latency ms ${JSON.stringify(result.queries.latencyMs)}`,
+        }),
+    // The services' histograms are cumulative: they cannot be cut at the warm-up.
+    stagesCover:
+      "every command the services processed since they started (prefill and warm-up included)",
+  };
+}
+
+/** One timed pipeline run of `boundary` on services already running. */
+export async function pipelineRunReport(
+  context: StackContext,
+  boundary: PipelineBoundary,
+  { conductor, outbox }: Services,
+): Promise<StackReport> {
+  const { config, flags, progress, envFacts } = context;
+  const pipelineBoundary = boundary;
+  const { seed, workload, commands, warmup, rate } = pipelineRunSize(flags, boundary);
   const result = await runPipelineBench({
     boundary: pipelineBoundary,
     config: config,
@@ -204,39 +256,7 @@ export async function pipelineRunReport(
     invariants: result.invariants,
     checks: result.checks,
     environment: envFacts,
-    extra: {
-      latencyMeasures: latencyName,
-      commandMix: String(result.facts.commandMix),
-      fillCounts: String(result.facts.fillCounts),
-      bookAtEnd: String(result.facts.bookAtEnd),
-      offered:
-        rate === undefined
-          ? "closed loop (publish as fast as the broker accepts)"
-          : `${rate} commands/s`,
-      batchMax: config.batchMax,
-      prefetch: config.prefetch,
-      ...(pipelineBoundary === "full-pipeline" ? { outboxWindow: config.outboxWindow } : {}),
-      publishCallMs: JSON.stringify(result.publishLatency.percentilesMs()),
-      aofRewrites: String(result.facts.aofRewrites),
-      traceBreakdown: String(result.facts.traceBreakdown),
-      gcCollections: String(result.facts.gcCollections),
-      crossed: String(result.facts.crossed),
-      cpuSeconds: String(result.facts.cpuSeconds),
-      ...(result.facts.cpuNotMeasured === undefined
-        ? {}
-        : { cpuNotMeasured: String(result.facts.cpuNotMeasured) }),
-      maxCommandQueueDepth: result.facts.maxQueueDepth as number,
-      maxEventStreamLength: result.facts.maxStreamLength as number,
-      stages: JSON.stringify(result.stages),
-      ...(result.queries === undefined
-        ? {}
-        : {
-            queryLoad: `${result.queries.connections} connections sending the conductor's queries back to back from the bench process: ${result.queries.requests} requests (${result.queries.perSecond}/s), ${result.queries.errors} errors, latency ms ${JSON.stringify(result.queries.latencyMs)}`,
-          }),
-      // The services' histograms are cumulative: they cannot be cut at the warm-up.
-      stagesCover:
-        "every command the services processed since they started (prefill and warm-up included)",
-    },
+    extra: pipelineExtras(result, config, pipelineBoundary, latencyName, rate),
   };
   const series = {
     timeline: result.timeline,
