@@ -49,6 +49,84 @@ export async function declareBrokerFloorQueue(channel: Channel): Promise<void> {
   await channel.assertQueue(brokerFloorQueue, { durable: true, arguments: commandQueueArguments });
 }
 
+/**
+ * Consumes the bench's queue as the conductor does, counting what arrives: latency of the
+ * timed commands from `sentAt`, order and copies; one multiple-ack per batch, a lone delivery
+ * at once.
+ */
+async function consumeInOrder(channel: Channel, options: BrokerFloorOptions, sentAt: Float64Array) {
+  const total = sentAt.length;
+  const seen = new Uint8Array(total);
+  let unacked: ConsumeMessage | null = null;
+  let unackedCount = 0;
+  let flushScheduled = false;
+  const state = {
+    latency: new LatencyHistogram(),
+    received: 0,
+    outOfOrder: 0,
+    duplicates: 0,
+    /** When the last command arrived (0 until then). */
+    lastAt: 0,
+    flushAck: () => {
+      flushScheduled = false;
+      if (unacked === null) return;
+      channel.ack(unacked, true);
+      unacked = null;
+      unackedCount = 0;
+    },
+  };
+  let expectedNext = 0;
+  await channel.consume(brokerFloorQueue, (message) => {
+    if (message === null) return;
+    const i = Number(message.properties.messageId);
+    if (seen[i] === 1) state.duplicates++;
+    else {
+      seen[i] = 1;
+      state.received++;
+      if (i !== expectedNext) state.outOfOrder++;
+      expectedNext = i + 1;
+      if (i >= options.warmup) state.latency.record((performance.now() - sentAt[i]!) * 1e6);
+    }
+    unacked = message;
+    if (++unackedCount >= options.ackEvery) state.flushAck();
+    else if (!flushScheduled) {
+      flushScheduled = true;
+      setImmediate(state.flushAck);
+    }
+    if (state.received === total) state.lastAt = performance.now();
+  });
+  return state;
+}
+
+/**
+ * The timed commands: back to back (closed loop), or each at its scheduled time, counted from
+ * that time and not the actual send, so a late send is no coordinated omission.
+ */
+async function publishTimed(
+  options: BrokerFloorOptions,
+  timedStart: number,
+  publish: (i: number, at?: number) => Promise<void>,
+): Promise<void> {
+  const total = options.warmup + options.commands;
+  if (options.rate === undefined) {
+    for (let i = options.warmup; i < total; i++) await publish(i);
+    return;
+  }
+  const intervalMs = 1000 / options.rate;
+  const due = (i: number) => timedStart + (i - options.warmup) * intervalMs;
+  for (let i = options.warmup; i < total; ) {
+    const wait = due(i) - performance.now();
+    if (wait > 0) {
+      await sleepUntil(due(i));
+      continue;
+    }
+    while (i < total && due(i) <= performance.now()) {
+      await publish(i, due(i));
+      i++;
+    }
+  }
+}
+
 export async function runBrokerFloor(options: BrokerFloorOptions): Promise<BrokerFloorResult> {
   const workload = createWorkload("alternating", { seed: options.seed });
   const total = options.warmup + options.commands;
@@ -68,46 +146,8 @@ export async function runBrokerFloor(options: BrokerFloorOptions): Promise<Broke
     await channel.prefetch(options.prefetch);
 
     const sentAt = new Float64Array(total);
-    const seen = new Uint8Array(total);
-    const latency = new LatencyHistogram();
     const sendLag = new LatencyHistogram();
-    let received = 0;
-    let outOfOrder = 0;
-    let duplicates = 0;
-    let expectedNext = 0;
-    let unacked: ConsumeMessage | null = null;
-    let unackedCount = 0;
-    let flushScheduled = false;
-    let timedStart = 0;
-    let timedEnd = 0;
-    const flushAck = () => {
-      flushScheduled = false;
-      if (unacked === null) return;
-      channel.ack(unacked, true);
-      unacked = null;
-      unackedCount = 0;
-    };
-    await channel.consume(brokerFloorQueue, (message) => {
-      if (message === null) return;
-      const i = Number(message.properties.messageId);
-      if (seen[i] === 1) duplicates++;
-      else {
-        seen[i] = 1;
-        received++;
-        if (i !== expectedNext) outOfOrder++;
-        expectedNext = i + 1;
-        if (i >= options.warmup) latency.record((performance.now() - sentAt[i]!) * 1e6);
-      }
-      unacked = message;
-      // Acknowledge like the conductor: one multiple-ack per batch, a lone delivery at once.
-      if (++unackedCount >= options.ackEvery) flushAck();
-      else if (!flushScheduled) {
-        flushScheduled = true;
-        setImmediate(flushAck);
-      }
-      if (received === total) timedEnd = performance.now();
-    });
-
+    const seen = await consumeInOrder(channel, options, sentAt);
     /** `at`: when the command counts as sent (its scheduled time in open loop). */
     const publish = async (i: number, at?: number) => {
       const now = performance.now();
@@ -129,32 +169,15 @@ export async function runBrokerFloor(options: BrokerFloorOptions): Promise<Broke
       while (!reached() && performance.now() < deadline) await Bun.sleep(5);
     };
     for (let i = 0; i < options.warmup; i++) await publish(i);
-    await waitUntil(() => received >= options.warmup);
-    timedStart = performance.now();
-    if (options.rate === undefined) {
-      for (let i = options.warmup; i < total; i++) await publish(i);
-    } else {
-      // Latency counts from each scheduled time, not the actual send: no coordinated omission.
-      const intervalMs = 1000 / options.rate;
-      const due = (i: number) => timedStart + (i - options.warmup) * intervalMs;
-      for (let i = options.warmup; i < total; ) {
-        const wait = due(i) - performance.now();
-        if (wait > 0) {
-          await sleepUntil(due(i));
-          continue;
-        }
-        while (i < total && due(i) <= performance.now()) {
-          await publish(i, due(i));
-          i++;
-        }
-      }
-    }
+    await waitUntil(() => seen.received >= options.warmup);
+    const timedStart = performance.now();
+    await publishTimed(options, timedStart, publish);
     await publisher.waitForConfirms();
     // The timed window covers the publisher's confirms as well as the last delivery.
     const confirmedAt = performance.now();
-    await waitUntil(() => received === total);
-    timedEnd = Math.max(timedEnd === 0 ? performance.now() : timedEnd, confirmedAt);
-    flushAck();
+    await waitUntil(() => seen.received === total);
+    const timedEnd = Math.max(seen.lastAt === 0 ? performance.now() : seen.lastAt, confirmedAt);
+    seen.flushAck();
     // Closing the consumer returns anything unacknowledged to the queue, so an ack that
     // never arrived shows up as a message left behind.
     await channel.close();
@@ -166,11 +189,11 @@ export async function runBrokerFloor(options: BrokerFloorOptions): Promise<Broke
     return {
       seconds,
       commandsPerSecond: options.commands / seconds,
-      latencyMs: latency.percentilesMs(),
+      latencyMs: seen.latency.percentilesMs(),
       sendLagMs: sendLag.percentilesMs(),
-      received,
-      outOfOrder,
-      duplicates,
+      received: seen.received,
+      outOfOrder: seen.outOfOrder,
+      duplicates: seen.duplicates,
       queueEmptyAfter: left.messageCount === 0,
       bodyBytes: Math.round(bodies.reduce((sum, body) => sum + body.length, 0) / total),
       queueType: String(commandQueueArguments["x-queue-type"]),

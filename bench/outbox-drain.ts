@@ -123,6 +123,127 @@ interface HistogramJson {
   max?: number;
 }
 
+/** The drain's report: its timings, what the sink received, and the outbox's own figures. */
+function drainReport(
+  { config, events, window, sink: sinkMode = "live" }: OutboxDrainOptions,
+  sink: EventSink,
+  metrics: Record<string, unknown>,
+  t: {
+    backlogSeconds: number;
+    started: number;
+    ready: number;
+    drainStart: number;
+    drainSeconds: number;
+    receiveSeconds: number | undefined;
+  },
+  replicaFigures: Record<string, number | undefined>,
+): Record<string, unknown> {
+  const queued = sinkMode === "queued";
+  const latency = (metrics.matching_outbox_confirm_latency_seconds ?? {}) as HistogramJson;
+  const { backlogSeconds, started, ready, drainStart, drainSeconds, receiveSeconds } = t;
+  return {
+    boundary: "outbox-drain",
+    events,
+    window,
+    sink: sinkMode,
+    readCount: config.outboxReadCount,
+    durability: config.durability,
+    backlogWriteSeconds: round(backlogSeconds),
+    outboxStartSeconds: round((ready - started) / 1000),
+    firstReadSeconds: round((drainStart - started) / 1000),
+    drainSeconds: round(drainSeconds),
+    // A queued sink receives after the window: its read time is reported instead.
+    lastEventSeconds: queued ? undefined : round((sink.lastReceivedAt - drainStart) / 1000),
+    firstEventSeconds: queued ? undefined : round((sink.firstReceivedAt - drainStart) / 1000),
+    sinkReadSeconds: receiveSeconds,
+    eventsPerSecond: Math.round(events / drainSeconds),
+    received: sink.received,
+    duplicates: sink.duplicates,
+    foreignMessages: sink.foreign,
+    confirmLatencySeconds: {
+      p50: latency.p50,
+      p95: latency.p95,
+      p99: latency.p99,
+      p999: latency.p999,
+      max: latency.max,
+      count: latency.count,
+    },
+    publishRetries: metrics.matching_outbox_publish_retries_total,
+    deadLetters: metrics.matching_outbox_dead_letter_total,
+    unroutable: metrics.matching_outbox_unroutable_total,
+    published: metrics.matching_outbox_events_published_total,
+    durabilityTimeouts: metrics.matching_outbox_durability_timeouts_total,
+    // Sampled every 250 ms from the first read to the end of the drain.
+    ...replicaFigures,
+  };
+}
+
+/** The backlog: `events` entries appended as the commit appends them, in pipelined chunks. */
+async function writeBacklog(valkey: Redis, partition: number, runId: string, events: number) {
+  const keys = partitionKeys(partition);
+  const backlogStarted = performance.now();
+  for (let from = 0; from < events; from += xaddChunk) {
+    const pipeline = valkey.pipeline();
+    for (let n = from; n < Math.min(events, from + xaddChunk); n++) {
+      // With `seq`, as the commit writes entries: the outbox sends it as a header.
+      pipeline.xadd(keys.events, "*", "event", buildEnvelope(partition, runId, n), "seq", n + 1);
+    }
+    await pipeline.exec();
+  }
+  const backlogSeconds = (performance.now() - backlogStarted) / 1000;
+  return { backlogSeconds, backlogLength: await valkey.xlen(keys.events) };
+}
+
+/**
+ * Under aof-replicated the replica must stay attached throughout: the outbox's durability
+ * wait would stall without it, and a run that stalled must not read as a clean one. Sampled
+ * at most every 250 ms; a failed sample is a gap, as in the pipeline benches.
+ */
+function replicaSampler(config: Config, valkey: Redis) {
+  const replicated = config.durability === "aof-replicated";
+  let min = Number.POSITIVE_INFINITY;
+  let samples = 0;
+  let nextAt = 0;
+  return {
+    sample: async () => {
+      if (!replicated || performance.now() < nextAt) return;
+      nextAt = performance.now() + 250;
+      try {
+        min = Math.min(min, await connectedReplicas(valkey));
+        samples++;
+      } catch {
+        // No sample at all fails the run (the report says none).
+      }
+    },
+    figures: () => ({
+      // Sampled every 250 ms from the first read to the end of the drain.
+      replicaSamples: replicated ? samples : undefined,
+      minReplicasConnected: replicated && samples > 0 ? min : undefined,
+    }),
+  };
+}
+
+/** Outside the timed window: reads a queued sink and checks every event arrived, each once. */
+async function readQueuedSink(
+  sink: EventSink,
+  events: number,
+  started: number,
+  timeoutMs: number,
+): Promise<number> {
+  const readStarted = performance.now();
+  await sink.startReceiving();
+  while (sink.received < events) {
+    if (performance.now() - started > timeoutMs) {
+      throw new Error(
+        `the sink read ${sink.received} of ${events} events from its queue within ${timeoutMs} ms`,
+      );
+    }
+    sink.throwIfFailed();
+    await Bun.sleep(10);
+  }
+  return round((performance.now() - readStarted) / 1000);
+}
+
 export async function runOutboxDrainBench(
   options: OutboxDrainOptions,
 ): Promise<Record<string, unknown>> {
@@ -143,17 +264,7 @@ export async function runOutboxDrainBench(
     const queued = sinkMode === "queued";
     sink = await EventSink.open(config.brokerUrl, runId, events, { deferred: queued });
 
-    const backlogStarted = performance.now();
-    for (let from = 0; from < events; from += xaddChunk) {
-      const pipeline = valkey.pipeline();
-      for (let n = from; n < Math.min(events, from + xaddChunk); n++) {
-        // With `seq`, as the commit writes entries: the outbox sends it as a header.
-        pipeline.xadd(keys.events, "*", "event", buildEnvelope(partition, runId, n), "seq", n + 1);
-      }
-      await pipeline.exec();
-    }
-    const backlogSeconds = (performance.now() - backlogStarted) / 1000;
-    const backlogLength = await valkey.xlen(keys.events);
+    const { backlogSeconds, backlogLength } = await writeBacklog(valkey, partition, runId, events);
     log(
       `backlog of ${backlogLength} events written in ${backlogSeconds.toFixed(2)} s; starting the outbox (window ${window})`,
     );
@@ -173,19 +284,8 @@ export async function runOutboxDrainBench(
     const receiving = sink;
     const arrived = (): number => (queued ? inQueue : receiving.received);
     let nextReport = ready + 1000;
-    // Under aof-replicated the replica must stay attached throughout: the outbox's durability
-    // wait would stall without it, and a run that stalled must not read as a clean one.
-    const replicas = { min: Number.POSITIVE_INFINITY, samples: 0, nextAt: 0 };
-    const sampleReplicas = async () => {
-      if (config.durability !== "aof-replicated" || performance.now() < replicas.nextAt) return;
-      replicas.nextAt = performance.now() + 250;
-      try {
-        replicas.min = Math.min(replicas.min, await connectedReplicas(valkey));
-        replicas.samples++;
-      } catch {
-        // A failed sample is a gap, as in the pipeline benches; no sample at all fails the run.
-      }
-    };
+    const replicas = replicaSampler(config, valkey);
+    const sampleReplicas = replicas.sample;
     await sampleReplicas();
     while (length > 0 || arrived() < events) {
       if (performance.now() - started > timeoutMs) {
@@ -204,62 +304,13 @@ export async function runOutboxDrainBench(
       }
     }
     const drained = performance.now();
-    let receiveSeconds: number | undefined;
-    if (queued) {
-      // Outside the timed window: read the queue and check every event arrived, each once.
-      const readStarted = performance.now();
-      await sink.startReceiving();
-      while (sink.received < events) {
-        if (performance.now() - started > timeoutMs) {
-          throw new Error(
-            `the sink read ${sink.received} of ${events} events from its queue within ${timeoutMs} ms`,
-          );
-        }
-        sink.throwIfFailed();
-        await Bun.sleep(10);
-      }
-      receiveSeconds = round((performance.now() - readStarted) / 1000);
-    }
+    const receiveSeconds = queued
+      ? await readQueuedSink(sink, events, started, timeoutMs)
+      : undefined;
     const metrics = (await (await fetch(outbox.metricsUrl)).json()) as Record<string, unknown>;
-    const latency = (metrics.matching_outbox_confirm_latency_seconds ?? {}) as HistogramJson;
     const drainSeconds = (drained - drainStart) / 1000;
-    const report: Record<string, unknown> = {
-      boundary: "outbox-drain",
-      events,
-      window,
-      sink: sinkMode,
-      readCount: config.outboxReadCount,
-      durability: config.durability,
-      backlogWriteSeconds: round(backlogSeconds),
-      outboxStartSeconds: round((ready - started) / 1000),
-      firstReadSeconds: round((drainStart - started) / 1000),
-      drainSeconds: round(drainSeconds),
-      // A queued sink receives after the window: its read time is reported instead.
-      lastEventSeconds: queued ? undefined : round((sink.lastReceivedAt - drainStart) / 1000),
-      firstEventSeconds: queued ? undefined : round((sink.firstReceivedAt - drainStart) / 1000),
-      sinkReadSeconds: receiveSeconds,
-      eventsPerSecond: Math.round(events / drainSeconds),
-      received: sink.received,
-      duplicates: sink.duplicates,
-      foreignMessages: sink.foreign,
-      confirmLatencySeconds: {
-        p50: latency.p50,
-        p95: latency.p95,
-        p99: latency.p99,
-        p999: latency.p999,
-        max: latency.max,
-        count: latency.count,
-      },
-      publishRetries: metrics.matching_outbox_publish_retries_total,
-      deadLetters: metrics.matching_outbox_dead_letter_total,
-      unroutable: metrics.matching_outbox_unroutable_total,
-      published: metrics.matching_outbox_events_published_total,
-      durabilityTimeouts: metrics.matching_outbox_durability_timeouts_total,
-      // Sampled every 250 ms from the first read to the end of the drain.
-      replicaSamples: config.durability === "aof-replicated" ? replicas.samples : undefined,
-      minReplicasConnected:
-        config.durability === "aof-replicated" && replicas.samples > 0 ? replicas.min : undefined,
-    };
+    const times = { backlogSeconds, started, ready, drainStart, drainSeconds, receiveSeconds };
+    const report = drainReport(options, sink, metrics, times, replicas.figures());
     log(
       `drained ${events} events in ${drainSeconds.toFixed(2)} s: ${report.eventsPerSecond} events/s`,
     );

@@ -44,12 +44,8 @@ function verdictOf(v: SeriesVerdict): string {
   return withinNoise ? "flat (growth within its noise)" : "flat";
 }
 
-export function renderSoakHtml(report: SoakReport): string {
-  const samples = report.samples;
-  const servers = Object.keys(samples[0]?.servers ?? {});
-  const processes = Object.keys(samples[0]?.rssBytes ?? {});
-  const heaps = Object.keys(samples[0]?.heapBytes ?? {});
-  const ok = report.invariants.ok;
+/** The report's tables' rows: each series' verdict, Valkey's stalls, the AOF rewrites. */
+function soakRows(report: SoakReport) {
   const verdictRows = report.series
     .map((v) => {
       const cls = v.bounded === undefined ? "info" : v.bounded ? "pass" : "fail";
@@ -72,7 +68,12 @@ export function renderSoakHtml(report: SoakReport): string {
         `<tr><td>${esc(r.server)}${r.duringReplicaRestart ? " (during the replica restart)" : ""}</td><td class="num">${Math.round(r.fromS)}–${Math.round(r.toS)} s</td><td class="num">${r.forkMs.toFixed(1)} ms</td><td class="num">&lt;= ${r.durabilityWaitP999Ms} ms</td><td class="num">${r.waits}</td><td>${esc(describeStall(r.worstStall))}</td></tr>`,
     )
     .join("");
-  const facts: [string, string][] = [
+  return { verdictRows, stallRows, rewriteRows };
+}
+
+/** The run's facts, one row each. */
+function soakFacts(report: SoakReport): [string, string][] {
+  return [
     ["offered", report.offered],
     ["achieved", `${report.achievedCommandsPerSecond} commands/s`],
     ["dedup window", `${report.dedupWindowSeconds} s`],
@@ -98,7 +99,15 @@ export function renderSoakHtml(report: SoakReport): string {
         .join("  "),
     ],
   ];
-  const charts = [
+}
+
+/** The charts: memory, keys, AOF, RSS, heaps, backlogs, then latency per minute. */
+function soakCharts(report: SoakReport): string[] {
+  const samples = report.samples;
+  const servers = Object.keys(samples[0]?.servers ?? {});
+  const processes = Object.keys(samples[0]?.rssBytes ?? {});
+  const heaps = Object.keys(samples[0]?.heapBytes ?? {});
+  return [
     chart(
       "chart-memory",
       "Valkey used_memory",
@@ -177,6 +186,13 @@ export function renderSoakHtml(report: SoakReport): string {
       ],
     })}</section>`,
   ];
+}
+
+export function renderSoakHtml(report: SoakReport): string {
+  const ok = report.invariants.ok;
+  const { verdictRows, stallRows, rewriteRows } = soakRows(report);
+  const facts = soakFacts(report);
+  const charts = soakCharts(report);
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>matchd bench: soak</title><style>${css}</style></head>
 <body><main>
