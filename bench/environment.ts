@@ -5,8 +5,8 @@
 import { readFileSync, realpathSync } from "node:fs";
 import { cpus, release, totalmem } from "node:os";
 import amqp from "amqplib";
-import { redactUrl } from "../src/config/resolve";
 import { brokerUrls } from "../src/infra/amqp/broker-urls";
+import { redactUrl } from "../src/infra/redact";
 import { createValkey, parseInfo } from "../src/infra/valkey/client";
 
 /** One observed fact: its value, or "unknown" plus why it could not be read. */

@@ -3,12 +3,12 @@
  * each printed as pass/fail; starts nothing.
  */
 
-import { redactUrl } from "../config/resolve";
 import type { Config } from "../config/schema";
 import { BrokerRefusedError } from "../infra/amqp/broker-errors";
 import { brokerUrls } from "../infra/amqp/broker-urls";
 import { connectBroker } from "../infra/amqp/connect";
 import { runDatastoreChecks } from "../infra/boot";
+import { redactUrl } from "../infra/redact";
 import type { CheckOutcome } from "../infra/valkey/durability";
 import { withinMs } from "../infra/within";
 

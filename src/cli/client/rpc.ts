@@ -4,11 +4,11 @@
  * command's commit is durable, so the reply is the command's durable result.
  */
 import type { Channel, ChannelModel, ConsumeMessage } from "amqplib";
-import { redactUrl } from "../../config/resolve";
 import type { CommandEnvelope, CommandResult } from "../../domain/index";
 import { BrokerRefusedError, brokerErrorLine } from "../../infra/amqp/broker-errors";
 import { connectBroker } from "../../infra/amqp/connect";
 import { commandExchange, commandQueue, commandQueueArguments } from "../../infra/amqp/topology";
+import { redactUrl } from "../../infra/redact";
 import { ClientError } from "./client-error";
 
 export interface SendOptions {

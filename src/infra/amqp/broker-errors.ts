@@ -3,7 +3,7 @@
  * exist or is not permitted) apart from an unreachable broker, which is worth retrying:
  * retrying a refusal for ever only hides it behind "not reachable".
  */
-import { redactUrl } from "../../config/resolve";
+import { redactUrl } from "../redact";
 
 /** The broker answered and refused this user or vhost: fatal at boot, never retried there. */
 export class BrokerRefusedError extends Error {
