@@ -4,19 +4,7 @@
  * is refused rather than silently ignored; the environment variable stays accepted
  * everywhere, since one environment file commonly serves every process.
  */
-import { type ClientCommandName, type Subcommand, settings } from "./schema";
-
-const clientCommandNames: readonly ClientCommandName[] = [
-  "order place",
-  "order cancel",
-  "order amend",
-  "order cancel-all",
-  "pair halt",
-  "pair resume",
-  "events",
-  "book",
-  "result",
-];
+import { clientCommandNames, type Subcommand, settings } from "./schema";
 
 /** Each setting's flag and readers, widened for lookups. */
 const scopes = settings.map((s) => ({

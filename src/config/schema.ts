@@ -44,26 +44,23 @@ export interface Config {
 export type SettingReader = "conductor" | "outbox" | "check" | "bench";
 
 /** The client commands, as `clientCommands` and the help name them. */
-export type ClientCommandName =
-  | "order place"
-  | "order cancel"
-  | "order amend"
-  | "order cancel-all"
-  | "pair halt"
-  | "pair resume"
-  | "events"
-  | "book"
-  | "result";
-
-/** The client commands that publish a command: they need the broker and the partition count. */
-const publishingClients = [
+export const clientCommandNames = [
   "order place",
   "order cancel",
   "order amend",
   "order cancel-all",
   "pair halt",
   "pair resume",
-] as const satisfies readonly ClientCommandName[];
+  "events",
+  "book",
+  "result",
+] as const;
+export type ClientCommandName = (typeof clientCommandNames)[number];
+
+/** The client commands that publish a command: they need the broker and the partition count. */
+const publishingClients = clientCommandNames.filter(
+  (name) => name.startsWith("order ") || name.startsWith("pair "),
+);
 /** The client commands that speak AMQP. */
 const amqpClients = [...publishingClients, "events"] as const;
 

@@ -116,65 +116,44 @@ export async function startValkey({
   });
 }
 
-/**
- * Starts a server again from the config file an earlier startValkey wrote in `dir`, as it
- * stands now: Sentinel rewrites it (CONFIG REWRITE) when it makes the server a primary or
- * a replica, and that is the role it must come back in. Its data and AOF are kept.
- */
-export async function restartValkey({
-  dir,
-  port,
-  readyTimeoutMs = 30_000,
-  onSpawn = () => {},
-}: {
+/** How a server or Sentinel is started again from the config file it left in `dir`. */
+interface Restart {
   dir: string;
   /** The port its config file names. */
   port: number;
   readyTimeoutMs?: number;
   onSpawn?: (spawned: { pid: number; startTicks: number }) => void;
-}): Promise<RunningValkey> {
+}
+
+/** Starts valkey-server again on `configFile` (and `extraArgs`) in `restart.dir`. */
+function relaunch(
+  { dir, port, readyTimeoutMs = 30_000, onSpawn = () => {} }: Restart,
+  what: string,
+  args: string[],
+  logFile: string,
+): Promise<RunningValkey> {
   const command = findBinary("valkey-server");
   if (command === undefined) {
     throw new StackError("missing-binary", `valkey-server not found: ${SETUP_HINT}`);
   }
-  return launch({
-    command,
-    what: "valkey-server",
-    dir,
-    port,
-    args: [`${dir}/server.conf`],
-    logFile: `${dir}/server.log`,
-    readyTimeoutMs,
-    onSpawn,
-  });
+  return launch({ command, what, dir, port, args, logFile, readyTimeoutMs, onSpawn });
+}
+
+/**
+ * Starts a server again from the config file an earlier startValkey wrote in `dir`, as it
+ * stands now: Sentinel rewrites it (CONFIG REWRITE) when it makes the server a primary or
+ * a replica, and that is the role it must come back in. Its data and AOF are kept.
+ */
+export async function restartValkey(restart: Restart): Promise<RunningValkey> {
+  const { dir } = restart;
+  return relaunch(restart, "valkey-server", [`${dir}/server.conf`], `${dir}/server.log`);
 }
 
 /** Starts a Sentinel again from the config file it rewrote in `dir`, as startSentinel left it. */
-export async function restartSentinelProcess({
-  dir,
-  port,
-  readyTimeoutMs = 30_000,
-  onSpawn = () => {},
-}: {
-  dir: string;
-  port: number;
-  readyTimeoutMs?: number;
-  onSpawn?: (spawned: { pid: number; startTicks: number }) => void;
-}): Promise<RunningValkey> {
-  const command = findBinary("valkey-server");
-  if (command === undefined) {
-    throw new StackError("missing-binary", `valkey-server not found: ${SETUP_HINT}`);
-  }
-  return launch({
-    command,
-    what: "valkey sentinel",
-    dir,
-    port,
-    args: [`${dir}/sentinel.conf`, "--sentinel"],
-    logFile: `${dir}/sentinel.log`,
-    readyTimeoutMs,
-    onSpawn,
-  });
+export async function restartSentinelProcess(restart: Restart): Promise<RunningValkey> {
+  const { dir } = restart;
+  const args = [`${dir}/sentinel.conf`, "--sentinel"];
+  return relaunch(restart, "valkey sentinel", args, `${dir}/sentinel.log`);
 }
 
 export interface StartSentinelOptions {
