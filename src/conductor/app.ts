@@ -2,9 +2,11 @@
  * The conductor's HTTP face: what ready means (every reason it is not, named), and the
  * query routes, whose answers say whose books they read (an active owner's or a standby's).
  */
+
 import type { Hono } from "hono";
 import type { Config } from "../config/schema";
 import type { BootProgress } from "../infra/boot";
+import { durabilityWaitMs } from "../infra/durability-policy";
 import { createHttpApp } from "../infra/http/app";
 import { withHeldAcknowledgements } from "../infra/valkey/policy-watch";
 import type { ConductorParts } from "./parts";
@@ -72,7 +74,7 @@ export function conductorApp(config: Config, parts: ConductorParts, boot: Conduc
         engine,
         store,
         () => owner.loaded,
-        config.durability === "aof-replicated" ? config.durabilityTimeoutMs : undefined,
+        durabilityWaitMs(config),
         config.httpToken,
         owner.trace,
         config.dedupRetentionSeconds,

@@ -5,11 +5,13 @@
  * and the loop backs off. A broken invariant is a bug, not a failure: it halts the
  * partition (nothing of its batch committed or acknowledged) and the process exits.
  */
+
 import type { Config } from "../config/schema";
 import { type MatchingEngine, MatchingInvariantError } from "../domain/index";
 import { decodeBody } from "../infra/amqp/codec";
 import { commandDeadLetterQueue } from "../infra/amqp/topology";
 import { backoffDelayMs } from "../infra/backoff";
+import { durabilityWaitMs } from "../infra/durability-policy";
 import { killPoint } from "../infra/kill-point";
 import type { Logger } from "../infra/log";
 import { DurabilityTimeoutError } from "../infra/valkey/durability";
@@ -127,7 +129,7 @@ export class Conductor {
   /** Claims ownership and loads the books; retried by the caller on failure. */
   async takeOwnership(): Promise<void> {
     const { epoch, previous } = await this.store.claimOwnership(
-      this.config.durability === "aof-replicated" ? this.config.durabilityTimeoutMs : undefined,
+      durabilityWaitMs(this.config),
       Math.max(this.epoch, this.ownerEpochSeen),
     );
     // Nobody owned the partition since this conductor's own epoch (every commit is fenced by
@@ -290,9 +292,10 @@ export class Conductor {
       committedMs: epochMs(),
       durableMs: 0,
     };
+    const waitMs = durabilityWaitMs(this.config);
     const durable =
-      this.config.durability === "aof-replicated"
-        ? this.store.waitDurable(this.config.durabilityTimeoutMs, connection).finally(() => {
+      waitMs !== undefined
+        ? this.store.waitDurable(waitMs, connection).finally(() => {
             entry.durableMs = epochMs();
             this.metrics.durabilityWait.observe((performance.now() - committedAt) / 1000);
           })

@@ -3,9 +3,11 @@
  * metrics, the stream, the lease and the delivery loop), each registered with its cleanup on
  * one stack as it opens: disposing the stack closes them in reverse order.
  */
+
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Config } from "../config/schema";
+import { durabilityWaitMs } from "../infra/durability-policy";
 import { countCollections } from "../infra/gc-observer";
 import type { Logger } from "../infra/log";
 import { MetricsRegistry } from "../infra/metrics";
@@ -93,10 +95,11 @@ export function openOutboxParts(
   if (policyWatch) exposeReplicaRule(registry, policyWatch);
   // Under aof-replicated an event leaves only once its commit is fsynced on primary and
   // replica, the same promise the conductor's acknowledgement makes for its command.
+  const waitMs = durabilityWaitMs(config);
   const durability =
-    config.durability === "aof-replicated"
+    waitMs !== undefined
       ? {
-          timeoutMs: config.durabilityTimeoutMs,
+          timeoutMs: waitMs,
           observeWaitMs: (waitedMs: number) => {
             metrics.durabilityWait.observe(waitedMs / 1000);
             failovers.durableWrite();

@@ -8,7 +8,9 @@
  * unreadable (two reads in a row), every durability wait fails: nothing is acknowledged or
  * published, and readiness says why.
  */
+
 import type { Config } from "../../config/schema";
+import { waitsForReplicas } from "../durability-policy";
 import type { Readiness } from "../http/app";
 import type { Logger } from "../log";
 import type { MetricsRegistry } from "../metrics";
@@ -324,7 +326,7 @@ export function watchFsyncPolicy(
   log: Logger,
   connectionName: string,
 ): FsyncPolicyWatch | undefined {
-  if (config.durability !== "aof-replicated") return undefined;
+  if (!waitsForReplicas(config)) return undefined;
   const slotKey = partitionKeys(config.partition).ownerEpoch;
   const valkey = createValkey(config.datastoreUrl, {
     name: connectionName,
