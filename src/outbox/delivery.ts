@@ -42,6 +42,12 @@ export interface DeliveryOptions {
   healthySessionMs?: number;
   /** Resolves when the policy watch lifts a hold on every wait (FsyncPolicyWatch.holdLifted). */
   holdLifted?: () => Promise<void>;
+  /**
+   * Why the Sentinels forbid acknowledging on the primary (a failover under way): no session
+   * starts meanwhile, since its reads write to the stream's consumer group, and every write
+   * diverges a primary being failed over further from the replica promoted in its place.
+   */
+  sentinelsForbid?: () => string | undefined;
 }
 
 interface InFlight {
@@ -105,6 +111,9 @@ export class DeliveryLoop {
   private readonly settleTimeoutMs: number;
   private readonly healthySessionMs: number;
   private readonly holdLifted: () => Promise<void>;
+  private readonly sentinelsForbid: () => string | undefined;
+  /** Whether the current hold for the Sentinels was logged (once per hold). */
+  private sentinelHoldLogged = false;
 
   private stopping = false;
   private publisher: EventPublisher | null = null;
@@ -147,6 +156,7 @@ export class DeliveryLoop {
     this.settleTimeoutMs = options.settleTimeoutMs ?? 10_000;
     this.healthySessionMs = options.healthySessionMs ?? defaultHealthySessionMs;
     this.holdLifted = options.holdLifted ?? (() => new Promise(() => undefined));
+    this.sentinelsForbid = options.sentinelsForbid ?? (() => undefined);
   }
 
   get inFlight(): number {
@@ -250,6 +260,18 @@ export class DeliveryLoop {
         await this.wakeup.wait(1000);
         continue;
       }
+      const forbidden = this.sentinelsForbid();
+      if (forbidden !== undefined) {
+        if (!this.sentinelHoldLogged) {
+          this.sentinelHoldLogged = true;
+          this.log.info("reading held while the Sentinels forbid acknowledging on this primary", {
+            reason: forbidden,
+          });
+        }
+        await this.pause(policyRetryMs);
+        continue;
+      }
+      this.sentinelHoldLogged = false;
       const outcome = await this.session();
       if (this.stopping) break;
       if (outcome === "retry") {

@@ -131,7 +131,12 @@ export function openOutboxParts(
       EventPublisher.open(config.brokerUrl, `matchd-outbox-p${partition}`, log, (exchange) =>
         log.debug("event returned as unroutable", { exchange }),
       ),
-    ...(policyWatch === undefined ? {} : { holdLifted: policyWatch.holdLifted }),
+    ...(policyWatch === undefined
+      ? {}
+      : {
+          holdLifted: policyWatch.holdLifted,
+          sentinelsForbid: policyWatch.rule().sentinelsForbid,
+        }),
   });
   return { ownerId, control, policyWatch, registry, metrics, stream, lease, loop };
 }

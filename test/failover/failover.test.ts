@@ -241,6 +241,7 @@ describe("datastore failover", () => {
     const partition = 12;
     const { replies, commands, publish } = await rpcRun(partition, 8, 200);
     const conductor = await startOn(partition);
+    const outbox = await startOutbox(stackOf(info), partition);
     await publish(0, 100);
     await eventually("the first half replied", () => replies.replies.size === 100, 30_000);
     // The last test restarted a node: Sentinel refuses a switch while it still reconfigures.
@@ -271,7 +272,10 @@ describe("datastore failover", () => {
       .split("\n")
       .filter((line) => line.includes("batch failed") && line.includes("no longer holds"));
     expect(failedForTheFailover.length).toBeLessThanOrEqual(2);
+    // The outbox's reads write to the stream's group: it held them too.
+    expect(outbox.stderr()).toContain("reading held while the Sentinels forbid acknowledging");
     expect(await conductor.stop()).toBe(0);
+    expect(await outbox.stop()).toBe(0);
   }, 120_000);
 
   test("a connection follows a switch once: the late Sentinels' announcements leave it be", async () => {
