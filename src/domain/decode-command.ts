@@ -101,18 +101,7 @@ const envelopeSchema = z.discriminatedUnion("type", [
 
 export type DecodeResult =
   | { ok: true; command: CommandEnvelope }
-  | {
-      ok: false;
-      code: ResultCode;
-      reason: string;
-      commandId?: string;
-      correlationId?: string;
-      pairId?: number;
-      orderId?: string;
-      userId?: string;
-      partition?: number;
-      submittedAt?: string;
-    };
+  | ({ ok: false; code: ResultCode; reason: string } & SalvagedHints);
 
 /** Decodes an already-unwrapped JSON value; returns a reject value, never throws. */
 export function decodeCommand(value: unknown): DecodeResult {
@@ -153,8 +142,8 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/** Picks whatever identifying fields survive in a bad command, so the reject can be correlated. */
-function salvageHints(value: unknown): {
+/** The identifying fields that survive in a bad command, so its reject can be correlated. */
+export interface SalvagedHints {
   commandId?: string;
   correlationId?: string;
   pairId?: number;
@@ -162,7 +151,10 @@ function salvageHints(value: unknown): {
   userId?: string;
   partition?: number;
   submittedAt?: string;
-} {
+}
+
+/** Picks whatever identifying fields survive in a bad command. */
+function salvageHints(value: unknown): SalvagedHints {
   if (!isRecord(value)) return {};
   const hints: ReturnType<typeof salvageHints> = {};
   // An id too long to be valid (in units or in bytes) is not cut to fit: two such ids sharing their first 200
