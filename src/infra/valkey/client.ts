@@ -69,6 +69,7 @@ export function createValkey(
     address.kind === "sentinel"
       ? followPrimarySwitches(
           client,
+          () => nodeAddress(client),
           address.sentinels,
           address.masterName,
           options.sentinelPassword,
@@ -87,20 +88,19 @@ export function createValkey(
  */
 function reviveWhenEnded(client: Valkey, onOwnerClose: () => void): void {
   let closedByOwner = false;
+  const closing = () => {
+    if (closedByOwner) return;
+    closedByOwner = true;
+    onOwnerClose();
+  };
   const disconnect = client.disconnect.bind(client);
   client.disconnect = (reconnect = false) => {
-    if (!reconnect && !closedByOwner) {
-      closedByOwner = true;
-      onOwnerClose();
-    }
+    if (!reconnect) closing();
     disconnect(reconnect);
   };
   const quit = client.quit.bind(client);
   client.quit = (callback?: Parameters<Valkey["quit"]>[0]) => {
-    if (!closedByOwner) {
-      closedByOwner = true;
-      onOwnerClose();
-    }
+    closing();
     return quit(callback);
   };
   client.on("end", () => {

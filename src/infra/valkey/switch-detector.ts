@@ -23,15 +23,19 @@ export function switchedTo(
   return { host, port: Number(port) };
 }
 
-/** Whether the connection's socket reaches `target` (a name Sentinel announces resolved). */
-async function connectedTo(client: Redis, target: { host: string; port: number }) {
-  const socket = (client as unknown as { stream?: { remoteAddress?: string; remotePort?: number } })
-    .stream;
-  if (socket?.remotePort !== target.port || socket.remoteAddress === undefined) return false;
-  if (socket.remoteAddress === target.host) return true;
+/**
+ * Whether `address` (the socket's `ip:port`, nodeAddress) is `target`, a name Sentinel
+ * announces resolved when it is a host name.
+ */
+async function isTarget(address: string | undefined, target: { host: string; port: number }) {
+  if (address === undefined) return false;
+  const colon = address.lastIndexOf(":");
+  const [ip, port] = [address.slice(0, colon), Number(address.slice(colon + 1))];
+  if (port !== target.port) return false;
+  if (ip === target.host) return true;
   if (isIP(target.host) !== 0) return false;
   const addresses = await lookup(target.host, { all: true }).catch(() => []);
-  return addresses.some((a) => a.address === socket.remoteAddress);
+  return addresses.some((a) => a.address === ip);
 }
 
 /**
@@ -41,6 +45,8 @@ async function connectedTo(client: Redis, target: { host: string; port: number }
  */
 export function followPrimarySwitches(
   client: Redis,
+  /** The address the client's socket reaches now (nodeAddress). */
+  addressOf: () => string | undefined,
   sentinels: readonly SentinelAddress[],
   masterName: string,
   sentinelPassword: string | undefined,
@@ -51,7 +57,7 @@ export function followPrimarySwitches(
       pending = target;
       return;
     }
-    if (!(await connectedTo(client, target))) client.disconnect(true);
+    if (!(await isTarget(addressOf(), target))) client.disconnect(true);
   };
   const onReady = () => {
     const target = pending;
