@@ -16,6 +16,7 @@ import { killPoint } from "../infra/kill-point";
 import type { Logger } from "../infra/log";
 import { DurabilityTimeoutError } from "../infra/valkey/durability";
 import type { PartitionKeys } from "../infra/valkey/keys";
+import { SentinelHold } from "../infra/valkey/sentinel-hold";
 import { type CommittedBatch, commitBatch, countTally, rememberUnacknowledged } from "./batch";
 import type { CommandConsumer, Delivery } from "./consumer";
 import type { ConductorMetrics } from "./metrics";
@@ -39,12 +40,6 @@ export const failureClearsWhenIdleMs = 10_000;
 /** Batches committed but not yet acknowledged at once: one waiting for durability, one matching. */
 const pipelineDepth = 2;
 
-/**
- * The longest the loop holds its batches while the Sentinels forbid acknowledging: a
- * Sentinel failover takes a second or two; past this, one commit is tried (see
- * heldBySentinels), so a switch this process missed still reaches it by a READONLY reply.
- */
-const sentinelHoldMaxMs = 5000;
 /** How often a held loop looks at the Sentinels' verdict again (the watch reads it every 200 ms). */
 const sentinelHoldPollMs = 50;
 
@@ -107,8 +102,8 @@ export class Conductor {
   lastFailure: string | undefined;
   /** When the loop last found nothing delivered and nothing in flight (undefined while busy). */
   private idleSinceMs: number | undefined;
-  /** Since when the loop holds its batches for the Sentinels (heldBySentinels). */
-  private sentinelHoldSinceMs: number | undefined;
+  /** Batches wait while the Sentinels fail the writer's primary over (heldBySentinels). */
+  private readonly sentinelHold: SentinelHold;
 
   constructor(
     private readonly config: Config,
@@ -118,7 +113,9 @@ export class Conductor {
     private readonly consumer: CommandConsumer,
     private readonly metrics: ConductorMetrics,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.sentinelHold = new SentinelHold(() => store.sentinelsForbid(), log, "holding batches");
+  }
 
   notify(): void {
     const wake = this.wake;
@@ -326,25 +323,11 @@ export class Conductor {
    * While the Sentinels fail the writer's primary over (or name another), a commit there can
    * only fail its wait, then requeue and reload; and every write makes the old primary diverge
    * further from the one they promote. The batch goes back, and the loop waits for the hold to
-   * lift or the writer to move, at most sentinelHoldMaxMs: then one commit is tried, whose
-   * failure (a READONLY reply moves the connection) reloads as before.
+   * lift or the writer to move; past SentinelHold's bound one commit is tried, whose failure
+   * (a READONLY reply moves the connection) reloads as before.
    */
   private async heldBySentinels(batch: Delivery[], inFlight: InFlight[]): Promise<boolean> {
-    const now = performance.now();
-    if (this.store.sentinelsForbid() === undefined) {
-      this.sentinelHoldSinceMs = undefined;
-      return false;
-    }
-    if (this.sentinelHoldSinceMs === undefined) {
-      this.sentinelHoldSinceMs = now;
-      this.log.info("holding batches while the Sentinels forbid acknowledging on this primary", {
-        reason: this.store.sentinelsForbid(),
-      });
-    }
-    if (now - this.sentinelHoldSinceMs > sentinelHoldMaxMs) {
-      this.sentinelHoldSinceMs = undefined;
-      return false;
-    }
+    if (!this.sentinelHold.holding()) return false;
     this.consumer.putBack(batch);
     if (inFlight.length > 0) {
       if (!(await this.finish(inFlight))) inFlight.length = 0;

@@ -17,6 +17,7 @@ import {
   PolicyViolatedError,
   WaitAbandonedError,
 } from "../infra/valkey/durability";
+import { SentinelHold } from "../infra/valkey/sentinel-hold";
 import { decodeEntry, type OutboxEvent, type StreamEntry } from "./envelope";
 import type { PartitionLease } from "./lease";
 import type { OutboxMetrics } from "./metrics";
@@ -44,8 +45,8 @@ export interface DeliveryOptions {
   holdLifted?: () => Promise<void>;
   /**
    * Why the Sentinels forbid acknowledging on the primary (a failover under way): no session
-   * starts meanwhile, since its reads write to the stream's consumer group, and every write
-   * diverges a primary being failed over further from the replica promoted in its place.
+   * starts meanwhile (its reads write to the stream's consumer group), up to SentinelHold's
+   * bound.
    */
   sentinelsForbid?: () => string | undefined;
 }
@@ -111,9 +112,8 @@ export class DeliveryLoop {
   private readonly settleTimeoutMs: number;
   private readonly healthySessionMs: number;
   private readonly holdLifted: () => Promise<void>;
-  private readonly sentinelsForbid: () => string | undefined;
-  /** Whether the current hold for the Sentinels was logged (once per hold). */
-  private sentinelHoldLogged = false;
+  /** No session starts while the Sentinels fail the primary over (see sentinelsForbid). */
+  private readonly sentinelHold: SentinelHold;
 
   private stopping = false;
   private publisher: EventPublisher | null = null;
@@ -156,7 +156,11 @@ export class DeliveryLoop {
     this.settleTimeoutMs = options.settleTimeoutMs ?? 10_000;
     this.healthySessionMs = options.healthySessionMs ?? defaultHealthySessionMs;
     this.holdLifted = options.holdLifted ?? (() => new Promise(() => undefined));
-    this.sentinelsForbid = options.sentinelsForbid ?? (() => undefined);
+    this.sentinelHold = new SentinelHold(
+      options.sentinelsForbid ?? (() => undefined),
+      this.log,
+      "reading held",
+    );
   }
 
   get inFlight(): number {
@@ -260,18 +264,10 @@ export class DeliveryLoop {
         await this.wakeup.wait(1000);
         continue;
       }
-      const forbidden = this.sentinelsForbid();
-      if (forbidden !== undefined) {
-        if (!this.sentinelHoldLogged) {
-          this.sentinelHoldLogged = true;
-          this.log.info("reading held while the Sentinels forbid acknowledging on this primary", {
-            reason: forbidden,
-          });
-        }
+      if (this.sentinelHold.holding()) {
         await this.pause(policyRetryMs);
         continue;
       }
-      this.sentinelHoldLogged = false;
       const outcome = await this.session();
       if (this.stopping) break;
       if (outcome === "retry") {
