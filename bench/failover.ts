@@ -1,6 +1,7 @@
 import { storedResultJson } from "../src/conductor/stored-result";
 import type { Config } from "../src/config/schema";
 import { type CommandEnvelope, MatchingEngine } from "../src/domain/index";
+import { Resequencer } from "../src/feed/resequencer";
 import { allEventExchanges, commandExchange, commandQueue } from "../src/infra/amqp/topology";
 import { createValkey } from "../src/infra/valkey/client";
 import { partitionKeys } from "../src/infra/valkey/keys";
@@ -12,7 +13,6 @@ import { CommandRecords } from "./failover-records";
 import type { FaultDriver } from "./fault-drivers";
 import { parseBenchFlags } from "./flag-parse";
 import { sleepUntil } from "./pace";
-import { Resequencer } from "./resequencer";
 import { createWorkload } from "./workloads";
 
 export function parseFailoverFlags(flags: ReadonlyMap<string, string>): FailoverFlags {

@@ -20,7 +20,14 @@ import { createLogger, type Logger } from "./infra/log";
 
 const stackValued = new Set(["--dir"]);
 
-const subcommands: readonly Subcommand[] = ["conductor", "outbox", "bench", "stack", "check"];
+const subcommands: readonly Subcommand[] = [
+  "conductor",
+  "outbox",
+  "feed",
+  "bench",
+  "stack",
+  "check",
+];
 
 /** A usage error: the problem, then where help is (helpHint); exit 2. */
 function fail(message: string, command?: string): never {
@@ -134,6 +141,10 @@ async function runConfigured(
     case "outbox": {
       const { runOutbox } = await import("./outbox/run");
       return runOutbox(config, log);
+    }
+    case "feed": {
+      const { runFeed } = await import("./feed/run");
+      return runFeed(config, log);
     }
     case "bench": {
       const [boundary] = args.positionals;

@@ -18,8 +18,9 @@ export function settingsUsage(reads: (flag: string) => boolean, subcommand: Subc
 }
 
 /** The settings `subcommand` reads; the others' flags are refused there, their variables not. */
-export const configUsageFor = (subcommand: "conductor" | "outbox" | "check" | "bench"): string =>
-  settingsUsage((flag) => readsFlag(subcommand, flag), subcommand);
+export const configUsageFor = (
+  subcommand: "conductor" | "outbox" | "feed" | "check" | "bench",
+): string => settingsUsage((flag) => readsFlag(subcommand, flag), subcommand);
 
 export const mainUsage = `matchd: exchange order matching with a durable single writer per partition
 
@@ -28,6 +29,7 @@ usage: matchd <command> [flags]
 commands:
   conductor   consume partition N's commands, match, commit atomically, wait for durability, ack
   outbox      move partition N's committed events from Valkey to RabbitMQ, in order, confirmed
+  feed        serve partition N's books as market data: WebSocket, REST snapshots, a live page
   bench       measure a boundary: domain | datastore | broker | conductor | outbox-drain | full-pipeline | round-trip | capacity
   stack       up | down | status: a private local Valkey primary + replica and RabbitMQ node
   check       run the datastore and broker checks of the durability policy, start nothing
@@ -61,6 +63,15 @@ Moves partition N's committed events from its Valkey stream to RabbitMQ in strea
 order on one confirm channel, at least once, keeping up to W publishes unconfirmed.
 
 ${configUsageFor("outbox")}`,
+  feed: `usage: matchd feed [--partition N] [config flags]
+
+Market data for partition N: keeps every book of the partition in memory from a durable
+snapshot and the published events (in x-partition-sequence order), and serves it on
+/ws (WebSocket: book at a depth, l3, trades; sequenced, with a CRC32 checksum),
+/feed/books/:pairId?depth=D (REST snapshot) and / (a live page). It only reads: run as
+many as you like per partition.
+
+${configUsageFor("feed")}`,
   check: `usage: matchd check [config flags]
 
 Runs the checks the durability policy needs (WAITAOF support, primary role, appendonly,

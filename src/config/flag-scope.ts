@@ -30,7 +30,7 @@ export function readsFlag(subcommand: Exclude<Subcommand, "stack">, flag: string
 }
 
 const readers = (flag: string): string =>
-  (["conductor", "outbox", "check", "bench", "client"] as const)
+  (["conductor", "outbox", "feed", "check", "bench", "client"] as const)
     .filter((subcommand) => readsFlag(subcommand, flag))
     .join(", ");
 

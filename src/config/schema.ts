@@ -7,7 +7,7 @@ import { z } from "zod";
 import { isDiscoveryUrl, parseDatastoreAddress } from "../infra/valkey/address";
 
 /** "client": the client commands (order, book, result, events), which read the same settings. */
-export type Subcommand = "conductor" | "outbox" | "bench" | "check" | "stack" | "client";
+export type Subcommand = "conductor" | "outbox" | "feed" | "bench" | "check" | "stack" | "client";
 export type DurabilityPolicy = "aof-replicated" | "memory";
 export type LogLevel = "debug" | "info" | "warn" | "error";
 
@@ -37,11 +37,16 @@ export interface Config {
   outboxLeaseTtlMs: number;
   /** Broker users whose `pair.halt` and `pair.resume` the conductor executes; empty: nobody's. */
   operatorUsers: readonly string[];
+  /** Bytes a feed client may leave unsent before it is disconnected as too slow. */
+  feedClientBufferBytes: number;
+  /** Messages per pair and channel the feed keeps so a client can resume. */
+  feedResumeMessages: number;
+  feedMaxSubscriptions: number;
   logLevel: LogLevel;
 }
 
 /** The subcommands that run a process of matchd's own and read settings. */
-export type SettingReader = "conductor" | "outbox" | "check" | "bench";
+export type SettingReader = "conductor" | "outbox" | "feed" | "check" | "bench";
 
 /** The client commands, as `clientCommands` and the help name them. */
 export const clientCommandNames = [
@@ -144,7 +149,7 @@ const always =
 export const settings = [
   {
     key: "datastoreUrl",
-    readBy: ["conductor", "outbox", "check", "bench"],
+    readBy: ["conductor", "outbox", "feed", "check", "bench"],
     env: "MATCHING_DATASTORE_URL",
     flag: "--datastore-url",
     accepted:
@@ -155,7 +160,7 @@ export const settings = [
   },
   {
     key: "sentinelPassword",
-    readBy: ["conductor", "outbox", "check", "bench"],
+    readBy: ["conductor", "outbox", "feed", "check", "bench"],
     env: "MATCHING_SENTINEL_PASSWORD",
     flag: "--sentinel-password",
     accepted: "the Sentinels' own password (the data nodes' is in the datastore URL); unset: none",
@@ -164,7 +169,7 @@ export const settings = [
   },
   {
     key: "brokerUrl",
-    readBy: ["conductor", "outbox", "check", "bench"],
+    readBy: ["conductor", "outbox", "feed", "check", "bench"],
     readByClients: amqpClients,
     env: "MATCHING_BROKER_URL",
     flag: "--broker-url",
@@ -175,7 +180,7 @@ export const settings = [
   },
   {
     key: "partition",
-    readBy: ["conductor", "outbox", "check", "bench"],
+    readBy: ["conductor", "outbox", "feed", "check", "bench"],
     readByClients: ["order cancel-all"],
     env: "MATCHING_PARTITION",
     flag: "--partition",
@@ -186,7 +191,7 @@ export const settings = [
   },
   {
     key: "partitionCount",
-    readBy: ["conductor", "outbox", "check", "bench"],
+    readBy: ["conductor", "outbox", "feed", "check", "bench"],
     readByClients: publishingClients,
     env: "MATCHING_PARTITION_COUNT",
     flag: "--partition-count",
@@ -196,16 +201,17 @@ export const settings = [
   },
   {
     key: "httpPort",
-    readBy: ["conductor", "outbox"],
+    readBy: ["conductor", "outbox", "feed"],
     env: "MATCHING_HTTP_PORT",
     flag: "--http-port",
     accepted: "a TCP port 0..65535 (0 picks a free one)",
     schema: integer(0, 65535),
-    defaultFor: (subcommand) => (subcommand === "outbox" ? "3035" : "3002"),
+    defaultFor: (subcommand) =>
+      subcommand === "outbox" ? "3035" : subcommand === "feed" ? "3040" : "3002",
   },
   {
     key: "httpHost",
-    readBy: ["conductor", "outbox"],
+    readBy: ["conductor", "outbox", "feed"],
     env: "MATCHING_HTTP_HOST",
     flag: "--http-host",
     accepted: "the address HTTP binds: an IPv4 or IPv6 address, or a host name",
@@ -246,7 +252,7 @@ export const settings = [
   },
   {
     key: "durability",
-    readBy: ["conductor", "outbox", "check", "bench"],
+    readBy: ["conductor", "outbox", "feed", "check", "bench"],
     env: "MATCHING_DURABILITY",
     flag: "--durability",
     accepted: "aof-replicated or memory",
@@ -255,7 +261,7 @@ export const settings = [
   },
   {
     key: "durabilityTimeoutMs",
-    readBy: ["conductor", "outbox", "check", "bench"],
+    readBy: ["conductor", "outbox", "feed", "check", "bench"],
     env: "MATCHING_DURABILITY_TIMEOUT_MS",
     flag: "--durability-timeout-ms",
     accepted: "milliseconds 10..60000",
@@ -264,7 +270,7 @@ export const settings = [
   },
   {
     key: "bootWaitSeconds",
-    readBy: ["conductor", "outbox"],
+    readBy: ["conductor", "outbox", "feed"],
     env: "MATCHING_BOOT_WAIT_S",
     flag: "--boot-wait-s",
     accepted: "seconds 1..86400 a service waits at boot for a datastore it cannot reach now",
@@ -376,8 +382,36 @@ export const settings = [
     defaultFor: always(""),
   },
   {
+    key: "feedClientBufferBytes",
+    readBy: ["feed"],
+    env: "MATCHING_FEED_CLIENT_BUFFER_BYTES",
+    flag: "--client-buffer-bytes",
+    accepted: "bytes 65536..67108864 a feed client may leave unread before it is cut off",
+    // A megabyte is seconds of a busy pair's deltas: a client that far behind is not reading.
+    schema: integer(65_536, 67_108_864),
+    defaultFor: always("1048576"),
+  },
+  {
+    key: "feedResumeMessages",
+    readBy: ["feed"],
+    env: "MATCHING_FEED_RESUME_MESSAGES",
+    flag: "--resume-messages",
+    accepted: "messages 0..100000 per pair and channel a client may resume from",
+    schema: integer(0, 100_000),
+    defaultFor: always("1000"),
+  },
+  {
+    key: "feedMaxSubscriptions",
+    readBy: ["feed"],
+    env: "MATCHING_FEED_MAX_SUBSCRIPTIONS",
+    flag: "--max-subscriptions",
+    accepted: "subscriptions 1..1000 one feed connection may hold",
+    schema: integer(1, 1000),
+    defaultFor: always("50"),
+  },
+  {
     key: "logLevel",
-    readBy: ["conductor", "outbox", "check", "bench"],
+    readBy: ["conductor", "outbox", "feed", "check", "bench"],
     env: "MATCHING_LOG_LEVEL",
     flag: "--log-level",
     accepted: "debug, info, warn or error",

@@ -6,10 +6,10 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import amqp, { type ConsumeMessage } from "amqplib";
-import { Resequencer } from "../../bench/resequencer";
 import { StreamOrderCheck } from "../../bench/stream-order";
 import { createWorkload } from "../../bench/workloads";
 import type { CommandEnvelope } from "../../src/domain/index";
+import { Resequencer } from "../../src/feed/resequencer";
 import { brokerUrls } from "../../src/infra/amqp/broker-urls";
 import { allEventExchanges, commandQueue } from "../../src/infra/amqp/topology";
 import { createValkey } from "../../src/infra/valkey/client";

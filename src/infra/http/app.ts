@@ -4,7 +4,9 @@
  * Prometheus text when asked), plus service-specific routes.
  */
 
+import type { WebSocketHandler } from "bun";
 import { Hono } from "hono";
+import type { BunWebSocketData } from "hono/bun";
 import type { MetricsRegistry } from "../metrics";
 import { withinMs } from "../within";
 
@@ -118,13 +120,21 @@ export interface HttpServer {
   stop(): Promise<void>;
 }
 
-export function serveHttp(app: Hono, port: number, hostname: string): HttpServer {
-  const server = Bun.serve({
+/** `websocket`: Bun's handlers for the routes that upgrade (the feed's), when there are any. */
+export function serveHttp(
+  app: Hono,
+  port: number,
+  hostname: string,
+  websocket?: WebSocketHandler<BunWebSocketData>,
+): HttpServer {
+  const options = {
     port,
     hostname,
     fetch: app.fetch,
     maxRequestBodySize: httpLimits.bodyBytes,
     idleTimeout: httpLimits.idleTimeoutS,
-  });
+  };
+  const server =
+    websocket === undefined ? Bun.serve(options) : Bun.serve({ ...options, websocket });
   return { port: server.port ?? port, stop: () => server.stop(true) };
 }

@@ -1,6 +1,6 @@
 /** The consumer's restoring of a partition's order from its events' sequence numbers. */
 import { describe, expect, test } from "bun:test";
-import { Resequencer } from "../../bench/resequencer";
+import { Resequencer } from "../../src/feed/resequencer";
 
 let clock = 0;
 

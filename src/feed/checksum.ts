@@ -1,0 +1,44 @@
+/**
+ * The book checksum of Kraken's WebSocket v2 `book` channel: CRC32 (IEEE) of the top 10 asks
+ * (price ascending) then the top 10 bids (price descending), each level written as its price
+ * then its volume, exactly as sent, with the decimal point and leading zeros removed. The
+ * result is the unsigned 32-bit value. Client code written for Kraken's book verifies ours.
+ */
+
+import type { LevelView } from "./price-levels";
+
+/** Levels per side the checksum covers, whatever the subscription's depth. */
+export const checksumLevels = 10;
+
+const table = new Uint32Array(256);
+for (let n = 0; n < 256; n++) {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  table[n] = c >>> 0;
+}
+
+/** CRC32 (IEEE 802.3, the zlib one) of an ASCII string, unsigned. */
+export function crc32(text: string): number {
+  let crc = 0xffffffff;
+  for (let i = 0; i < text.length; i++) {
+    crc = table[(crc ^ text.charCodeAt(i)) & 0xff]! ^ (crc >>> 8);
+  }
+  return (crc ^ 0xffffffff) >>> 0;
+}
+
+/** "0.0500" -> "500": the point removed, then the leading zeros. */
+function checksumField(text: string): string {
+  return text.replace(".", "").replace(/^0+/, "");
+}
+
+/** The checksum of a book given its sides best first (at least their top 10 levels). */
+export function bookChecksum(bids: readonly LevelView[], asks: readonly LevelView[]): number {
+  let text = "";
+  for (const level of asks.slice(0, checksumLevels)) {
+    text += checksumField(level.price) + checksumField(level.volume);
+  }
+  for (const level of bids.slice(0, checksumLevels)) {
+    text += checksumField(level.price) + checksumField(level.volume);
+  }
+  return crc32(text);
+}

@@ -1,0 +1,232 @@
+/**
+ * The feed's subscribers: WebSocket connections, what each subscribed to, and the pairs'
+ * streams they read. A change set is built into each stream's message once; a client that
+ * leaves more than its buffer unread is cut off with a reason and slows no one else.
+ */
+
+import type { ChangeSet, FeedBook } from "./feed-book";
+import type { BookDepth, Channel } from "./messages";
+import { PairStreams } from "./pair-streams";
+import { type FeedRequest, parseRequest } from "./requests";
+import type { FeedStream, Subscriber } from "./streams";
+
+/** The socket under a connection (Bun's ServerWebSocket, or a test's). */
+export interface ClientSocket {
+  /** Bun's answer: bytes sent, -1 when queued behind unsent data, 0 when dropped. */
+  send(text: string): number;
+  bufferedAmount(): number;
+  close(code: number, reason: string): void;
+}
+
+/** The books the hub serves, as the partition feed keeps them. */
+export interface BookSource {
+  /** The pair's book; undefined when the pair is not this feed's partition's. */
+  book(pairId: number): FeedBook | undefined;
+  /** Publishes every change set collected so far, so a snapshot and the stream agree. */
+  flush(): void;
+  /** Why a pair is not served (the partition it belongs to), for the error message. */
+  notServed(pairId: number): string;
+}
+
+export interface HubLimits {
+  clientBufferBytes: number;
+  maxSubscriptions: number;
+  resumeMessages: number;
+}
+
+export interface HubCounters {
+  slowClientsCut: number;
+  messagesSent: number;
+  resumes: number;
+  snapshots: number;
+}
+
+/** WebSocket close codes the feed uses (4000-4999 are the application's). */
+export const closeCodes = { slowConsumer: 4001, badRequests: 4002, stopping: 1001 } as const;
+
+/** Bad requests one connection may send before it is closed. */
+const badRequestLimit = 20;
+
+export class FeedConnection implements Subscriber {
+  readonly subscriptions = new Map<string, FeedStream>();
+  badRequests = 0;
+  closed = false;
+
+  constructor(
+    readonly socket: ClientSocket,
+    private readonly hub: FeedHub,
+  ) {}
+
+  send(text: string): boolean {
+    if (this.closed) return false;
+    const sent = this.socket.send(text);
+    this.hub.counters.messagesSent++;
+    const unsent = this.socket.bufferedAmount();
+    if (sent !== 0 && unsent <= this.hub.limits.clientBufferBytes) return true;
+    this.hub.counters.slowClientsCut++;
+    this.hub.close(this, closeCodes.slowConsumer, `slow consumer: ${unsent} bytes unsent`);
+    return false;
+  }
+
+  reply(message: Record<string, unknown>): void {
+    this.send(JSON.stringify(message));
+  }
+}
+
+/** A connection holds one subscription per channel, pair and (for the book) depth. */
+const key = (channel: Channel, pairId: number, depth: BookDepth) => `${channel}:${pairId}:${depth}`;
+
+export class FeedHub {
+  private readonly pairs = new Map<number, PairStreams>();
+  readonly connections = new Set<FeedConnection>();
+  readonly counters: HubCounters = { slowClientsCut: 0, messagesSent: 0, resumes: 0, snapshots: 0 };
+
+  constructor(
+    private readonly books: BookSource,
+    readonly limits: HubLimits,
+  ) {}
+
+  open(socket: ClientSocket): FeedConnection {
+    const connection = new FeedConnection(socket, this);
+    this.connections.add(connection);
+    return connection;
+  }
+
+  /** Forgets a connection (closed by either side); idempotent. */
+  closed(connection: FeedConnection): void {
+    connection.closed = true;
+    this.connections.delete(connection);
+    for (const stream of connection.subscriptions.values()) stream.subscribers.delete(connection);
+    connection.subscriptions.clear();
+  }
+
+  close(connection: FeedConnection, code: number, reason: string): void {
+    if (connection.closed) return;
+    this.closed(connection);
+    connection.socket.close(code, reason);
+  }
+
+  receive(connection: FeedConnection, text: string): void {
+    const parsed = parseRequest(text);
+    if (!parsed.ok) {
+      connection.reply({ type: "error", error: parsed.error });
+      if (++connection.badRequests >= badRequestLimit) {
+        this.close(connection, closeCodes.badRequests, `${badRequestLimit} bad requests`);
+      }
+      return;
+    }
+    this.handle(connection, parsed.request);
+  }
+
+  /** One change set of a pair, to every stream of the pair. */
+  publish(set: ChangeSet): void {
+    this.pairs.get(set.pairId)?.publish(set);
+  }
+
+  /** The snapshot a REST client gets: the same seq a WebSocket subscriber would. */
+  snapshot(
+    pairId: number,
+    channel: Channel,
+    depth: BookDepth,
+  ): Record<string, unknown> | undefined {
+    this.books.flush();
+    return this.streamsOf(pairId)?.snapshot(channel, depth);
+  }
+
+  /** After the feed rebuilt its books: every subscriber gets a fresh snapshot. */
+  rebuilt(reason: string): void {
+    for (const [pairId, streams] of this.pairs) {
+      const book = this.books.book(pairId);
+      if (book === undefined) continue;
+      streams.replaceBook(book);
+      for (const { channel, depth, stream } of streams.streams()) {
+        const text = JSON.stringify({ ...streams.snapshot(channel, depth), reason });
+        for (const subscriber of stream.subscribers) subscriber.send(text);
+      }
+    }
+  }
+
+  heartbeat(seq: number): void {
+    const text = JSON.stringify({ type: "heartbeat", seq, time: new Date().toISOString() });
+    for (const connection of this.connections) connection.send(text);
+  }
+
+  private streamsOf(pairId: number): PairStreams | undefined {
+    let streams = this.pairs.get(pairId);
+    if (streams !== undefined) return streams;
+    const book = this.books.book(pairId);
+    if (book === undefined) return undefined;
+    streams = new PairStreams(book, this.limits.resumeMessages);
+    this.pairs.set(pairId, streams);
+    return streams;
+  }
+
+  private handle(connection: FeedConnection, request: FeedRequest): void {
+    if (request.op === "ping") {
+      connection.reply({ type: "pong" });
+      return;
+    }
+    if (request.op === "unsubscribe") {
+      this.unsubscribe(connection, request);
+      return;
+    }
+    this.subscribe(connection, request);
+  }
+
+  /** Ends one subscription, or every depth of a pair's book when no depth is named. */
+  private unsubscribe(
+    connection: FeedConnection,
+    request: Extract<FeedRequest, { op: "unsubscribe" }>,
+  ): void {
+    const { channel, pairId } = request;
+    const prefix =
+      request.depth === undefined ? `${channel}:${pairId}:` : key(channel, pairId, request.depth);
+    let ended = 0;
+    for (const [id, stream] of connection.subscriptions) {
+      if (id !== prefix && !(request.depth === undefined && id.startsWith(prefix))) continue;
+      stream.subscribers.delete(connection);
+      connection.subscriptions.delete(id);
+      ended++;
+    }
+    connection.reply({ type: "unsubscribed", channel, pairId, ended });
+  }
+
+  private subscribe(
+    connection: FeedConnection,
+    request: Extract<FeedRequest, { op: "subscribe" }>,
+  ): void {
+    const { channel, pairId } = request;
+    const depth: BookDepth = channel === "book" ? (request.depth ?? 10) : "all";
+    const id = key(channel, pairId, depth);
+    if (
+      !connection.subscriptions.has(id) &&
+      connection.subscriptions.size >= this.limits.maxSubscriptions
+    ) {
+      connection.reply({
+        type: "error",
+        error: `at most ${this.limits.maxSubscriptions} subscriptions a connection`,
+      });
+      return;
+    }
+    this.books.flush();
+    const streams = this.streamsOf(pairId);
+    if (streams === undefined) {
+      connection.reply({ type: "error", error: this.books.notServed(pairId) });
+      return;
+    }
+    const stream =
+      channel === "book" ? streams.depth(depth) : channel === "l3" ? streams.l3 : streams.trades;
+    connection.subscriptions.get(id)?.subscribers.delete(connection);
+    connection.subscriptions.set(id, stream);
+    stream.subscribers.add(connection);
+    const missed = request.resumeFrom === undefined ? undefined : stream.since(request.resumeFrom);
+    connection.reply({ type: "subscribed", channel, pairId, depth, resumed: missed !== undefined });
+    if (missed === undefined) {
+      this.counters.snapshots++;
+      connection.reply(streams.snapshot(channel, depth));
+      return;
+    }
+    this.counters.resumes++;
+    for (const text of missed) if (!connection.send(text)) return;
+  }
+}

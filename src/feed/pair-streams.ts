@@ -1,0 +1,107 @@
+/**
+ * Every stream of one pair: the book at each depth asked for, L3 and trades. A change set is
+ * turned into one message per stream, each built once and sent to all of its subscribers.
+ */
+
+import type { ChangeSet, FeedBook, Trade } from "./feed-book";
+import {
+  type BookDepth,
+  bookSnapshot,
+  bookUpdate,
+  checksumOf,
+  l3Snapshot,
+  l3Update,
+  type SentLevels,
+  sentLevels,
+  sideUpdate,
+  tradesInSnapshot,
+  tradesSnapshot,
+  tradesUpdate,
+} from "./messages";
+import { FeedStream } from "./streams";
+
+interface DepthStream {
+  stream: FeedStream;
+  sent: { bid: SentLevels; ask: SentLevels };
+}
+
+export class PairStreams {
+  private readonly depths = new Map<BookDepth, DepthStream>();
+  readonly l3: FeedStream;
+  readonly trades: FeedStream;
+  /** The last trades, for a trades snapshot. */
+  private readonly lastTrades: Trade[] = [];
+
+  constructor(
+    private book: FeedBook,
+    private readonly keep: number,
+  ) {
+    this.l3 = new FeedStream(book.seq, keep);
+    this.trades = new FeedStream(book.seq, keep);
+  }
+
+  /** The stream of the book at `depth`, started from the book as it is now. */
+  depth(depth: BookDepth): FeedStream {
+    let entry = this.depths.get(depth);
+    if (entry === undefined) {
+      entry = { stream: new FeedStream(this.book.seq, this.keep), sent: this.sentNow(depth) };
+      this.depths.set(depth, entry);
+    }
+    return entry.stream;
+  }
+
+  publish(set: ChangeSet): void {
+    const checksum = checksumOf(this.book);
+    for (const [depth, { stream, sent }] of this.depths) {
+      stream.publish(set.seq, (prevSeq) => {
+        const bids = sideUpdate(this.book, "bid", depth, set.levels.bid, sent.bid);
+        const asks = sideUpdate(this.book, "ask", depth, set.levels.ask, sent.ask);
+        return JSON.stringify(bookUpdate(set, depth, prevSeq, bids, asks, checksum));
+      });
+    }
+    this.l3.publish(set.seq, (prevSeq) => JSON.stringify(l3Update(set, prevSeq, checksum)));
+    if (set.trades.length === 0) return;
+    this.lastTrades.push(...set.trades);
+    if (this.lastTrades.length > 2 * tradesInSnapshot) this.lastTrades.splice(0, tradesInSnapshot);
+    this.trades.publish(set.seq, (prevSeq) => JSON.stringify(tradesUpdate(set, prevSeq)));
+  }
+
+  snapshot(channel: "book" | "l3" | "trades", depth: BookDepth): Record<string, unknown> {
+    if (channel === "l3") return l3Snapshot(this.book, this.l3.lastSeq);
+    if (channel === "trades")
+      return tradesSnapshot(this.book.pairId, this.lastTrades, this.trades.lastSeq);
+    return bookSnapshot(this.book, depth, this.depth(depth).lastSeq);
+  }
+
+  /**
+   * The feed rebuilt its books (a new snapshot after its event source was lost): every stream
+   * starts again from the new book, and what it kept chains to nothing any more.
+   */
+  replaceBook(book: FeedBook): void {
+    this.book = book;
+    for (const [depth, entry] of this.depths) {
+      entry.stream.reset(book.seq);
+      entry.sent = this.sentNow(depth);
+    }
+    this.l3.reset(book.seq);
+    this.trades.reset(book.seq);
+  }
+
+  /** Every stream with its subscribers, for a resynchronisation or a disconnect. */
+  streams(): { channel: "book" | "l3" | "trades"; depth: BookDepth; stream: FeedStream }[] {
+    return [
+      ...[...this.depths].map(([depth, entry]) => ({
+        channel: "book" as const,
+        depth,
+        stream: entry.stream,
+      })),
+      { channel: "l3", depth: "all", stream: this.l3 },
+      { channel: "trades", depth: "all", stream: this.trades },
+    ];
+  }
+
+  private sentNow(depth: BookDepth): { bid: SentLevels; ask: SentLevels } {
+    const top = depth === "all" ? undefined : depth;
+    return { bid: sentLevels(this.book.bids.top(top)), ask: sentLevels(this.book.asks.top(top)) };
+  }
+}
