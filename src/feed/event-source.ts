@@ -8,6 +8,7 @@
 import type { Channel, ChannelModel, ConsumeMessage } from "amqplib";
 import { connectBroker } from "../infra/amqp/connect";
 import { allEventExchanges, declareEventExchanges } from "../infra/amqp/topology";
+import { withinMs } from "../infra/within";
 import type { FeedEvent } from "./feed-book";
 
 export interface EventSourceOptions {
@@ -52,7 +53,10 @@ export class EventSource {
     const connection = await connectBroker(brokerUrl, name);
     this.connection = connection;
     connection.on("error", () => undefined);
-    connection.on("close", () => this.lost("the broker connection closed"));
+    connection.on("close", () => {
+      this.connection = undefined;
+      this.lost("the broker connection closed");
+    });
     const channel: Channel = await connection.createChannel();
     channel.on("error", () => undefined);
     channel.on("close", () => this.lost("the broker channel closed"));
@@ -77,10 +81,16 @@ export class EventSource {
     );
   }
 
+  /** Closes the connection; bounded, as a node that stopped answering never says close-ok. */
   async close(): Promise<void> {
     this.closing = true;
-    await this.connection?.close().catch(() => undefined);
+    const connection = this.connection;
     this.connection = undefined;
+    if (connection !== undefined)
+      await withinMs(
+        connection.close().catch(() => undefined),
+        2000,
+      );
   }
 
   private lost(why: string): void {

@@ -14,9 +14,12 @@ import { watchShutdown } from "../infra/shutdown";
 import { createValkey } from "../infra/valkey/client";
 import { partitionKeys } from "../infra/valkey/keys";
 import { watchFsyncPolicy } from "../infra/valkey/policy-watch";
+import { withinMs } from "../infra/within";
 import { feedApp, feedWebSocket } from "./app";
 import { closeCodes } from "./hub";
 import { FeedService } from "./service";
+
+const stopTimeoutMs = 5000;
 
 function feedMetrics(registry: MetricsRegistry, service: FeedService): void {
   const { hub, feed, status } = service;
@@ -59,6 +62,15 @@ export async function runFeed(config: Config, log: Logger): Promise<number> {
       commandTimeoutMs: 10_000,
     });
     cleanup.defer(() => valkey.disconnect());
+    // Said once per outage: ioredis reports every failed reconnect.
+    let down = false;
+    valkey.on("error", (error: Error) => {
+      if (!down) log.warn("datastore connection error", { error });
+      down = true;
+    });
+    valkey.on("ready", () => {
+      down = false;
+    });
     const policyWatch = watchFsyncPolicy(config, log, `matchd-feed-p${config.partition}-policy`);
     if (policyWatch) cleanup.defer(() => policyWatch.stop());
     const service = new FeedService(config, valkey, () => policyWatch?.rule() ?? {}, log);
@@ -74,7 +86,8 @@ export async function runFeed(config: Config, log: Logger): Promise<number> {
     log.info("feed started", { httpPort: server.port });
     if (!(await awaitDurabilityPolicy(config, log, shutdown.reason))) return ExitCode.ok;
     await policyWatch?.start();
-    cleanup.defer(() => service.stop());
+    // Bounded: a snapshot under way against a datastore that went away must not hold the exit.
+    cleanup.defer(() => withinMs(service.stop(), stopTimeoutMs));
     cleanup.defer(() => {
       for (const connection of [...service.hub.connections]) {
         service.hub.close(connection, closeCodes.stopping, "the feed is stopping");

@@ -6,6 +6,7 @@
  */
 
 import { afterEach, describe, expect, test } from "bun:test";
+import { connect, type Socket } from "node:net";
 import { createWorkload } from "../../bench/workloads";
 import type { CommandEnvelope } from "../../src/domain/index";
 import type { LevelView } from "../../src/feed/price-levels";
@@ -17,7 +18,7 @@ import {
   partitionCount,
   startConductor,
 } from "../conductor/helpers";
-import { startOutbox } from "../outbox/helpers";
+import { startOutbox, startTcpProxy } from "../outbox/helpers";
 import { uniquePartition } from "../support/stack";
 import { FeedClient, type FeedProcess, startFeed } from "./helpers";
 
@@ -215,6 +216,106 @@ describe("a client's book from the feed", () => {
     expect(stale.messages[1]).toMatchObject({ channel: "book", type: "snapshot", seq: held.seq! });
   }, 120_000);
 });
+
+describe("the feed across trouble", () => {
+  test("loses its queue, loads a new snapshot and sends subscribers a fresh one", async () => {
+    const r = await rig(6);
+    await publish(r, r.next(200));
+    const proxy = await startTcpProxy(suite.stack.brokerUrl);
+    stops.push(() => proxy.close());
+    const feed = await startFeed(suite.stack, r.partition, ["--broker-url", proxy.url]);
+    feeds.push(feed);
+    const client = await openClient(feed);
+    client.send({ op: "subscribe", channel: "book", pairId: r.pairId, depth: "all" });
+    const book = client.book(r.pairId, "all");
+    await eventually("a snapshot", () => book.snapshots === 1);
+    // The feed's queue goes with its connection: what is published meanwhile never reaches it.
+    proxy.outage(1500);
+    await publish(r, r.next(300));
+    await eventually(
+      "a new snapshot",
+      async () => (await feed.metric("matching_feed_resyncs")) >= 2,
+    );
+    const seq = await feedCaughtUp(r, feed, "all");
+    await eventually(
+      "the client caught up",
+      () => book.seq === seq,
+      15_000,
+      () => `${book.seq} of ${seq}`,
+    );
+    const snapshots = client.messages.filter((m) => m.type === "snapshot");
+    expect(snapshots).toHaveLength(2);
+    expect(String(snapshots[1]!.reason)).toContain("broker");
+    expect({ failures: book.checksumFailures, breaks: book.chainBreaks }).toEqual({
+      failures: 0,
+      breaks: 0,
+    });
+    const expected = await conductorBook(r);
+    expect(book.side("bid")).toEqual(expected.bids);
+    expect(book.side("ask")).toEqual(expected.asks);
+  }, 120_000);
+
+  test("cuts off a client that stops reading; another client keeps its book", async () => {
+    const r = await rig(7);
+    await publish(r, r.next(300));
+    const feed = await startFeed(suite.stack, r.partition, ["--client-buffer-bytes", "65536"]);
+    feeds.push(feed);
+    const reader = await openClient(feed);
+    reader.send({ op: "subscribe", channel: "book", pairId: r.pairId, depth: "all" });
+    const stalled = await stalledSocket(feed);
+    // Every subscribe is answered with a whole L3 snapshot, and the socket reads none of them.
+    const frame = maskedText(JSON.stringify({ op: "subscribe", channel: "l3", pairId: r.pairId }));
+    for (let i = 0; i < 400; i++) stalled.write(frame);
+    await eventually(
+      "the stalled client cut off",
+      async () => (await feed.metric("matching_feed_slow_clients_cut")) === 1,
+    );
+    await publish(r, r.next(200));
+    const seq = await feedCaughtUp(r, feed, "all");
+    const book = reader.book(r.pairId, "all");
+    await eventually("the reader caught up", () => book.seq === seq);
+    expect({
+      failures: book.checksumFailures,
+      breaks: book.chainBreaks,
+      closed: reader.closed,
+    }).toEqual({
+      failures: 0,
+      breaks: 0,
+      closed: undefined,
+    });
+    // Read at last, the stalled socket ends: the feed closed it.
+    let ended = false;
+    stalled.on("close", () => {
+      ended = true;
+    });
+    stalled.on("data", () => undefined);
+    stalled.resume();
+    await eventually("the stalled socket closed", () => ended);
+  }, 120_000);
+});
+
+/** A WebSocket client on a raw socket that never reads after the handshake. */
+async function stalledSocket(feed: FeedProcess): Promise<Socket> {
+  const url = new URL(feed.wsUrl);
+  const socket = connect(Number(url.port), url.hostname);
+  stops.push(async () => socket.destroy());
+  await new Promise<void>((resolve) => socket.once("connect", () => resolve()));
+  socket.write(
+    `GET /ws HTTP/1.1\r\nHost: ${url.host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+  );
+  await new Promise<void>((resolve) => socket.once("data", () => resolve()));
+  socket.pause();
+  return socket;
+}
+
+/** A client's text frame (clients must mask), for payloads under 126 bytes. */
+function maskedText(text: string): Buffer {
+  const payload = Buffer.from(text);
+  const mask = Buffer.from([1, 2, 3, 4]);
+  const masked = payload.map((byte, i) => byte ^ mask[i % 4]!);
+  return Buffer.concat([Buffer.from([0x81, 0x80 | payload.length]), mask, Buffer.from(masked)]);
+}
 
 describe("requests the feed refuses", () => {
   test("bad requests get an error each and keep the connection, until too many", async () => {
