@@ -52,8 +52,8 @@ async function main(argv: string[]): Promise<number> {
       env: process.env,
       out: (text) => process.stdout.write(text),
       err: (text) => process.stderr.write(text),
-      // Only `events` runs until stopped; the others keep the default end at Ctrl-C.
-      stopped: name === "events" ? signalled() : new Promise(() => undefined),
+      // Only `events` and `watch` run until stopped; the others keep the default end at Ctrl-C.
+      stopped: name === "events" || name === "watch" ? signalled() : new Promise(() => undefined),
     });
   }
   if (!subcommands.includes(name as Subcommand)) {

@@ -58,6 +58,7 @@ export const clientCommandNames = [
   "pair resume",
   "events",
   "book",
+  "watch",
   "result",
 ] as const;
 export type ClientCommandName = (typeof clientCommandNames)[number];

@@ -1,2 +1,2 @@
 /** The client commands' names, apart from their code, which main loads only when one runs. */
-export const clientCommands = ["order", "pair", "book", "result", "events"] as const;
+export const clientCommands = ["order", "pair", "book", "watch", "result", "events"] as const;

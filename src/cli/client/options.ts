@@ -124,6 +124,14 @@ export const bookSchema = z.object({
   "--conductor-url": httpUrl.default(defaultConductorUrl),
 });
 
+export const defaultFeedUrl = "http://127.0.0.1:3040";
+
+export const watchSchema = z.object({
+  "--depth": whole(1, 100).default(10),
+  "--feed-url": httpUrl.default(defaultFeedUrl),
+  "--once": z.boolean().default(false),
+});
+
 export const resultSchema = z.object({
   ...common,
   "--conductor-url": httpUrl.default(defaultConductorUrl),

@@ -34,10 +34,12 @@ import {
   parseOptions,
   placeSchema,
   resultSchema,
+  watchSchema,
 } from "./options";
 import { fetchBook, fetchResult } from "./queries";
 import { brokerUser, sendCommand } from "./rpc";
 import { clientUsage } from "./usage";
+import { watchBook } from "./watch";
 
 interface Io {
   env: Readonly<Record<string, string | undefined>>;
@@ -56,6 +58,7 @@ const schemas: Record<string, z.ZodType> = {
   "pair halt": pairSchema,
   "pair resume": pairSchema,
   book: bookSchema,
+  watch: watchSchema,
   result: resultSchema,
   events: eventsSchema,
 };
@@ -75,6 +78,7 @@ const positionalsOf: Record<string, string[]> = {
   "pair halt": [],
   "pair resume": [],
   book: ["PAIR"],
+  watch: ["PAIR"],
   result: ["COMMAND_ID"],
   events: [],
 };
@@ -116,7 +120,7 @@ export async function runClient(command: string, argv: string[], io: Io): Promis
     ...(key === "order cancel-all" && ownFlags.has("--pair") && settingFlags.has("--partition")
       ? ["--partition: names the partition of a cancel-all without --pair; give one of them"]
       : []),
-    ...(command === "book" &&
+    ...((command === "book" || command === "watch") &&
     args.positionals[0] !== undefined &&
     !/^[1-9]\d{0,15}$/.test(args.positionals[0])
       ? [`PAIR: not a positive integer (got ${JSON.stringify(args.positionals[0])})`]
@@ -189,6 +193,15 @@ async function runParsed(
       io.out(json ? `${JSON.stringify(book)}\n` : bookLadder(pairId, book));
       return ExitCode.ok;
     }
+    case "watch":
+      return watchBook({
+        feedUrl: options["--feed-url"] as string,
+        pairId: Number(positionals[0]),
+        depth: options["--depth"] as number,
+        once: options["--once"] === true,
+        out: io.out,
+        stopped: io.stopped,
+      });
     case "result": {
       const url = options["--conductor-url"] as string;
       const result = await fetchResult(url, positionals[0]!, config.httpToken);

@@ -4,7 +4,13 @@
 import { clientSettingsRead } from "../../config/flag-scope";
 import { settingsUsage } from "../usage";
 import { eventsIdleMs } from "./events";
-import { defaultConductorUrl, defaultPrecisions, defaultTimeoutMs, defaultUser } from "./options";
+import {
+  defaultConductorUrl,
+  defaultFeedUrl,
+  defaultPrecisions,
+  defaultTimeoutMs,
+  defaultUser,
+} from "./options";
 
 const { priceDecimals, amountDecimals, quoteDecimals } = defaultPrecisions;
 
@@ -82,6 +88,14 @@ Prints the pair's aggregated depth as a ladder: asks above the spread, bids belo
   --depth N            price levels a side, 1..1000 [default 10]
   --conductor-url URL  the conductor's HTTP [default ${defaultConductorUrl}]
   --json               print the conductor's answer as JSON
+`,
+  watch: `usage: matchd watch PAIR [--depth N] [--once] [--feed-url URL]
+
+Draws the pair's live ladder and its last trades from a running feed (matchd feed), redrawn
+at every update; each update's checksum is checked, and a gap or a mismatch resubscribes.
+  --depth N            price levels a side, 1..100 [default 10]
+  --once               print the ladder once and end (for scripts)
+  --feed-url URL       the feed's HTTP [default ${defaultFeedUrl}]
 `,
   result: `usage: matchd result COMMAND_ID [--json] [--conductor-url URL]
 
