@@ -16,7 +16,7 @@ import { startFeed } from "./helpers";
 
 const chromium = "/usr/bin/chromium";
 const suite = conductorSuite();
-const cleanups: (() => Promise<unknown> | void)[] = [];
+const cleanups: (() => unknown)[] = [];
 afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
 });
