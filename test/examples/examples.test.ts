@@ -8,7 +8,15 @@ import amqp from "amqplib";
 import Redis from "ioredis";
 import { commandQueue } from "../../src/infra/amqp/topology";
 import { disposeAll, eventually, startConductor } from "../conductor/helpers";
-import { stackStartTimeoutMs, type TestStack, testStack, uniquePartition } from "../support/stack";
+import { startFeed } from "../feed/helpers";
+import { startOutbox } from "../outbox/helpers";
+import {
+  matchdCommand,
+  stackStartTimeoutMs,
+  type TestStack,
+  testStack,
+  uniquePartition,
+} from "../support/stack";
 
 const bun = join(import.meta.dir, "../../node_modules/.bin/bun");
 const examples = join(import.meta.dir, "../../examples");
@@ -122,6 +130,57 @@ describe("examples", () => {
       if (keys.length > 0) await valkey.del(...keys);
       valkey.disconnect();
       await connection.close();
+    }
+  }, 60_000);
+
+  test("feed client: keeps a pair's book and verifies every message's checksum", async () => {
+    const pair = uniquePartition();
+    const conductor = await startConductor(stack, pair);
+    const outbox = await startOutbox(stack, pair);
+    const feed = await startFeed(stack, pair);
+    try {
+      const { child, output } = spawnExample(
+        "feed-client.ts",
+        [String(pair), feed.wsUrl, "--count", "3"],
+        {},
+      );
+      await eventually("the snapshot verified", () => output.stdout.includes("verified"));
+      for (const [side, price] of [
+        ["bid", "100"],
+        ["ask", "100.5"],
+      ]) {
+        const run = Bun.spawnSync(
+          [
+            ...matchdCommand,
+            "order",
+            "place",
+            "--pair",
+            String(pair),
+            "--side",
+            side!,
+            "--price",
+            price!,
+            "--volume",
+            "1",
+          ],
+          {
+            env: {
+              PATH: process.env.PATH,
+              MATCHING_BROKER_URL: stack.brokerUrl,
+              MATCHING_PARTITION_COUNT: "1024",
+            },
+          },
+        );
+        expect(run.exitCode).toBe(0);
+      }
+      expect(await child.exited).toBe(0);
+      expect(output.stdout).not.toContain("mismatch");
+      expect(output.stdout).not.toContain("gap");
+      expect(output.stdout).toContain(`verified: bid 1 @ 100, ask 1 @ 100.5`);
+    } finally {
+      await feed.dispose();
+      await outbox.stop();
+      await conductor.dispose();
     }
   }, 60_000);
 });
