@@ -93,6 +93,11 @@ export const flagDocs: Record<string, { arg: string; meaning: string }> = {
     arg: "S",
     meaning: "run for S seconds instead of --commands; needs --rate, except round-trip (1000/s)",
   },
+  "--subscribers": {
+    arg: "N",
+    meaning:
+      "WebSocket clients subscribed to the feed, spread over the workload's pairs (default 100)",
+  },
   "--flow": {
     arg: "F",
     meaning: "commands (default: the conductor's traffic) | events (the outbox's traffic)",

@@ -13,6 +13,7 @@ import { conductorRatioBoundary } from "./boundaries/conductor-ratio";
 import { datastoreBoundary } from "./boundaries/datastore";
 import { domainBoundary } from "./boundaries/domain";
 import { failoverBoundary } from "./boundaries/failover";
+import { feedBoundary } from "./boundaries/feed";
 import { fullPipelineBoundary } from "./boundaries/full-pipeline";
 import { haCostBoundary } from "./boundaries/ha-cost";
 import { outboxDrainBoundary } from "./boundaries/outbox-drain";
@@ -32,6 +33,7 @@ export const boundaryRegistry: readonly BoundaryEntry[] = [
   outboxDrainBoundary,
   fullPipelineBoundary,
   roundTripBoundary,
+  feedBoundary,
   capacityBoundary,
   failoverBoundary,
   haCostBoundary,

@@ -65,7 +65,7 @@ export async function ensureStack(options: {
 
 /** Starts `matchd <name>` with config flags and waits until its /readyz answers 200. */
 export async function startService(
-  name: "conductor" | "outbox",
+  name: "conductor" | "outbox" | "feed",
   flags: Record<string, string | number>,
   progress: (line: string) => void,
   /** Told about the service as soon as it is spawned, before it is ready. */

@@ -147,6 +147,17 @@ export async function runClient(command: string, argv: string[], io: Io): Promis
   }
 }
 
+function watchOptions(positionals: string[], options: Record<string, unknown>, io: Io) {
+  return {
+    feedUrl: options["--feed-url"] as string,
+    pairId: Number(positionals[0]),
+    depth: options["--depth"] as number,
+    once: options["--once"] === true,
+    out: io.out,
+    stopped: io.stopped,
+  };
+}
+
 async function runParsed(
   key: string,
   positionals: string[],
@@ -194,14 +205,7 @@ async function runParsed(
       return ExitCode.ok;
     }
     case "watch":
-      return watchBook({
-        feedUrl: options["--feed-url"] as string,
-        pairId: Number(positionals[0]),
-        depth: options["--depth"] as number,
-        once: options["--once"] === true,
-        out: io.out,
-        stopped: io.stopped,
-      });
+      return watchBook(watchOptions(positionals, options, io));
     case "result": {
       const url = options["--conductor-url"] as string;
       const result = await fetchResult(url, positionals[0]!, config.httpToken);

@@ -1,0 +1,80 @@
+/**
+ * The feed bench's subscribers: WebSocket clients that keep a pair's book from the feed as a
+ * real client must (snapshot, updates chained by prevSeq, the checksum checked after each) and
+ * note when each message arrived, by its seq, for the latency from the command's send.
+ */
+
+import { bookChecksum } from "../src/feed/checksum";
+import type { LevelView } from "../src/feed/price-levels";
+
+type Message = Record<string, unknown>;
+
+export class BenchFeedClient {
+  private readonly bids = new Map<string, LevelView>();
+  private readonly asks = new Map<string, LevelView>();
+  seq: number | undefined;
+  snapshots = 0;
+  checksumFailures = 0;
+  chainBreaks = 0;
+  closed: string | undefined;
+  /** Each update's seq and arrival (performance.now()), in arrival order. */
+  readonly arrivals: { seq: number[]; at: number[] } = { seq: [], at: [] };
+
+  private constructor(
+    private readonly ws: WebSocket,
+    readonly pairId: number,
+  ) {
+    ws.onmessage = (event) => this.receive(JSON.parse(String(event.data)) as Message);
+    ws.onclose = (event) => {
+      this.closed = `${event.code} ${event.reason}`;
+    };
+  }
+
+  /** Connects and subscribes to the pair's book at depth 10; resolves at the snapshot. */
+  static async open(url: string, pairId: number): Promise<BenchFeedClient> {
+    const ws = new WebSocket(url);
+    const client = new BenchFeedClient(ws, pairId);
+    await new Promise<void>((resolve, reject) => {
+      ws.onopen = () => resolve();
+      ws.onerror = () => reject(new Error(`cannot connect to ${url}`));
+    });
+    ws.send(JSON.stringify({ op: "subscribe", channel: "book", pairId, depth: 10 }));
+    for (let waited = 0; client.snapshots === 0; waited += 5) {
+      if (waited > 30_000) throw new Error(`no snapshot of pair ${pairId} in 30 s`);
+      await Bun.sleep(5);
+    }
+    return client;
+  }
+
+  /** The book held, best first, as GET /books answers it. */
+  side(side: "bid" | "ask"): LevelView[] {
+    const levels = [...(side === "bid" ? this.bids : this.asks).values()];
+    return levels.sort((a, b) => (side === "bid" ? -1 : 1) * (Number(a.price) - Number(b.price)));
+  }
+
+  close(): void {
+    this.ws.close();
+  }
+
+  private receive(m: Message): void {
+    if (m.channel !== "book") return;
+    if (m.type === "snapshot") {
+      this.bids.clear();
+      this.asks.clear();
+      this.snapshots++;
+    } else if (m.type === "update") {
+      if (m.prevSeq !== this.seq) this.chainBreaks++;
+      this.arrivals.seq.push(m.seq as number);
+      this.arrivals.at.push(performance.now());
+    } else return;
+    for (const level of m.bids as LevelView[]) this.set(this.bids, level);
+    for (const level of m.asks as LevelView[]) this.set(this.asks, level);
+    this.seq = m.seq as number;
+    if (bookChecksum(this.side("bid"), this.side("ask")) !== m.checksum) this.checksumFailures++;
+  }
+
+  private set(side: Map<string, LevelView>, level: LevelView): void {
+    if (level.volume === "0") side.delete(level.price);
+    else side.set(level.price, level);
+  }
+}
