@@ -4,11 +4,13 @@ import { type DatastoreFaultKind, faultList } from "./boundaries/failover";
 import { datastoreFaults } from "./datastore-faults";
 import { environmentFacts, machineEnvironment } from "./environment";
 import { observeFailovers, parseFailoverFlags } from "./failover";
+import { FeedCheck } from "./failover-feed";
 import { failoverReport } from "./failover-report";
 import { activeUrl, brokerNodeFaults, type ServicePool, serviceFaults } from "./fault-drivers";
 import { type OwnBenchOptions, OwnRun } from "./own-run";
 import { renderReport } from "./report";
 import { startService } from "./services";
+import { createWorkload } from "./workloads";
 
 /** The outboxes' lease TTL in this bench (the default is 10 s): said in the report. */
 export const outboxLeaseTtlMs = 3000;
@@ -57,6 +59,9 @@ export async function runFailoverBench(options: OwnBenchOptions): Promise<number
       await poolOf[kind].start();
       if (fault === kind) await poolOf[kind].start();
     }
+    // Market data through the faults: a feed, and a subscriber on each pair it checks.
+    const workload = createWorkload(flags["--workload"], { partition: config.partition });
+    const feedCheck = await FeedCheck.start(base, workload.pairIds, progress, register);
     const faults =
       fault === "broker-node"
         ? brokerNodeFaults(info, commandQueue(config.partition))
@@ -73,6 +78,8 @@ export async function runFailoverBench(options: OwnBenchOptions): Promise<number
       flags,
       progress,
     });
+    const conductorUrl = await activeUrl(poolOf.conductor);
+    const feedChecks = await feedCheck.collect(info.datastoreUrl, config.partition, conductorUrl);
     // A fenced conductor exits 4, a halted one 7: a clean stop shows it never was either.
     const stops = await Promise.all(
       [...poolOf.conductor.instances, ...poolOf.outbox.instances].map((s) => s.stop()),
@@ -89,6 +96,7 @@ export async function runFailoverBench(options: OwnBenchOptions): Promise<number
       report.invariants[`${name}Ok`] = code === 0;
       if (code !== 0) report.invariants.ok = false;
     }
+    feedCheck.apply(report, feedChecks);
     process.stdout.write(`${options.json ? JSON.stringify(report) : renderReport(report)}\n`);
     return report.invariants.ok ? 0 : 1;
   });

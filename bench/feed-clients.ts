@@ -6,6 +6,9 @@
 
 import { bookChecksum } from "../src/feed/checksum";
 import type { LevelView } from "../src/feed/price-levels";
+import type { Valkey } from "../src/infra/valkey/client";
+import { partitionKeys } from "../src/infra/valkey/keys";
+import { fetchMetrics, metricNumber } from "./services";
 
 type Message = Record<string, unknown>;
 
@@ -77,4 +80,53 @@ export class BenchFeedClient {
     if (level.volume === "0") side.delete(level.price);
     else side.set(level.price, level);
   }
+}
+
+/** Waits until the feed applied every event and each client holds its pair's latest seq. */
+export async function subscribersCaughtUp(
+  feedUrl: string,
+  valkey: Valkey,
+  partition: number,
+  clients: BenchFeedClient[],
+): Promise<void> {
+  const keys = partitionKeys(partition);
+  const deadline = performance.now() + 120_000;
+  const last = Number((await valkey.get(keys.eventSequence)) ?? 0);
+  const seqOf = new Map<number, number>();
+  for (;;) {
+    const applied = metricNumber(await fetchMetrics(feedUrl), "matching_feed_sequence");
+    if (applied >= last) {
+      for (const pairId of new Set(clients.map((c) => c.pairId))) {
+        const book = (await (await fetch(`${feedUrl}/feed/books/${pairId}?depth=10`)).json()) as {
+          seq: number;
+        };
+        seqOf.set(pairId, book.seq);
+      }
+      if (clients.every((c) => c.seq === seqOf.get(c.pairId) || c.closed !== undefined)) return;
+    }
+    if (performance.now() > deadline)
+      throw new Error(
+        `the feed's subscribers did not catch up in 120 s (events ${last}, feed ${applied})`,
+      );
+    await Bun.sleep(50);
+  }
+}
+
+/** Clients whose book differs from the conductor's top 10 levels of their pair. */
+export async function booksDiffering(
+  conductorUrl: string,
+  clients: BenchFeedClient[],
+): Promise<number> {
+  const books = new Map<number, { bids: LevelView[]; asks: LevelView[] }>();
+  for (const pairId of new Set(clients.map((c) => c.pairId))) {
+    books.set(
+      pairId,
+      (await (await fetch(`${conductorUrl}/books/${pairId}?depth=10`)).json()) as never,
+    );
+  }
+  const same = (a: LevelView[], b: LevelView[]) => JSON.stringify(a) === JSON.stringify(b);
+  return clients.filter((c) => {
+    const book = books.get(c.pairId)!;
+    return !same(c.side("bid"), book.bids) || !same(c.side("ask"), book.asks);
+  }).length;
 }

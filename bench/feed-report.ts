@@ -4,11 +4,9 @@
  * book compared with the conductor's at the end, and the feed's CPU over the run.
  */
 
-import type { LevelView } from "../src/feed/price-levels";
 import { createValkey } from "../src/infra/valkey/client";
-import { partitionKeys } from "../src/infra/valkey/keys";
 import { type FeedBenchResult, runFeedBench } from "./feed-bench";
-import type { BenchFeedClient } from "./feed-clients";
+import { type BenchFeedClient, booksDiffering, subscribersCaughtUp } from "./feed-clients";
 import { purgeCommandQueue, resetPartition } from "./pipeline-bench";
 import { CpuWatch } from "./process-cpu";
 import type { BenchReport } from "./report";
@@ -34,53 +32,6 @@ async function startServices(context: StackContext) {
   const outbox = await startService("outbox", context.outboxFlags, progress, run.register);
   const feed = await startService("feed", context.serviceFlags, progress, run.register);
   return { valkey, conductor: conductor.url, outbox: outbox.url, feed: feed.url };
-}
-
-type Services = Awaited<ReturnType<typeof startServices>>;
-
-/** Waits until the feed applied every event and each client holds its pair's latest seq. */
-async function caughtUp(
-  services: Services,
-  partition: number,
-  clients: BenchFeedClient[],
-): Promise<void> {
-  const keys = partitionKeys(partition);
-  const deadline = performance.now() + 120_000;
-  const last = Number((await services.valkey.get(keys.eventSequence)) ?? 0);
-  const seqOf = new Map<number, number>();
-  for (;;) {
-    const applied = metricNumber(await fetchMetrics(services.feed), "matching_feed_sequence");
-    if (applied >= last) {
-      for (const pairId of new Set(clients.map((c) => c.pairId))) {
-        const book = (await (
-          await fetch(`${services.feed}/feed/books/${pairId}?depth=10`)
-        ).json()) as { seq: number };
-        seqOf.set(pairId, book.seq);
-      }
-      if (clients.every((c) => c.seq === seqOf.get(c.pairId) || c.closed !== undefined)) return;
-    }
-    if (performance.now() > deadline)
-      throw new Error(
-        `the feed's subscribers did not catch up in 120 s (events ${last}, feed ${applied})`,
-      );
-    await Bun.sleep(50);
-  }
-}
-
-/** Clients whose book differs from the conductor's top 10 levels of their pair. */
-async function booksDiffering(conductorUrl: string, clients: BenchFeedClient[]): Promise<number> {
-  const books = new Map<number, { bids: LevelView[]; asks: LevelView[] }>();
-  for (const pairId of new Set(clients.map((c) => c.pairId))) {
-    books.set(
-      pairId,
-      (await (await fetch(`${conductorUrl}/books/${pairId}?depth=10`)).json()) as never,
-    );
-  }
-  const same = (a: LevelView[], b: LevelView[]) => JSON.stringify(a) === JSON.stringify(b);
-  return clients.filter((c) => {
-    const book = books.get(c.pairId)!;
-    return !same(c.side("bid"), book.bids) || !same(c.side("ask"), book.asks);
-  }).length;
 }
 
 function invariantsOf(result: FeedBenchResult, differing: number, slowCut: number) {
@@ -121,7 +72,7 @@ export async function feedStackReport(context: StackContext): Promise<StackRepor
       subscribers,
       progress,
     },
-    (clients) => caughtUp(services, config.partition, clients),
+    (clients) => subscribersCaughtUp(services.feed, services.valkey, config.partition, clients),
   );
   const { seconds } = cpu.close();
   const after = await fetchMetrics(services.feed);
