@@ -251,15 +251,17 @@ async function runStackCommand(
   return ExitCode.ok;
 }
 
-/** What to type next on a fresh stack: a conductor, an outbox and a first order. */
+/** What to type next on a fresh stack: a conductor, an outbox, a feed and a first order. */
 function stackNextSteps(dir: string): string {
   return `
 next, in this shell:
   source ${dir}/env
   ./matchd conductor >${dir}/conductor.log 2>&1 &
   ./matchd outbox >${dir}/outbox.log 2>&1 &
+  ./matchd feed >${dir}/feed.log 2>&1 &
   ./matchd order place --pair 1 --side bid --price 100 --volume 1
   ./matchd book 1
+  ./matchd watch 1     (or open http://127.0.0.1:3040/?pair=1)
 stop it with: ./matchd stack down --dir ${dir}
 `;
 }
