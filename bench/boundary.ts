@@ -98,6 +98,11 @@ export const flagDocs: Record<string, { arg: string; meaning: string }> = {
     meaning:
       "WebSocket clients subscribed to the feed, spread over the workload's pairs (default 100)",
   },
+  "--stalled": {
+    arg: "N",
+    meaning:
+      "feed subscribers that stop reading: each must be cut off, the others unaffected (default 0)",
+  },
   "--flow": {
     arg: "F",
     meaning: "commands (default: the conductor's traffic) | events (the outbox's traffic)",

@@ -5,6 +5,7 @@
  * each from the command's scheduled send (to the delta's arrival; to the command's last event).
  */
 
+import type { Socket } from "node:net";
 import amqp, { type Channel, type ChannelModel, type ConfirmChannel } from "amqplib";
 import type { CommandEnvelope } from "../src/domain/index";
 import {
@@ -14,7 +15,7 @@ import {
   declareCommandTopology,
 } from "../src/infra/amqp/topology";
 import { createLogger } from "../src/infra/log";
-import { BenchFeedClient } from "./feed-clients";
+import { BenchFeedClient, openStalledSubscriber } from "./feed-clients";
 import { LatencyHistogram } from "./histogram";
 import { sleepUntil } from "./pace";
 import { createWorkload, type Workload } from "./workloads";
@@ -30,6 +31,8 @@ export interface FeedBenchOptions {
   rate: number;
   durationS: number;
   subscribers: number;
+  /** Subscribers that stop reading, opened before the timed commands. */
+  stalled: number;
   progress: (line: string) => void;
 }
 
@@ -165,12 +168,17 @@ export async function runFeedBench(
     for (let i = 0; i < options.subscribers; i++) {
       clients.push(await BenchFeedClient.open(ws, workload.pairIds[i % workload.pairIds.length]!));
     }
+    const stalled: Socket[] = [];
+    for (let i = 0; i < options.stalled; i++) {
+      stalled.push(await openStalledSubscriber(options.feedUrl, workload.pairIds));
+    }
     options.progress(
-      `${clients.length} subscribers on ${workload.pairIds.length} pair(s); offering ${options.rate} commands/s for ${options.durationS} s`,
+      `${clients.length} subscribers (and ${stalled.length} that stop reading) on ${workload.pairIds.length} pair(s); offering ${options.rate} commands/s for ${options.durationS} s`,
     );
     const sent = await publishTimed(channel, options, workload);
     await caughtUp(clients, times.maxSeq);
     const result = measure(options, workload, sent, times, clients);
+    for (const socket of stalled) socket.destroy();
     await times.close();
     return result;
   } finally {

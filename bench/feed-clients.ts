@@ -4,6 +4,7 @@
  * note when each message arrived, by its seq, for the latency from the command's send.
  */
 
+import { connect, type Socket } from "node:net";
 import { bookChecksum } from "../src/feed/checksum";
 import type { LevelView } from "../src/feed/price-levels";
 import type { Valkey } from "../src/infra/valkey/client";
@@ -129,4 +130,41 @@ export async function booksDiffering(
     const book = books.get(c.pairId)!;
     return !same(c.side("bid"), book.bids) || !same(c.side("ask"), book.asks);
   }).length;
+}
+
+/**
+ * A subscriber that stops reading: a raw WebSocket that subscribes to each pair's L3, trades
+ * and book at every depth, then never reads a byte after the handshake. The feed must cut it
+ * off and go on serving everyone else.
+ */
+export async function openStalledSubscriber(
+  feedUrl: string,
+  pairIds: readonly number[],
+): Promise<Socket> {
+  const url = new URL(feedUrl);
+  const socket = connect(Number(url.port), url.hostname);
+  socket.on("error", () => undefined);
+  await new Promise<void>((resolve) => socket.once("connect", () => resolve()));
+  socket.write(
+    `GET /ws HTTP/1.1\r\nHost: ${url.host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+  );
+  await new Promise<void>((resolve) => socket.once("data", () => resolve()));
+  socket.pause();
+  for (const pairId of pairIds) {
+    socket.write(maskedText(JSON.stringify({ op: "subscribe", channel: "l3", pairId })));
+    socket.write(maskedText(JSON.stringify({ op: "subscribe", channel: "trades", pairId })));
+    for (const depth of [10, 25, 100, 500, "all"]) {
+      socket.write(maskedText(JSON.stringify({ op: "subscribe", channel: "book", pairId, depth })));
+    }
+  }
+  return socket;
+}
+
+/** A client's text frame (clients must mask), for payloads under 126 bytes. */
+function maskedText(text: string): Buffer {
+  const payload = Buffer.from(text);
+  const mask = Buffer.from([1, 2, 3, 4]);
+  const masked = payload.map((byte, i) => byte ^ mask[i % 4]!);
+  return Buffer.concat([Buffer.from([0x81, 0x80 | payload.length]), mask, Buffer.from(masked)]);
 }

@@ -34,14 +34,20 @@ async function startServices(context: StackContext) {
   return { valkey, conductor: conductor.url, outbox: outbox.url, feed: feed.url };
 }
 
-function invariantsOf(result: FeedBenchResult, differing: number, slowCut: number) {
+function invariantsOf(
+  result: FeedBenchResult,
+  differing: number,
+  stalled: number,
+  slowCut: number,
+) {
   const clients = result.clients;
   const sum = (f: (c: BenchFeedClient) => number) => clients.reduce((n, c) => n + f(c), 0);
   const checks = {
     booksDifferingFromTheConductor: differing,
     checksumFailures: sum((c) => c.checksumFailures),
     sequenceGaps: sum((c) => c.chainBreaks),
-    clientsCutOff: clients.filter((c) => c.closed !== undefined).length + slowCut,
+    clientsCutOff: clients.filter((c) => c.closed !== undefined).length,
+    stalledClientsNotCutOff: stalled - slowCut,
     resnapshots: sum((c) => c.snapshots - 1),
   };
   return { ok: Object.values(checks).every((v) => v === 0), ...checks };
@@ -53,6 +59,7 @@ export async function feedStackReport(context: StackContext): Promise<StackRepor
   const rate = intFlag(flags, "--rate", 1000);
   const durationS = intFlag(flags, "--duration", 20);
   const subscribers = intFlag(flags, "--subscribers", 100);
+  const stalled = intFlag(flags, "--stalled", 0);
   const workload = flags.get("--workload") ?? "alternating";
   const before = await fetchMetrics(services.feed);
   const cpu = CpuWatch.open([
@@ -70,6 +77,7 @@ export async function feedStackReport(context: StackContext): Promise<StackRepor
       rate,
       durationS,
       subscribers,
+      stalled,
       progress,
     },
     (clients) => subscribersCaughtUp(services.feed, services.valkey, config.partition, clients),
@@ -80,11 +88,8 @@ export async function feedStackReport(context: StackContext): Promise<StackRepor
     metricNumber(after, "matching_feed_messages_sent") -
     metricNumber(before, "matching_feed_messages_sent");
   const differing = await booksDiffering(services.conductor, result.clients);
-  const invariants = invariantsOf(
-    result,
-    differing,
-    metricNumber(after, "matching_feed_slow_clients_cut"),
-  );
+  const cut = metricNumber(after, "matching_feed_slow_clients_cut");
+  const invariants = invariantsOf(result, differing, stalled, cut);
   for (const client of result.clients) client.close();
   services.valkey.disconnect();
   const feedMs = result.feedLatency.percentilesMs();
@@ -105,6 +110,7 @@ export async function feedStackReport(context: StackContext): Promise<StackRepor
     environment: envFacts,
     extra: {
       subscribers,
+      "subscribers that stopped reading (cut off by the feed)": `${stalled} (${cut})`,
       pairs: result.workload.pairIds.length,
       "book updates received by subscribers": result.updatesReceived,
       "messages the feed sent (heartbeats included)": sent,

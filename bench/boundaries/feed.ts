@@ -15,6 +15,7 @@ export const feedBoundary: BoundaryEntry = {
     "--workload": workloadFlag().optional(),
     "--seed": intField(0).optional(),
     "--subscribers": intField(1, 5000).optional(),
+    "--stalled": intField(0, 100).optional(),
     ...stackFields,
     ...openLoopFields,
   }),

@@ -47,10 +47,19 @@ export const closeCodes = { slowConsumer: 4001, badRequests: 4002, stopping: 100
 /** Bad requests one connection may send before it is closed. */
 const badRequestLimit = 20;
 
+/**
+ * Subscribes a connection may send: a burst, then a steady rate. Each one can cost a snapshot
+ * (an L3 one of a deep book is hundreds of kilobytes to build), so a client that keeps asking
+ * must not take the feed's time from everyone else.
+ */
+export const subscribeBudget = { burst: 20, perSecond: 10 } as const;
+
 export class FeedConnection implements Subscriber {
   readonly subscriptions = new Map<string, FeedStream>();
   badRequests = 0;
   closed = false;
+  private budget: number = subscribeBudget.burst;
+  private budgetAt = performance.now();
 
   constructor(
     readonly socket: ClientSocket,
@@ -70,6 +79,16 @@ export class FeedConnection implements Subscriber {
 
   reply(message: Record<string, unknown>): void {
     this.send(JSON.stringify(message));
+  }
+
+  /** Takes one subscribe from the budget; false when it is spent. */
+  spendSubscribe(now = performance.now()): boolean {
+    const refill = ((now - this.budgetAt) / 1000) * subscribeBudget.perSecond;
+    this.budget = Math.min(subscribeBudget.burst, this.budget + refill);
+    this.budgetAt = now;
+    if (this.budget < 1) return false;
+    this.budget--;
+    return true;
   }
 }
 
@@ -109,13 +128,18 @@ export class FeedHub {
   receive(connection: FeedConnection, text: string): void {
     const parsed = parseRequest(text);
     if (!parsed.ok) {
-      connection.reply({ type: "error", error: parsed.error });
-      if (++connection.badRequests >= badRequestLimit) {
-        this.close(connection, closeCodes.badRequests, `${badRequestLimit} bad requests`);
-      }
+      this.refuse(connection, parsed.error);
       return;
     }
     this.handle(connection, parsed.request);
+  }
+
+  /** Answers a request with an error; the 20th closes the connection. */
+  private refuse(connection: FeedConnection, error: string): void {
+    connection.reply({ type: "error", error });
+    if (++connection.badRequests >= badRequestLimit) {
+      this.close(connection, closeCodes.badRequests, `${badRequestLimit} bad requests`);
+    }
   }
 
   /** One change set of a pair, to every stream of the pair. */
@@ -168,6 +192,13 @@ export class FeedHub {
     }
     if (request.op === "unsubscribe") {
       this.unsubscribe(connection, request);
+      return;
+    }
+    if (!connection.spendSubscribe()) {
+      this.refuse(
+        connection,
+        `too many subscribes: at most ${subscribeBudget.perSecond} a second after ${subscribeBudget.burst}`,
+      );
       return;
     }
     this.subscribe(connection, request);

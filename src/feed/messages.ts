@@ -67,15 +67,14 @@ export function tradesSnapshot(pairId: number, trades: readonly Trade[], seq: nu
   };
 }
 
-/** What a depth stream last sent of one side: price to "volume/orders". */
-export type SentLevels = Map<string, string>;
-
-function levelKey(level: LevelView): string {
-  return `${level.volume}/${level.orders}`;
-}
+/**
+ * What a depth stream last sent of one side: price to the level's view. A level's view is
+ * made anew at each change of it (PriceLevels), so an unchanged level is the same object.
+ */
+export type SentLevels = Map<string, LevelView>;
 
 export function sentLevels(levels: readonly LevelView[]): SentLevels {
-  return new Map(levels.map((level) => [level.price, levelKey(level)]));
+  return new Map(levels.map((level) => [level.price, level]));
 }
 
 /**
@@ -99,9 +98,9 @@ export function sideUpdate(
   const now = new Set<string>();
   for (const level of top) {
     now.add(level.price);
-    const key = levelKey(level);
-    if (sent.get(level.price) !== key) out.push(level);
-    sent.set(level.price, key);
+    if (sent.get(level.price) === level) continue;
+    out.push(level);
+    sent.set(level.price, level);
   }
   for (const price of sent.keys()) {
     if (now.has(price)) continue;

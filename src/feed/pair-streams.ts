@@ -23,7 +23,16 @@ import { FeedStream } from "./streams";
 interface DepthStream {
   stream: FeedStream;
   sent: { bid: SentLevels; ask: SentLevels };
+  /** When its last subscriber left (performance.now()), while it has none. */
+  emptySince?: number;
 }
+
+/**
+ * How long a depth stream nobody reads is kept: long enough for a client that lost its
+ * connection to resume, short enough that deep streams left behind (a client gone, or cut off)
+ * stop costing a diff of their depth at every change.
+ */
+export const idleDepthStreamMs = 5000;
 
 export class PairStreams {
   private readonly depths = new Map<BookDepth, DepthStream>();
@@ -50,9 +59,11 @@ export class PairStreams {
     return entry.stream;
   }
 
-  publish(set: ChangeSet): void {
+  publish(set: ChangeSet, now = performance.now()): void {
     const checksum = checksumOf(this.book);
-    for (const [depth, { stream, sent }] of this.depths) {
+    for (const [depth, entry] of this.depths) {
+      if (this.dropIdle(depth, entry, now)) continue;
+      const { stream, sent } = entry;
       stream.publish(set.seq, (prevSeq) => {
         const bids = sideUpdate(this.book, "bid", depth, set.levels.bid, sent.bid);
         const asks = sideUpdate(this.book, "ask", depth, set.levels.ask, sent.ask);
@@ -64,6 +75,18 @@ export class PairStreams {
     this.lastTrades.push(...set.trades);
     if (this.lastTrades.length > 2 * tradesInSnapshot) this.lastTrades.splice(0, tradesInSnapshot);
     this.trades.publish(set.seq, (prevSeq) => JSON.stringify(tradesUpdate(set, prevSeq)));
+  }
+
+  /** Forgets a depth stream nobody has read for idleDepthStreamMs; true when it did. */
+  private dropIdle(depth: BookDepth, entry: DepthStream, now: number): boolean {
+    if (entry.stream.subscribers.size > 0) {
+      entry.emptySince = undefined;
+      return false;
+    }
+    entry.emptySince ??= now;
+    if (now - entry.emptySince < idleDepthStreamMs) return false;
+    this.depths.delete(depth);
+    return true;
   }
 
   snapshot(channel: "book" | "l3" | "trades", depth: BookDepth): Record<string, unknown> {

@@ -27,6 +27,11 @@ interface Level {
   volume: bigint;
   /** Order id to remaining volume, in queue order. */
   orders: Map<string, bigint>;
+  /**
+   * The level as sent, made once per change: a deep subscription's diff then compares views
+   * by identity instead of formatting every level's volume at every change.
+   */
+  view?: LevelView;
 }
 
 export class PriceLevels {
@@ -50,6 +55,7 @@ export class PriceLevels {
     }
     level.orders.set(orderId, volume);
     level.volume += volume;
+    level.view = undefined;
   }
 
   /** Sets a resting order's volume in place: it keeps its place in the queue. */
@@ -59,6 +65,7 @@ export class PriceLevels {
     if (level === undefined || before === undefined) return;
     level.orders.set(orderId, volume);
     level.volume += volume - before;
+    level.view = undefined;
   }
 
   remove(orderId: string, price: string): void {
@@ -67,6 +74,7 @@ export class PriceLevels {
     if (level === undefined || volume === undefined) return;
     level.orders.delete(orderId);
     level.volume -= volume;
+    level.view = undefined;
     if (level.orders.size > 0) return;
     this.byPrice.delete(price);
     this.sorted.splice(this.position(level.key), 1);
@@ -119,5 +127,10 @@ export class PriceLevels {
 }
 
 function view(level: Level): LevelView {
-  return { price: level.price, volume: formatDecimal(level.volume), orders: level.orders.size };
+  level.view ??= {
+    price: level.price,
+    volume: formatDecimal(level.volume),
+    orders: level.orders.size,
+  };
+  return level.view;
 }

@@ -265,7 +265,7 @@ describe("the feed across trouble", () => {
     const stalled = await stalledSocket(feed);
     // Every subscribe is answered with a whole L3 snapshot, and the socket reads none of them.
     const frame = maskedText(JSON.stringify({ op: "subscribe", channel: "l3", pairId: r.pairId }));
-    for (let i = 0; i < 400; i++) stalled.write(frame);
+    for (let i = 0; i < 20; i++) stalled.write(frame);
     await eventually(
       "the stalled client cut off",
       async () => (await feed.metric("matching_feed_slow_clients_cut")) === 1,

@@ -1,0 +1,85 @@
+// The hub's limits without a server: the subscribe budget (a burst, then a steady rate) and
+// the subscription count, each refused with a clear error; idle depth streams dropped.
+
+import { expect, test } from "bun:test";
+import { FeedBook } from "../../src/feed/feed-book";
+import { FeedHub, subscribeBudget } from "../../src/feed/hub";
+import { idleDepthStreamMs, PairStreams } from "../../src/feed/pair-streams";
+
+function hubWithClient(maxSubscriptions = 50) {
+  const books = new Map<number, FeedBook>();
+  const hub = new FeedHub(
+    {
+      book: (pairId) => {
+        const book = books.get(pairId) ?? new FeedBook(pairId, 0);
+        books.set(pairId, book);
+        return book;
+      },
+      flush: () => undefined,
+      notServed: () => "not served",
+    },
+    { clientBufferBytes: 1 << 20, maxSubscriptions, resumeMessages: 10 },
+  );
+  const received: Record<string, unknown>[] = [];
+  const connection = hub.open({
+    send: (text) => {
+      received.push(JSON.parse(text) as Record<string, unknown>);
+      return text.length;
+    },
+    bufferedAmount: () => 0,
+    close: () => undefined,
+  });
+  return { hub, connection, received };
+}
+
+test("a connection spends its subscribe budget: a burst, then a steady rate", () => {
+  const { connection } = hubWithClient();
+  const start = 1_000_000;
+  let allowed = 0;
+  for (let i = 0; i < 30; i++) if (connection.spendSubscribe(start)) allowed++;
+  expect(allowed).toBe(subscribeBudget.burst);
+  // A second later the rate's worth is back, never more than the burst.
+  let later = 0;
+  for (let i = 0; i < 30; i++) if (connection.spendSubscribe(start + 1000)) later++;
+  expect(later).toBe(subscribeBudget.perSecond);
+});
+
+test("subscribes past the budget or the subscription limit are refused with a reason", () => {
+  const { hub, connection, received } = hubWithClient(3);
+  for (let pairId = 1; pairId <= 4; pairId++) {
+    hub.receive(connection, JSON.stringify({ op: "subscribe", channel: "trades", pairId }));
+  }
+  const errors = received.filter((m) => m.type === "error").map((m) => m.error);
+  expect(errors).toEqual(["at most 3 subscriptions a connection"]);
+  for (let i = 0; i < subscribeBudget.burst; i++) {
+    hub.receive(connection, JSON.stringify({ op: "subscribe", channel: "trades", pairId: 1 }));
+  }
+  expect(received.at(-1)).toEqual({
+    type: "error",
+    error: `too many subscribes: at most ${subscribeBudget.perSecond} a second after ${subscribeBudget.burst}`,
+  });
+});
+
+test("a depth stream nobody reads is dropped after a while; one read is kept", () => {
+  const book = new FeedBook(1, 0);
+  const streams = new PairStreams(book, 10);
+  streams.depth(25);
+  streams.depth(10).subscribers.add({ send: () => true });
+  const change = (seq: number) => {
+    book.apply(
+      {
+        type: "order.rested.v1",
+        pairId: 1,
+        commandId: `c${seq}`,
+        payload: { orderId: `o${seq}`, side: "bid", price: String(seq), volume: "1" },
+      },
+      seq,
+    );
+    return book.flush()!;
+  };
+  streams.publish(change(1), 0);
+  streams.publish(change(2), idleDepthStreamMs - 1);
+  expect(streams.streams().map((s) => s.depth)).toEqual([25, 10, "all", "all"]);
+  streams.publish(change(3), idleDepthStreamMs + 1);
+  expect(streams.streams().map((s) => s.depth)).toEqual([10, "all", "all"]);
+});
