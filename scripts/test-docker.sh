@@ -171,7 +171,7 @@ read -r -a ports <<<"$(node -e '
     }
     console.log(servers.map((s) => s.address().port).join(" "));
     for (const server of servers) server.close();
-  })();' 10)"
+  })();' 11)"
 
 cid() { "${compose[@]}" --env-file "$env_file" -p "$project" -f "$file" ps -q "$1"; }
 http_code() { curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$1$2" || true; }
@@ -276,6 +276,13 @@ stack_checks_single() {
 }
 stack_roles_single() {
   check "$file: the outbox is active" test "$(role_of "$MATCHD_OUTBOX_PORT")" = active
+  check "$file: the feed's book of pair 1 is empty after the trade (seq 4)" until_ok 20 feed_book_traded
+}
+# The trade's events are numbered 1 (the bid rests) to 4 (the deal): the feed's pair 1 is at 4.
+feed_book_traded() {
+  local book
+  book=$(curl -s --max-time 2 "http://127.0.0.1:$MATCHD_FEED_PORT/feed/books/1") || return 1
+  grep -q '"seq":4,"bids":\[\],"asks":\[\]' <<<"$book"
 }
 
 sentinels_know_all() {
@@ -319,8 +326,9 @@ stack_roles_ha() {
 
 export MATCHD_IMAGE=$image
 export MATCHD_BROKER_PORT=${ports[0]} MATCHD_CONDUCTOR_PORT=${ports[1]} MATCHD_OUTBOX_PORT=${ports[2]}
+export MATCHD_FEED_PORT=${ports[10]}
 file=compose.yaml project=matchd-test-$$ broker_service=rabbitmq
-http=("conductor=$MATCHD_CONDUCTOR_PORT" "outbox=$MATCHD_OUTBOX_PORT")
+http=("conductor=$MATCHD_CONDUCTOR_PORT" "outbox=$MATCHD_OUTBOX_PORT" "feed=$MATCHD_FEED_PORT")
 broker_urls="amqp://matchd:matchd@127.0.0.1:$MATCHD_BROKER_PORT/matchq"
 run_stack single
 

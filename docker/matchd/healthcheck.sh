@@ -1,6 +1,6 @@
 #!/bin/bash
-# The image's HEALTHCHECK: GET /healthz on MATCHING_HTTP_PORT, else on the conductor's 3002
-# or the outbox's 3035. Plain bash over /dev/tcp, so the image needs no curl.
+# The image's HEALTHCHECK: GET /healthz on MATCHING_HTTP_PORT, else on the conductor's 3002,
+# the outbox's 3035 or the feed's 3040. Plain bash over /dev/tcp, so the image needs no curl.
 set -euo pipefail
 
 probe() {
@@ -15,5 +15,5 @@ probe() {
 if [ -n "${MATCHING_HTTP_PORT:-}" ]; then
   probe "$MATCHING_HTTP_PORT" 2>/dev/null
 else
-  probe 3002 2>/dev/null || probe 3035 2>/dev/null
+  probe 3002 2>/dev/null || probe 3035 2>/dev/null || probe 3040 2>/dev/null
 fi
