@@ -132,15 +132,8 @@ export async function booksDiffering(
   }).length;
 }
 
-/**
- * A subscriber that stops reading: a raw WebSocket that subscribes to each pair's L3, trades
- * and book at every depth, then never reads a byte after the handshake. The feed must cut it
- * off and go on serving everyone else.
- */
-export async function openStalledSubscriber(
-  feedUrl: string,
-  pairIds: readonly number[],
-): Promise<Socket> {
+/** A WebSocket on a raw socket that reads nothing after the handshake. */
+export async function stalledSocket(feedUrl: string): Promise<Socket> {
   const url = new URL(feedUrl);
   const socket = connect(Number(url.port), url.hostname);
   socket.on("error", () => undefined);
@@ -151,6 +144,18 @@ export async function openStalledSubscriber(
   );
   await new Promise<void>((resolve) => socket.once("data", () => resolve()));
   socket.pause();
+  return socket;
+}
+
+/**
+ * A subscriber that stops reading: subscribes to each pair's L3, trades and book at every
+ * depth, then never reads. The feed must cut it off and go on serving everyone else.
+ */
+export async function openStalledSubscriber(
+  feedUrl: string,
+  pairIds: readonly number[],
+): Promise<Socket> {
+  const socket = await stalledSocket(feedUrl);
   for (const pairId of pairIds) {
     socket.write(maskedText(JSON.stringify({ op: "subscribe", channel: "l3", pairId })));
     socket.write(maskedText(JSON.stringify({ op: "subscribe", channel: "trades", pairId })));
@@ -162,7 +167,7 @@ export async function openStalledSubscriber(
 }
 
 /** A client's text frame (clients must mask), for payloads under 126 bytes. */
-function maskedText(text: string): Buffer {
+export function maskedText(text: string): Buffer {
   const payload = Buffer.from(text);
   const mask = Buffer.from([1, 2, 3, 4]);
   const masked = payload.map((byte, i) => byte ^ mask[i % 4]!);

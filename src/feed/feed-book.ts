@@ -158,15 +158,20 @@ export class FeedBook {
     const at = canonicalDecimal(price);
     this.resting.set(orderId, { side: s, price: at });
     this.side(s).add(orderId, at, parseDecimal(volume));
-    const set = this.changes(seq);
-    set.levels[s].add(at);
-    set.orders.push({
+    this.record(seq, {
       action: "add",
       orderId,
       side: s,
       price: at,
       volume: canonicalDecimal(volume),
     });
+  }
+
+  /** Notes an order's change, and its level's, in the change set of `seq`. */
+  private record(seq: number, change: OrderChange): void {
+    const set = this.changes(seq);
+    set.levels[change.side].add(change.price);
+    set.orders.push(change);
   }
 
   /** A resting order partly filled: its remaining volume, in place. Takers are not on the book. */
@@ -178,15 +183,7 @@ export class FeedBook {
       return;
     }
     this.side(order.side).setVolume(orderId, order.price, parseDecimal(volume));
-    const set = this.changes(seq);
-    set.levels[order.side].add(order.price);
-    set.orders.push({
-      action: "change",
-      orderId,
-      side: order.side,
-      price: order.price,
-      volume: canonicalDecimal(volume),
-    });
+    this.record(seq, { action: "change", orderId, ...order, volume: canonicalDecimal(volume) });
   }
 
   private take(orderId: string, seq: number): void {
@@ -194,15 +191,7 @@ export class FeedBook {
     if (order === undefined) return;
     this.resting.delete(orderId);
     this.side(order.side).remove(orderId, order.price);
-    const set = this.changes(seq);
-    set.levels[order.side].add(order.price);
-    set.orders.push({
-      action: "remove",
-      orderId,
-      side: order.side,
-      price: order.price,
-      volume: "0",
-    });
+    this.record(seq, { action: "remove", orderId, ...order, volume: "0" });
   }
 
   /** An amend keeps the order's place when `priorityKept`, else sends it to the back of its new level. */

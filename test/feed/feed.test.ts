@@ -6,7 +6,7 @@
  */
 
 import { afterEach, describe, expect, test } from "bun:test";
-import { connect, type Socket } from "node:net";
+import { maskedText, stalledSocket } from "../../bench/feed-clients";
 import { createWorkload } from "../../bench/workloads";
 import type { CommandEnvelope } from "../../src/domain/index";
 import type { LevelView } from "../../src/feed/price-levels";
@@ -262,7 +262,8 @@ describe("the feed across trouble", () => {
     feeds.push(feed);
     const reader = await openClient(feed);
     reader.send({ op: "subscribe", channel: "book", pairId: r.pairId, depth: "all" });
-    const stalled = await stalledSocket(feed);
+    const stalled = await stalledSocket(feed.url);
+    stops.push(async () => stalled.destroy());
     // Every subscribe is answered with a whole L3 snapshot, and the socket reads none of them.
     const frame = maskedText(JSON.stringify({ op: "subscribe", channel: "l3", pairId: r.pairId }));
     for (let i = 0; i < 20; i++) stalled.write(frame);
@@ -293,29 +294,6 @@ describe("the feed across trouble", () => {
     await eventually("the stalled socket closed", () => ended);
   }, 120_000);
 });
-
-/** A WebSocket client on a raw socket that never reads after the handshake. */
-async function stalledSocket(feed: FeedProcess): Promise<Socket> {
-  const url = new URL(feed.wsUrl);
-  const socket = connect(Number(url.port), url.hostname);
-  stops.push(async () => socket.destroy());
-  await new Promise<void>((resolve) => socket.once("connect", () => resolve()));
-  socket.write(
-    `GET /ws HTTP/1.1\r\nHost: ${url.host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
-      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
-  );
-  await new Promise<void>((resolve) => socket.once("data", () => resolve()));
-  socket.pause();
-  return socket;
-}
-
-/** A client's text frame (clients must mask), for payloads under 126 bytes. */
-function maskedText(text: string): Buffer {
-  const payload = Buffer.from(text);
-  const mask = Buffer.from([1, 2, 3, 4]);
-  const masked = payload.map((byte, i) => byte ^ mask[i % 4]!);
-  return Buffer.concat([Buffer.from([0x81, 0x80 | payload.length]), mask, Buffer.from(masked)]);
-}
 
 describe("requests the feed refuses", () => {
   test("bad requests get an error each and keep the connection, until too many", async () => {
