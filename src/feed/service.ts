@@ -10,6 +10,7 @@ import type { Logger } from "../infra/log";
 import type { Valkey } from "../infra/valkey/client";
 import type { DurabilityRule } from "../infra/valkey/durability";
 import { EventSource } from "./event-source";
+import type { FeedEvent } from "./feed-book";
 import { FeedHub } from "./hub";
 import { PartitionFeed } from "./partition-feed";
 import { readSnapshot } from "./snapshot";
@@ -129,7 +130,7 @@ export class FeedService {
       brokerUrl: this.config.brokerUrl,
       partition: this.config.partition,
       name: `matchd-feed-p${this.config.partition}`,
-      onEvent: (event, seq) => this.feed.receive(event, seq),
+      onEvent: (event, seq) => this.receive(event, seq),
       onLost: (why) => {
         if (this.syncing !== undefined) this.lostWhileSyncing = why;
         else void this.resync(why);
@@ -137,6 +138,23 @@ export class FeedService {
     });
     await this.source.open();
     this.feed.load(await readSnapshot(this.valkey, this.config, this.rule()));
+  }
+
+  /**
+   * An event the books cannot take (a payload the outbox never publishes) is a fault to see,
+   * not to skip: said on the log, and the books start again from a durable snapshot.
+   */
+  private receive(event: FeedEvent, seq: string | undefined): void {
+    try {
+      this.feed.receive(event, seq);
+    } catch (error) {
+      this.log.error("an event the feed cannot apply; starting again from a snapshot", {
+        type: event.type,
+        seq,
+        error,
+      });
+      void this.resync(`an event the feed cannot apply (${event.type} at ${seq})`);
+    }
   }
 
   notServed(pairId: number): string {

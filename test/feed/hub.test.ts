@@ -1,8 +1,9 @@
 // The hub's limits without a server: the subscribe budget (a burst, then a steady rate) and
-// the subscription count, each refused with a clear error; idle depth streams dropped.
+// the subscription count, each refused with a clear error; idle depth streams dropped; an
+// event the feed cannot read refused before it changes a book.
 
 import { expect, test } from "bun:test";
-import { FeedBook } from "../../src/feed/feed-book";
+import { BadEventError, FeedBook } from "../../src/feed/feed-book";
 import { FeedHub, subscribeBudget } from "../../src/feed/hub";
 import { idleDepthStreamMs, PairStreams } from "../../src/feed/pair-streams";
 
@@ -82,4 +83,17 @@ test("a depth stream nobody reads is dropped after a while; one read is kept", (
   expect(streams.streams().map((s) => s.depth)).toEqual([25, 10, "all", "all"]);
   streams.publish(change(3), idleDepthStreamMs + 1);
   expect(streams.streams().map((s) => s.depth)).toEqual([10, "all", "all"]);
+});
+
+test("an event whose payload the feed cannot read is refused, not half-applied", () => {
+  const book = new FeedBook(1, 0);
+  const bad = {
+    type: "order.rested.v1",
+    pairId: 1,
+    commandId: "c1",
+    payload: { orderId: "o1", side: "bid", volume: "1" },
+  };
+  expect(() => book.apply(bad, 1)).toThrow(BadEventError);
+  expect(book.bids.size).toBe(0);
+  expect(book.flush()).toBeUndefined();
 });
