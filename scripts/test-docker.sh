@@ -322,6 +322,7 @@ stack_roles_ha() {
   a=$(role_of "$MATCHD_OUTBOX_PORT") b=$(role_of "$MATCHD_OUTBOX_STANDBY_PORT")
   check "$file: one outbox active, one standby ($a, $b)" one_active_one_standby "$a" "$b"
   check "$file: matching:commands.p0 is a quorum queue on all 3 nodes" until_ok 20 queue_on_three
+  check "$file: the feed's book of pair 1 is empty after the trade (seq 4)" until_ok 20 feed_book_traded
 }
 
 export MATCHD_IMAGE=$image
@@ -338,7 +339,8 @@ if [ "$ha" != 0 ]; then
   export MATCHD_OUTBOX_PORT=${ports[8]} MATCHD_OUTBOX_STANDBY_PORT=${ports[9]}
   file=compose.ha.yaml project=matchd-test-ha-$$ broker_service=rabbitmq-1
   http=("conductor=$MATCHD_CONDUCTOR_PORT" "conductor-standby=$MATCHD_CONDUCTOR_STANDBY_PORT"
-    "outbox=$MATCHD_OUTBOX_PORT" "outbox-standby=$MATCHD_OUTBOX_STANDBY_PORT")
+    "outbox=$MATCHD_OUTBOX_PORT" "outbox-standby=$MATCHD_OUTBOX_STANDBY_PORT"
+    "feed=$MATCHD_FEED_PORT")
   broker_urls=""
   for port in "$MATCHD_BROKER_PORT_1" "$MATCHD_BROKER_PORT_2" "$MATCHD_BROKER_PORT_3"; do
     broker_urls+="${broker_urls:+,}amqp://matchd:matchd@127.0.0.1:$port/matchq"
