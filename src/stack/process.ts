@@ -175,20 +175,28 @@ export function childrenNamed(pid: number, comm: string): number[] {
 
 /**
  * Reserves `count` distinct free loopback ports by binding them all at once, then frees
- * them for the servers. Another process could take one in between; the servers then fail
- * to bind and the start fails with their log, which is rare enough for a dev stack.
+ * them for the servers. They are drawn at random below the kernel's ephemeral range (port 0
+ * would hand out one of those): an outgoing connection takes its local port from that range
+ * at any moment, and one took a RabbitMQ node's distribution port between this reservation
+ * and the node's start ("dist_port_already_used ... not_erlang"). Another process could still
+ * bind one in between; the server then fails to start with its log.
  */
 export async function freePorts(count: number): Promise<number[]> {
   const servers: Server[] = [];
+  const [low, high] = unassignedPortRange();
   try {
     const ports: number[] = [];
-    for (let i = 0; i < count; i++) {
+    for (let tries = 0; ports.length < count; tries++) {
+      // After many taken ports in a row, the kernel's choice, as before.
+      const wanted = tries < 50 * count ? low + Math.floor(Math.random() * (high - low)) : 0;
+      if (ports.includes(wanted)) continue;
       const server = createServer();
-      servers.push(server);
-      await new Promise<void>((resolve, reject) => {
-        server.once("error", reject);
-        server.listen(0, "127.0.0.1", () => resolve());
+      const bound = await new Promise<boolean>((resolve) => {
+        server.once("error", () => resolve(false));
+        server.listen(wanted, "127.0.0.1", () => resolve(true));
       });
+      if (!bound) continue;
+      servers.push(server);
       const address = server.address();
       if (address === null || typeof address === "string") throw new Error("no port bound");
       ports.push(address.port);
@@ -197,6 +205,20 @@ export async function freePorts(count: number): Promise<number[]> {
   } finally {
     await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
   }
+}
+
+/** Ports from 10,000 up to the start of the kernel's ephemeral range (32,768 by default). */
+function unassignedPortRange(): [number, number] {
+  let ephemeralStart = 32_768;
+  try {
+    const first = Number(
+      readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").split(/\s+/)[0],
+    );
+    if (Number.isInteger(first) && first > 11_000) ephemeralStart = first;
+  } catch {
+    // Not Linux: the default range.
+  }
+  return [10_000, ephemeralStart];
 }
 
 /** The last `lines` lines of a log file, or a note that it is missing. */
