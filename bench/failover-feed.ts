@@ -55,14 +55,14 @@ export class FeedCheck {
     const checks: Record<string, number | boolean> = {
       feedSubscribersCaughtUp: caughtUp,
       feedBooksDifferingFromTheConductor: await booksDiffering(conductorUrl, this.clients),
-      feedChecksumFailures: sum((c) => c.checksumFailures),
-      feedSequenceGaps: sum((c) => c.chainBreaks),
+      feedChecksumFailures: sum((c) => c.book.checksumFailures),
+      feedSequenceGaps: sum((c) => c.book.chainBreaks),
       feedSubscribersCutOff: this.clients.filter((c) => c.closed !== undefined).length,
     };
     for (const client of this.clients) client.close();
     valkey.disconnect();
     await this.feed.stop();
-    return { checks, resnapshots: sum((c) => c.snapshots - 1) };
+    return { checks, resnapshots: sum((c) => c.book.snapshots - 1) };
   }
 
   /** Adds what collect() found to the report; a failed check fails the run. */

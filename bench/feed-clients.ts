@@ -5,7 +5,7 @@
  */
 
 import { connect, type Socket } from "node:net";
-import { bookChecksum } from "../src/feed/checksum";
+import { ClientBook } from "../src/feed/client-book";
 import type { LevelView } from "../src/feed/price-levels";
 import type { Valkey } from "../src/infra/valkey/client";
 import { partitionKeys } from "../src/infra/valkey/keys";
@@ -14,12 +14,7 @@ import { fetchMetrics, metricNumber } from "./services";
 type Message = Record<string, unknown>;
 
 export class BenchFeedClient {
-  private readonly bids = new Map<string, LevelView>();
-  private readonly asks = new Map<string, LevelView>();
-  seq: number | undefined;
-  snapshots = 0;
-  checksumFailures = 0;
-  chainBreaks = 0;
+  readonly book = new ClientBook();
   closed: string | undefined;
   /** Each update's seq and arrival (performance.now()), in arrival order. */
   readonly arrivals: { seq: number[]; at: number[] } = { seq: [], at: [] };
@@ -43,17 +38,11 @@ export class BenchFeedClient {
       ws.onerror = () => reject(new Error(`cannot connect to ${url}`));
     });
     ws.send(JSON.stringify({ op: "subscribe", channel: "book", pairId, depth: 10 }));
-    for (let waited = 0; client.snapshots === 0; waited += 5) {
+    for (let waited = 0; client.book.snapshots === 0; waited += 5) {
       if (waited > 30_000) throw new Error(`no snapshot of pair ${pairId} in 30 s`);
       await Bun.sleep(5);
     }
     return client;
-  }
-
-  /** The book held, best first, as GET /books answers it. */
-  side(side: "bid" | "ask"): LevelView[] {
-    const levels = [...(side === "bid" ? this.bids : this.asks).values()];
-    return levels.sort((a, b) => (side === "bid" ? -1 : 1) * (Number(a.price) - Number(b.price)));
   }
 
   close(): void {
@@ -61,25 +50,12 @@ export class BenchFeedClient {
   }
 
   private receive(m: Message): void {
-    if (m.channel !== "book") return;
-    if (m.type === "snapshot") {
-      this.bids.clear();
-      this.asks.clear();
-      this.snapshots++;
-    } else if (m.type === "update") {
-      if (m.prevSeq !== this.seq) this.chainBreaks++;
+    if (m.channel !== "book" || (m.type !== "snapshot" && m.type !== "update")) return;
+    if (m.type === "update") {
       this.arrivals.seq.push(m.seq as number);
       this.arrivals.at.push(performance.now());
-    } else return;
-    for (const level of m.bids as LevelView[]) this.set(this.bids, level);
-    for (const level of m.asks as LevelView[]) this.set(this.asks, level);
-    this.seq = m.seq as number;
-    if (bookChecksum(this.side("bid"), this.side("ask")) !== m.checksum) this.checksumFailures++;
-  }
-
-  private set(side: Map<string, LevelView>, level: LevelView): void {
-    if (level.volume === "0") side.delete(level.price);
-    else side.set(level.price, level);
+    }
+    this.book.apply(m);
   }
 }
 
@@ -103,7 +79,8 @@ export async function subscribersCaughtUp(
         };
         seqOf.set(pairId, book.seq);
       }
-      if (clients.every((c) => c.seq === seqOf.get(c.pairId) || c.closed !== undefined)) return;
+      if (clients.every((c) => c.book.seq === seqOf.get(c.pairId) || c.closed !== undefined))
+        return;
     }
     if (performance.now() > deadline)
       throw new Error(
@@ -128,7 +105,7 @@ export async function booksDiffering(
   const same = (a: LevelView[], b: LevelView[]) => JSON.stringify(a) === JSON.stringify(b);
   return clients.filter((c) => {
     const book = books.get(c.pairId)!;
-    return !same(c.side("bid"), book.bids) || !same(c.side("ask"), book.asks);
+    return !same(c.book.side("bid"), book.bids) || !same(c.book.side("ask"), book.asks);
   }).length;
 }
 

@@ -44,11 +44,11 @@ function invariantsOf(
   const sum = (f: (c: BenchFeedClient) => number) => clients.reduce((n, c) => n + f(c), 0);
   const checks = {
     booksDifferingFromTheConductor: differing,
-    checksumFailures: sum((c) => c.checksumFailures),
-    sequenceGaps: sum((c) => c.chainBreaks),
+    checksumFailures: sum((c) => c.book.checksumFailures),
+    sequenceGaps: sum((c) => c.book.chainBreaks),
     clientsCutOff: clients.filter((c) => c.closed !== undefined).length,
     stalledClientsNotCutOff: stalled - slowCut,
-    resnapshots: sum((c) => c.snapshots - 1),
+    resnapshots: sum((c) => c.book.snapshots - 1),
   };
   return { ok: Object.values(checks).every((v) => v === 0), ...checks };
 }

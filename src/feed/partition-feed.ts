@@ -39,10 +39,6 @@ export class PartitionFeed {
 
   constructor(private readonly options: PartitionFeedOptions) {}
 
-  get live(): boolean {
-    return this.waiting === undefined;
-  }
-
   /** Events held behind a gap. */
   get held(): number {
     return this.resequencer?.waiting ?? 0;

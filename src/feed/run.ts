@@ -49,6 +49,16 @@ function feedMetrics(registry: MetricsRegistry, service: FeedService): void {
     "Snapshots loaded: the first, then one per lost source or stuck gap (a counter)",
     () => status.resyncs,
   );
+  registry.gauge(
+    "matching_feed_client_snapshots",
+    "Snapshots sent to subscribers (a counter)",
+    () => hub.counters.snapshots,
+  );
+  registry.gauge(
+    "matching_feed_client_resumes",
+    "Subscriptions resumed from kept messages (a counter)",
+    () => hub.counters.resumes,
+  );
 }
 
 export async function runFeed(config: Config, log: Logger): Promise<number> {

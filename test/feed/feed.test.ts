@@ -198,6 +198,7 @@ describe("a client's book from the feed", () => {
       () => `${held.seq} of ${seq}`,
     );
     expect(again.messages[0]).toMatchObject({ type: "subscribed", resumed: true });
+    expect(await feed.metric("matching_feed_client_resumes")).toBe(1);
     expect({
       snapshots: held.snapshots,
       failures: held.checksumFailures,

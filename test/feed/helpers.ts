@@ -1,11 +1,9 @@
 /**
- * A feed process for tests, and a WebSocket client that keeps a book from the feed's
- * messages the way docs/marketdata.md tells clients to: apply a snapshot, apply each update
- * whose prevSeq is the seq it holds, and check the checksum after every message.
+ * A feed process for tests, and a WebSocket client that records the feed's messages and keeps
+ * a book per pair and depth from them (src/feed/client-book.ts).
  */
 
-import { bookChecksum } from "../../src/feed/checksum";
-import type { LevelView } from "../../src/feed/price-levels";
+import { ClientBook } from "../../src/feed/client-book";
 import { freePorts } from "../../src/stack/process";
 import { metricsJson, spawnMatchd, type TestStack } from "../support/stack";
 
@@ -64,45 +62,6 @@ export async function startFeed(
 }
 
 type Message = Record<string, unknown>;
-
-/** One pair's book as a client keeps it from `book` messages. */
-export class ClientBook {
-  bids = new Map<string, LevelView>();
-  asks = new Map<string, LevelView>();
-  seq: number | undefined;
-  snapshots = 0;
-  updates = 0;
-  checksumFailures = 0;
-  chainBreaks = 0;
-
-  apply(m: Message): void {
-    if (m.type === "snapshot") {
-      this.bids = new Map((m.bids as LevelView[]).map((l) => [l.price, l]));
-      this.asks = new Map((m.asks as LevelView[]).map((l) => [l.price, l]));
-      this.snapshots++;
-    } else {
-      if (m.prevSeq !== this.seq) this.chainBreaks++;
-      for (const [side, levels] of [
-        [this.bids, m.bids],
-        [this.asks, m.asks],
-      ] as const) {
-        for (const l of levels as LevelView[]) {
-          if (l.volume === "0") side.delete(l.price);
-          else side.set(l.price, l);
-        }
-      }
-      this.updates++;
-    }
-    this.seq = m.seq as number;
-    if (bookChecksum(this.side("bid"), this.side("ask")) !== m.checksum) this.checksumFailures++;
-  }
-
-  /** A side best first. */
-  side(side: "bid" | "ask"): LevelView[] {
-    const levels = [...(side === "bid" ? this.bids : this.asks).values()];
-    return levels.sort((a, b) => (side === "bid" ? -1 : 1) * (Number(a.price) - Number(b.price)));
-  }
-}
 
 /** A WebSocket client of the feed that records every message and keeps the books it gets. */
 export class FeedClient {

@@ -5,8 +5,7 @@
  * snapshot and ends.
  */
 
-import { bookChecksum } from "../../feed/checksum";
-import type { LevelView } from "../../feed/price-levels";
+import { ClientBook } from "../../feed/client-book";
 import { ExitCode } from "../../infra/exit-codes";
 import { ClientError } from "./client-error";
 import { bookLadder } from "./format";
@@ -29,40 +28,11 @@ interface Trade {
 
 type Message = Record<string, unknown>;
 
-class WatchedBook {
-  bids = new Map<string, LevelView>();
-  asks = new Map<string, LevelView>();
-  seq: number | undefined;
-  halted: string | undefined;
-  checksumOk = true;
+/** The book as the feed's messages keep it, with the pair's last trades. */
+class WatchedBook extends ClientBook {
   trades: Trade[] = [];
-
-  /** Applies a book message; false when it does not follow the book held (resubscribe). */
-  apply(m: Message): boolean {
-    if (m.type === "snapshot") {
-      this.bids = new Map((m.bids as LevelView[]).map((l) => [l.price, l]));
-      this.asks = new Map((m.asks as LevelView[]).map((l) => [l.price, l]));
-    } else {
-      if (m.prevSeq !== this.seq) return false;
-      for (const l of m.bids as LevelView[]) this.set(this.bids, l);
-      for (const l of m.asks as LevelView[]) this.set(this.asks, l);
-    }
-    if (m.halted !== undefined)
-      this.halted = m.halted === true ? String(m.haltReason ?? "halted") : undefined;
-    this.seq = m.seq as number;
-    this.checksumOk = bookChecksum(this.side("bid"), this.side("ask")) === m.checksum;
-    return this.checksumOk;
-  }
-
-  side(side: "bid" | "ask"): LevelView[] {
-    const levels = [...(side === "bid" ? this.bids : this.asks).values()];
-    return levels.sort((a, b) => (side === "bid" ? -1 : 1) * (Number(a.price) - Number(b.price)));
-  }
-
-  private set(side: Map<string, LevelView>, level: LevelView): void {
-    if (level.volume === "0") side.delete(level.price);
-    else side.set(level.price, level);
-  }
+  /** Whether the last book message followed the book held and passed its checksum. */
+  inStep = true;
 }
 
 function draw(book: WatchedBook, options: WatchOptions): string {
@@ -75,7 +45,7 @@ function draw(book: WatchedBook, options: WatchOptions): string {
     .slice(-5)
     .reverse()
     .map((t) => `  trade ${t.volume} @ ${t.price}, taker ${t.takerSide} (seq ${t.seq})\n`);
-  const status = `seq ${book.seq}, checksum ${book.checksumOk ? "ok" : "MISMATCH"}\n`;
+  const status = `seq ${book.seq}, checksum ${book.inStep ? "ok" : "MISMATCH or gap: resubscribing"}\n`;
   return ladder + trades.join("") + status;
 }
 
@@ -100,7 +70,10 @@ export async function watchBook(options: WatchOptions): Promise<number> {
         return reject(new ClientError(`feed: ${String(m.error)}`, ExitCode.failure));
       if (m.channel === "trades" && m.type === "update") book.trades.push(...(m.trades as Trade[]));
       else if (m.channel !== "book" || (m.type !== "snapshot" && m.type !== "update")) return;
-      else if (!book.apply(m)) subscribe();
+      else {
+        book.inStep = book.apply(m);
+        if (!book.inStep) subscribe();
+      }
       if (options.once) {
         options.out(draw(book, options));
         ws.close(1000);
