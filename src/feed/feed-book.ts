@@ -79,6 +79,7 @@ export class FeedBook {
   halted = false;
   haltReason: string | undefined;
   private pending: ChangeSet | undefined;
+  private applied = false;
 
   /** `seq`: the partition sequence number the book reflects (its snapshot's, at first). */
   constructor(
@@ -86,8 +87,14 @@ export class FeedBook {
     public seq: number,
   ) {}
 
+  /** True while no event, snapshot order or halt has reached the book: it holds nothing. */
+  get untouched(): boolean {
+    return !this.applied && !this.halted && this.resting.size === 0;
+  }
+
   /** Applies one event numbered `seq`; book-neutral events change nothing. */
   apply(event: FeedEvent, seq: number): void {
+    this.applied = true;
     const p = event.payload;
     switch (event.type) {
       case "order.rested.v1":

@@ -20,8 +20,13 @@ export interface ClientSocket {
 
 /** The books the hub serves, as the partition feed keeps them. */
 export interface BookSource {
-  /** The pair's book; undefined when the pair is not this feed's partition's. */
-  book(pairId: number): FeedBook | undefined;
+  /**
+   * The pair's book; undefined when the pair is not this feed's partition's. An empty book of
+   * a pair not seen yet is kept only when `keep` is not false.
+   */
+  book(pairId: number, keep?: boolean): FeedBook | undefined;
+  /** Drops the pair's book if nothing has reached it. */
+  forget(pairId: number): void;
   /** Publishes every change set collected so far, so a snapshot and the stream agree. */
   flush(): void;
   /** Why a pair is not served (the partition it belongs to), for the error message. */
@@ -94,6 +99,7 @@ export class FeedConnection implements Subscriber {
 
 /** A connection holds one subscription per channel, pair and (for the book) depth. */
 const key = (channel: Channel, pairId: number, depth: BookDepth) => `${channel}:${pairId}:${depth}`;
+const pairOfKey = (id: string) => Number(id.split(":")[1]);
 
 export class FeedHub {
   private readonly pairs = new Map<number, PairStreams>();
@@ -115,8 +121,25 @@ export class FeedHub {
   closed(connection: FeedConnection): void {
     connection.closed = true;
     this.connections.delete(connection);
-    for (const stream of connection.subscriptions.values()) stream.subscribers.delete(connection);
+    const pairIds = new Set<number>();
+    for (const [id, stream] of connection.subscriptions) {
+      stream.subscribers.delete(connection);
+      pairIds.add(pairOfKey(id));
+    }
     connection.subscriptions.clear();
+    for (const pairId of pairIds) this.release(pairId);
+  }
+
+  /**
+   * Forgets the streams and the book of a pair that nothing has reached once no one reads it,
+   * so subscribers naming pair ids at random leave nothing behind.
+   */
+  private release(pairId: number): void {
+    const streams = this.pairs.get(pairId);
+    if (streams === undefined || !streams.unread()) return;
+    if (!this.books.book(pairId, false)?.untouched) return;
+    this.pairs.delete(pairId);
+    this.books.forget(pairId);
   }
 
   close(connection: FeedConnection, code: number, reason: string): void {
@@ -154,7 +177,11 @@ export class FeedHub {
     depth: BookDepth,
   ): Record<string, unknown> | undefined {
     this.books.flush();
-    return this.streamsOf(pairId)?.snapshot(channel, depth);
+    const streams = this.pairs.get(pairId);
+    if (streams !== undefined) return streams.snapshot(channel, depth);
+    // Nobody subscribes to the pair: its snapshot from streams made for this answer alone.
+    const book = this.books.book(pairId, false);
+    return book && new PairStreams(book, 0).snapshot(channel, depth);
   }
 
   /** After the feed rebuilt its books: every subscriber gets a fresh snapshot. */
@@ -219,6 +246,7 @@ export class FeedHub {
       connection.subscriptions.delete(id);
       ended++;
     }
+    this.release(pairId);
     connection.reply({ type: "unsubscribed", channel, pairId, ended });
   }
 

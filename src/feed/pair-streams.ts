@@ -77,6 +77,11 @@ export class PairStreams {
     this.trades.publish(set.seq, (prevSeq) => JSON.stringify(tradesUpdate(set, prevSeq)));
   }
 
+  /** True when no stream of the pair has a subscriber. */
+  unread(): boolean {
+    return this.streams().every(({ stream }) => stream.subscribers.size === 0);
+  }
+
   /** Forgets a depth stream nobody has read for idleDepthStreamMs; true when it did. */
   private dropIdle(depth: BookDepth, entry: DepthStream, now: number): boolean {
     if (entry.stream.subscribers.size > 0) {

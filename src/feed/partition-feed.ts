@@ -95,15 +95,23 @@ export class PartitionFeed {
     }
   }
 
-  /** The pair's book (an empty one for a pair of the partition not seen yet). */
-  book(pairId: number): FeedBook | undefined {
+  /**
+   * The pair's book: for a pair of the partition not seen yet, an empty one, kept only when
+   * `keep` (a subscriber will read its changes); a look at it (`keep` false) costs nothing
+   * after the answer, whatever pair id is asked for.
+   */
+  book(pairId: number, keep = true): FeedBook | undefined {
     if (pairId % this.options.partitionCount !== this.options.partition) return undefined;
-    let book = this.books.get(pairId);
-    if (book === undefined) {
-      book = new FeedBook(pairId, this.seq);
-      this.books.set(pairId, book);
-    }
-    return book;
+    const book = this.books.get(pairId);
+    if (book !== undefined) return book;
+    const empty = new FeedBook(pairId, this.seq);
+    if (keep) this.books.set(pairId, empty);
+    return empty;
+  }
+
+  /** Drops a pair's book that nothing has reached (its last subscriber left). */
+  forget(pairId: number): void {
+    if (this.books.get(pairId)?.untouched) this.books.delete(pairId);
   }
 
   pairIds(): number[] {

@@ -51,7 +51,8 @@ export class FeedService {
     });
     this.hub = new FeedHub(
       {
-        book: (pairId) => (this.loadedOnce ? this.feed.book(pairId) : undefined),
+        book: (pairId, keep) => (this.loadedOnce ? this.feed.book(pairId, keep) : undefined),
+        forget: (pairId) => this.feed.forget(pairId),
         flush: () => this.feed.flush(),
         notServed: (pairId) => this.notServed(pairId),
       },

@@ -144,7 +144,12 @@ function run(name: string, seed: number, commands: number) {
     return book;
   };
   const hub = new FeedHub(
-    { book: bookOf, flush: () => undefined, notServed: () => "not served" },
+    {
+      book: bookOf,
+      flush: () => undefined,
+      forget: (pairId) => books.delete(pairId),
+      notServed: () => "not served",
+    },
     { clientBufferBytes: 1 << 30, maxSubscriptions: 50, resumeMessages: 100 },
   );
   const pairId = workload.pairIds[0]!;

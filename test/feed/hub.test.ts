@@ -6,6 +6,7 @@ import { expect, test } from "bun:test";
 import { BadEventError, FeedBook } from "../../src/feed/feed-book";
 import { FeedHub, subscribeBudget } from "../../src/feed/hub";
 import { idleDepthStreamMs, PairStreams } from "../../src/feed/pair-streams";
+import { PartitionFeed } from "../../src/feed/partition-feed";
 
 function hubWithClient(maxSubscriptions = 50) {
   const books = new Map<number, FeedBook>();
@@ -17,6 +18,7 @@ function hubWithClient(maxSubscriptions = 50) {
         return book;
       },
       flush: () => undefined,
+      forget: (pairId) => books.delete(pairId),
       notServed: () => "not served",
     },
     { clientBufferBytes: 1 << 20, maxSubscriptions, resumeMessages: 10 },
@@ -96,4 +98,59 @@ test("an event whose payload the feed cannot read is refused, not half-applied",
   expect(() => book.apply(bad, 1)).toThrow(BadEventError);
   expect(book.bids.size).toBe(0);
   expect(book.flush()).toBeUndefined();
+});
+
+/** A hub over a real partition feed (one partition), loaded from an empty snapshot. */
+function hubOverFeed() {
+  const feed = new PartitionFeed({
+    partition: 0,
+    partitionCount: 1,
+    publish: (set) => hub.publish(set),
+  });
+  const hub: FeedHub = new FeedHub(
+    {
+      book: (pairId, keep) => feed.book(pairId, keep),
+      forget: (pairId) => feed.forget(pairId),
+      flush: () => feed.flush(),
+      notServed: () => "not served",
+    },
+    { clientBufferBytes: 1 << 20, maxSubscriptions: 50, resumeMessages: 10 },
+  );
+  feed.load({ seq: 0, pairs: [], halted: new Map() });
+  const open = () =>
+    hub.open({ send: (text) => text.length, bufferedAmount: () => 0, close: () => undefined });
+  return { feed, hub, open };
+}
+
+const subscribe = (pairId: number) => JSON.stringify({ op: "subscribe", channel: "book", pairId });
+
+test("snapshots and subscriptions of pairs nothing reached leave nothing behind", () => {
+  const { feed, hub, open } = hubOverFeed();
+  for (let pairId = 1; pairId <= 1000; pairId++) {
+    expect(hub.snapshot(pairId, "book", 10)).toMatchObject({ pairId, bids: [], asks: [] });
+  }
+  expect(feed.pairIds()).toEqual([]);
+  const leaving = open();
+  hub.receive(leaving, subscribe(7));
+  hub.receive(leaving, JSON.stringify({ op: "unsubscribe", channel: "book", pairId: 7 }));
+  const closing = open();
+  hub.receive(closing, subscribe(8));
+  expect(feed.pairIds()).toEqual([8]);
+  hub.closed(closing);
+  expect(feed.pairIds()).toEqual([]);
+});
+
+test("a pair an event reached keeps its book after its last subscriber leaves", () => {
+  const { feed, hub, open } = hubOverFeed();
+  const connection = open();
+  hub.receive(connection, subscribe(9));
+  const payload = { orderId: "o-1", side: "bid", price: "10", volume: "1" };
+  feed.receive({ type: "order.rested.v1", pairId: 9, commandId: "c-1", payload }, "1");
+  feed.flush();
+  hub.closed(connection);
+  expect(feed.pairIds()).toEqual([9]);
+  expect(hub.snapshot(9, "book", 10)).toMatchObject({
+    seq: 1,
+    bids: [{ price: "10", volume: "1", orders: 1 }],
+  });
 });
