@@ -1,6 +1,6 @@
 // One fill of a taker against a maker, in the steps every fill takes: compute its figures,
-// check them against the invariants before anything changes, then apply them. The events it
-// emits are the engine's (engine-core.ts). No I/O, no clock.
+// check them against the invariants before anything changes, apply them, then emit the book
+// change and the events. No I/O, no clock.
 
 import {
   addScaled,
@@ -11,10 +11,13 @@ import {
   type Scaled,
   subScaled,
 } from "./decimal-scale";
+import type { EventLog } from "./events";
 import { MatchingInvariantError } from "./invariant-error";
-import type { OrderNode, PairBook, PriceLevel } from "./order-book";
+import { type OrderNode, type PairBook, type PriceLevel, toRestingOrder } from "./order-book";
+import type { OrderIndex } from "./order-index";
 import { quoteOf, quoteRoundedOnce } from "./quote-math";
 import type { Taker } from "./taker";
+import type { BookChange } from "./types";
 
 /** A fill's figures: what it trades and what each side holds after it. */
 export interface FillPlan {
@@ -154,4 +157,102 @@ export function applyFill(
     taker.remainingText =
       taker.remaining === 0 ? "0" : formatValue(taker.remaining, amountDecimals);
   }
+}
+
+/**
+ * Executes one fill: plan (compute and check), apply, emit. True when the taker can take no
+ * more.
+ */
+export function fill(
+  orders: OrderIndex,
+  book: PairBook,
+  level: PriceLevel,
+  maker: OrderNode,
+  taker: Taker,
+  amountDecimals: number,
+  log: EventLog,
+  changes: BookChange[],
+): boolean {
+  const plan = planFill(level, maker, taker);
+  if (plan === undefined) return true;
+  // Reuse existing canonical texts when the fill is a whole remaining volume (the common
+  // case): read before applyFill rewrites them.
+  const volumeText =
+    plan.volume === plan.makerBefore
+      ? maker.remainingText
+      : plan.volume === plan.takerBefore && !taker.quoteSized
+        ? taker.remainingText
+        : formatValue(plan.volume, amountDecimals);
+  const quoteText = formatValue(plan.quote, maker.quoteDecimals);
+  applyFill(book, level, maker, taker, plan, amountDecimals);
+  return emitFill(orders, book, maker, taker, volumeText, quoteText, log, changes);
+}
+
+/**
+ * The fill's book change and events; true when the taker can take no more. Positional
+ * arguments: an object per fill would be garbage on the hottest path (see scratch above).
+ */
+function emitFill(
+  orders: OrderIndex,
+  book: PairBook,
+  maker: OrderNode,
+  taker: Taker,
+  volumeText: string,
+  quoteText: string,
+  log: EventLog,
+  changes: BookChange[],
+): boolean {
+  const makerDone = maker.remaining === 0;
+  const makerState = toRestingOrder(maker);
+  if (makerDone) {
+    book.remove(maker);
+    orders.finishResting(maker);
+    changes.push({ op: "remove", order: makerState });
+  } else {
+    changes.push({ op: "put", order: makerState });
+  }
+  log.push(makerDone ? "order.filled.v1" : "order.updated.v1", {
+    orderId: maker.id,
+    userId: maker.userId,
+    pairId: maker.pairId,
+    side: maker.side,
+    role: "maker",
+    price: maker.priceText,
+    volume: makerState.volume,
+    volumeTotal: maker.volumeTotalText,
+    fillPrice: maker.priceText,
+    fillVolume: volumeText,
+    fillQuoteVolume: quoteText,
+  });
+  const takerDone = taker.quoteSized ? taker.budget === 0 : taker.remaining === 0;
+  if (takerDone) {
+    log.push("order.filled.v1", {
+      orderId: taker.id,
+      userId: taker.userId,
+      pairId: maker.pairId,
+      side: taker.side,
+      role: "taker",
+      price: taker.priceText,
+      volume: "0",
+      volumeTotal: taker.volumeTotalText,
+      fillPrice: maker.priceText,
+      fillVolume: volumeText,
+      fillQuoteVolume: quoteText,
+      quoteVolume: taker.quoteSized ? "0" : undefined,
+    });
+  }
+  log.push("deal.executed.v1", {
+    pairId: maker.pairId,
+    price: maker.priceText,
+    volume: volumeText,
+    quoteVolume: quoteText,
+    makerOrderId: maker.id,
+    makerUserId: maker.userId,
+    makerSide: maker.side,
+    takerOrderId: taker.id,
+    takerUserId: taker.userId,
+    takerSide: taker.side,
+    timestamp: taker.timestamp,
+  });
+  return takerDone;
 }

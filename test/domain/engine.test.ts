@@ -10,7 +10,6 @@ import {
   type PlaceOrderPayload,
   ResultCodes,
 } from "../../src/domain/index";
-import type { PairBook } from "../../src/domain/order-book";
 import { cancel, place } from "./helpers";
 
 const types = (outcome: CommandOutcome) => outcome.events.map((e) => e.type);
@@ -616,20 +615,19 @@ describe("state management", () => {
     expect(() => crossed.check()).toThrow(MatchingInvariantError);
     // Tampered with from outside (the check must not trust the engine's own bookkeeping).
     const tampered = engineWith(place({ id: "b1" }), place({ id: "b2" }));
-    const book = (tampered as unknown as { books: Map<number, PairBook> }).books.get(1)!;
+    const book = tampered.state.books.get(1)!;
     const level = book.bids[book.bids.length - 1]!;
     level.total = level.total === 0 ? 1 : 0;
     expect(() => tampered.check()).toThrow(MatchingInvariantError);
     const reordered = engineWith(place({ id: "b1" }), place({ id: "b2" }));
-    const head = (reordered as unknown as { books: Map<number, PairBook> }).books.get(1)!.bids[0]!
-      .head!;
+    const head = reordered.state.books.get(1)!.bids[0]!.head!;
     const sequence = head.sequence;
     head.sequence = head.next!.sequence;
     head.next!.sequence = sequence;
     expect(() => reordered.check()).toThrow(MatchingInvariantError);
     // A book node that is not the node its id finds (counts and levels all agree).
     const stale = engineWith(place({ id: "b1" }));
-    const only = (stale as unknown as { books: Map<number, PairBook> }).books.get(1)!.bids[0]!;
+    const only = stale.state.books.get(1)!.bids[0]!;
     const copy = { ...only.head! };
     only.head = copy;
     only.tail = copy;
@@ -638,7 +636,7 @@ describe("state management", () => {
 
   test("a taker that leaves nothing resting on a new pair leaves no empty book behind", () => {
     const engine = new MatchingEngine();
-    const books = (engine as unknown as { books: Map<number, PairBook> }).books;
+    const books = engine.state.books;
     for (let pairId = 1; pairId <= 50; pairId++) {
       engine.apply(place({ id: `m${pairId}`, pairId, type: "market", price: "0" }));
       engine.apply(place({ id: `i${pairId}`, pairId, timeInForce: "ioc" }));
@@ -677,7 +675,7 @@ describe("state management", () => {
     const engine = engineWith(place({ id: "b1", volume: "2", userId: "m" }));
     // Corrupt the resting bid the way only a bug could: it claims to have been accepted with
     // less than it still holds, so any fill would leave it above its accepted volume.
-    const books = (engine as unknown as { books: Map<number, PairBook> }).books;
+    const books = engine.state.books;
     books.get(1)!.bids[0]!.head!.accepted = 0;
     const before = engine.digest();
     expect(() => engine.apply(place({ id: "a1", side: "ask", volume: "1" }))).toThrow(

@@ -1,0 +1,78 @@
+// The engine's invariants, checked on demand, and its digest: kept current level by level,
+// and checked against one hashed afresh.
+
+import { addHaltsDigest, addStopsDigest, digestBooks } from "./digest";
+import type { EngineState } from "./engine-state";
+import { invariant } from "./invariant-error";
+import { haltedPairs, restingOrders, stopOrders } from "./queries";
+
+/** Validates every book and the id index; throws MatchingInvariantError on the first fault. */
+export function checkState(s: EngineState): void {
+  let total = 0;
+  for (const book of s.books.values()) total += book.check();
+  const indexed = s.orders.resting;
+  invariant(total === indexed, () => `index holds ${indexed}, books ${total}`);
+  let seen = 0;
+  for (const [id, node] of s.orders.restingNodes()) {
+    seen++;
+    invariant(node.id === id && node.level !== null, () => `index entry ${id} not resting`);
+    invariant(s.books.get(node.pairId) !== undefined, () => `order ${id} has no book`);
+  }
+  invariant(seen === indexed, () => `index counts ${indexed} resting orders, holds ${seen}`);
+  let stops = 0;
+  for (const book of s.books.values()) {
+    stops += book.stops.check(book.pairId);
+    for (const stop of [...book.stops.bids, ...book.stops.asks]) {
+      invariant(s.stops.get(stop.id) === stop, () => `stop ${stop.id} is not indexed`);
+      invariant(s.orders.get(stop.id) === undefined, () => `stop ${stop.id} is an order too`);
+    }
+  }
+  invariant(stops === s.stops.size, () => `${s.stops.size} stops indexed, ${stops} held`);
+  const extras = s.stops.size + s.halts.size;
+  invariant(s.extras === extras, () => `extras counts ${s.extras}, holds ${extras}`);
+  // Equal counts are not enough: every order in a book must be the very node its id finds,
+  // or a cancel would unlink a stale node and leave the real one resting.
+  for (const book of s.books.values()) {
+    for (const node of book.canonicalOrders()) {
+      invariant(
+        s.orders.get(node.id) === node,
+        () => `order ${node.id} in the book is not the one its id finds`,
+      );
+    }
+  }
+}
+
+/**
+ * The digest kept level by level must be the one hashed afresh: a change that marked no level
+ * would leave it stale. Apart from check(), which the conductor runs at every load: this
+ * hashes every order twice.
+ */
+export function checkDigest(s: EngineState): void {
+  const kept = digest(s);
+  const fresh = digestBooks(restingOrders(s), stopOrders(s), haltedPairs(s));
+  invariant(kept === fresh, () => `kept digest ${kept}, books hash to ${fresh}`);
+}
+
+/**
+ * Canonical digest of all books, independent of absolute sequence numbers: the sum of each
+ * price level's FNV-1a 64 hash (see digestOrders). Kept current level by level, so it costs
+ * the levels changed since it was last asked for.
+ */
+export function digest(s: EngineState): string {
+  while (!s.levelDigests.step(Number.POSITIVE_INFINITY));
+  if (s.stops.size === 0 && s.halts.size === 0) return s.levelDigests.hex();
+  // Stops and halts are few: hashed afresh each time, onto the levels' sum.
+  const sum = s.levelDigests.copySum();
+  addStopsDigest(sum, stopOrders(s));
+  addHaltsDigest(sum, haltedPairs(s));
+  return sum.hex();
+}
+
+/**
+ * One bounded step towards a current digest: hashes changed levels until about `maxOrders`
+ * orders were hashed. True once digest() would answer at once. For a caller that yields
+ * between steps, so that a deep book never holds up matching.
+ */
+export function digestStep(s: EngineState, maxOrders: number): boolean {
+  return s.levelDigests.step(maxOrders);
+}

@@ -1,0 +1,134 @@
+// The engine's whole state in one object: books, the id index, stops, halts, the level
+// digests and the scratch the place path reuses. The engine's parts take it as their first
+// argument; nothing else holds state. No I/O, no clock.
+
+import { EventLog } from "./events";
+import { LevelDigests } from "./level-digests";
+import { PairBook } from "./order-book";
+import { OrderIndex } from "./order-index";
+import type { StopNode } from "./stop-book";
+import { Taker } from "./taker";
+import { PlaceValidator } from "./validate-place";
+
+export interface MatchingEngineOptions {
+  /** Bound on remembered accepted / finished order ids (duplicate and cancel detection). */
+  recentMemory?: number;
+}
+
+/** Books held before empty ones are first swept; a sweep never lowers the bound below it. */
+export const EMPTY_BOOKS_SWEEP_FLOOR = 1024;
+
+/** Stand-in for a command's time when it has none: documented, stable, never a clock. */
+export const EPOCH_ISO = "1970-01-01T00:00:00.000Z";
+
+export class EngineState {
+  readonly books = new Map<number, PairBook>();
+
+  /** Resting orders and recently finished ids, one lookup for both. */
+  readonly orders: OrderIndex;
+
+  /** The next order or stop's time priority. */
+  nextSequence = 1;
+
+  /** The incoming order while it matches, reset for every command. */
+  readonly taker = new Taker();
+
+  readonly validator = new PlaceValidator();
+
+  /** One event log reused by every accepted command; each command still gets its own array. */
+  readonly eventLog = new EventLog({
+    commandId: "",
+    correlationId: "",
+    partition: 0,
+    pairId: 0,
+    submittedAt: EPOCH_ISO,
+  });
+
+  /** The book of the last command: consecutive commands usually trade the same pair. */
+  lastBook: PairBook | undefined;
+
+  /** Books held when the next new book first sweeps the empty ones (see dropEmptyBooks). */
+  sweepBooksAt = EMPTY_BOOKS_SWEEP_FLOOR;
+
+  /** Keeps the books' digest current as levels change (see LevelDigests). */
+  readonly levelDigests = new LevelDigests();
+
+  /** Stop orders by id; each is also in its pair's stop book. */
+  readonly stops = new Map<string, StopNode>();
+
+  /** Halted pairs and why. */
+  readonly halts = new Map<number, string>();
+
+  /**
+   * Stops plus halted pairs, kept as a plain number: every place reads it, and a Map's size
+   * getter there cost a measurable share of the alternating bench. Call recountExtras after
+   * changing either.
+   */
+  extras = 0;
+
+  constructor({ recentMemory = 100_000 }: MatchingEngineOptions = {}) {
+    this.orders = new OrderIndex(recentMemory);
+  }
+
+  recountExtras(): void {
+    this.extras = this.stops.size + this.halts.size;
+  }
+
+  bookOf(pairId: number): PairBook | undefined {
+    const last = this.lastBook;
+    if (last !== undefined && last.pairId === pairId) return last;
+    const book = this.books.get(pairId);
+    if (book !== undefined) this.lastBook = book;
+    return book;
+  }
+
+  createBook(pairId: number): PairBook {
+    if (this.books.size >= this.sweepBooksAt) this.dropEmptyBooks();
+    const book = new PairBook(pairId, this.levelDigests);
+    this.books.set(pairId, book);
+    this.lastBook = book;
+    return book;
+  }
+
+  dropEmptyBook(pairId: number): void {
+    const book = this.books.get(pairId);
+    if (book === undefined || !book.empty) return;
+    this.books.delete(pairId);
+    if (this.lastBook === book) this.lastBook = undefined;
+  }
+
+  /**
+   * Drops every book whose last order left. They are kept until then because a pair that
+   * empties usually refills at once (the alternating workload empties its book every second
+   * command), but pairs that come and go would otherwise leave one empty book each for ever.
+   * The next sweep waits until the books have doubled, so sweeping costs O(1) per book made,
+   * and the engine never holds more than max(EMPTY_BOOKS_SWEEP_FLOOR, 2 x the non-empty
+   * books at the last sweep) books. A dropped book forgets nothing that matters: precisions
+   * are compared only with resting orders.
+   */
+  dropEmptyBooks(): void {
+    for (const [pairId, book] of this.books) {
+      if (book.empty) this.books.delete(pairId);
+    }
+    if (this.lastBook?.empty) this.lastBook = undefined;
+    this.sweepBooksAt = Math.max(EMPTY_BOOKS_SWEEP_FLOOR, 2 * this.books.size);
+  }
+
+  /** The books that hold something, pairs ascending. */
+  sortedBooks(): PairBook[] {
+    return [...this.books.values()].filter((b) => !b.empty).sort((a, b) => a.pairId - b.pairId);
+  }
+
+  /** Forgets everything, as a new engine would start. */
+  clear(): void {
+    this.books.clear();
+    this.levelDigests.reset();
+    this.lastBook = undefined;
+    this.sweepBooksAt = EMPTY_BOOKS_SWEEP_FLOOR;
+    this.orders.clear();
+    this.stops.clear();
+    this.halts.clear();
+    this.recountExtras();
+    this.nextSequence = 1;
+  }
+}

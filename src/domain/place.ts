@@ -1,0 +1,77 @@
+// order.place: a duplicate, a refusal or an accepted order, which becomes a stop in its stop
+// book or a taker that matches, rests or finishes, then triggers the stops its trades reach.
+// No I/O, no clock.
+
+import type { EngineState } from "./engine-state";
+import { match } from "./match";
+import { hashId } from "./order-index";
+import { reject } from "./outcomes";
+import { crosses } from "./quote-math";
+import { ResultCodes } from "./result-codes";
+import { acceptStop, triggerStops } from "./stops";
+import type { CommandOutcome, PlaceOrderCommand, Side } from "./types";
+
+/**
+ * `alreadyAccepted`: the shell's stored marker says an order with this id was accepted before,
+ * beyond what the engine remembers.
+ */
+export function place(
+  s: EngineState,
+  command: PlaceOrderCommand,
+  alreadyAccepted: boolean,
+): CommandOutcome {
+  const payload = command.payload;
+  // A stored marker already says duplicate: no need to hash the id or look it up.
+  const idHash = alreadyAccepted ? 0 : hashId(payload.id);
+  if (
+    alreadyAccepted ||
+    s.orders.get(payload.id, idHash) !== undefined ||
+    (s.extras !== 0 && s.stops.has(payload.id))
+  ) {
+    return duplicate(command);
+  }
+  const parsed = s.validator.validate(payload, command.pairId);
+  if ("code" in parsed) return reject(command, parsed.code, parsed.reason);
+  if (s.extras !== 0 && s.halts.has(command.pairId)) {
+    return reject(command, ResultCodes.pairHalted, "pair is halted");
+  }
+  const book = s.bookOf(command.pairId);
+  if (
+    book?.precisionDiffers(payload.priceDecimals, payload.amountDecimals, payload.quoteDecimals)
+  ) {
+    return reject(
+      command,
+      ResultCodes.pairPrecisionMismatch,
+      "order precisions differ from the resting orders of this pair",
+    );
+  }
+  if (parsed.stop) return acceptStop(s, command, parsed, book);
+  const opposite: Side = payload.side === "bid" ? "ask" : "bid";
+  if (parsed.postOnly && book !== undefined) {
+    const best = book.best(opposite);
+    if (best !== undefined && crosses(payload.side, parsed.price, best.price)) {
+      return reject(command, ResultCodes.postOnlyWouldTake, "post-only order would take");
+    }
+  }
+  const outcome = match(s, command, parsed, book, idHash);
+  // A taker on a pair with no book that left nothing resting (a market, IOC or FOK order)
+  // leaves no empty book behind: one per pair id ever named would grow without bound.
+  if (book === undefined) s.dropEmptyBook(command.pairId);
+  else if (book.stops.size !== 0 && s.taker.traded) triggerStops(s, book, command, outcome);
+  return outcome;
+}
+
+function duplicate(command: PlaceOrderCommand): CommandOutcome {
+  return {
+    result: {
+      commandId: command.commandId,
+      status: "duplicate",
+      code: ResultCodes.duplicateOrder,
+      codeName: "duplicate-order",
+      orderId: command.payload.id,
+      events: 0,
+    },
+    events: [],
+    changes: [],
+  };
+}

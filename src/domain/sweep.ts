@@ -1,0 +1,102 @@
+// A taker against the opposite side of its book: best price first, FIFO within a level, at
+// the makers' prices, with self-trade prevention; and the fill-or-kill look ahead that walks
+// the same way without changing anything. No I/O, no clock.
+
+import { addScaled, formatValue, type Scaled, subScaled } from "./decimal-scale";
+import type { EngineState } from "./engine-state";
+import type { EventLog } from "./events";
+import { fill } from "./fill";
+import { type OrderNode, type PairBook, toRestingOrder } from "./order-book";
+import { crosses } from "./quote-math";
+import { ResultCodes } from "./result-codes";
+import type { Taker } from "./taker";
+import type { BookChange, StpMode } from "./types";
+import type { ParsedPlace } from "./validate-place";
+
+/**
+ * Matches the taker against the opposite side, best price first and FIFO within a level, at the
+ * maker's price. Returns true when self-trade prevention stopped the taker.
+ */
+export function sweep(
+  s: EngineState,
+  book: PairBook,
+  taker: Taker,
+  stp: StpMode,
+  amountDecimals: number,
+  log: EventLog,
+  changes: BookChange[],
+): boolean {
+  const levels = taker.side === "bid" ? book.asks : book.bids;
+  while (levels.length > 0) {
+    const level = levels[levels.length - 1]!;
+    if (taker.limit && !crosses(taker.side, taker.price, level.price)) return false;
+    let maker = level.head;
+    while (maker !== null) {
+      const next = maker.next;
+      if (stp !== "none" && maker.userId === taker.userId) {
+        if (stp !== "cancel-taker") cancelMakerForStp(s, book, maker, log, changes);
+        if (stp !== "cancel-maker") return true;
+        maker = next;
+        continue;
+      }
+      const done = fill(s.orders, book, level, maker, taker, amountDecimals, log, changes);
+      if (done) return false;
+      // A maker left partly filled means the taker can afford no more of it: a quote-sized
+      // bid's budget left is below one smallest volume unit at this price (a base-sized
+      // taker that fills short of the maker is done), and later makers cost no less.
+      if (maker.remaining !== 0) return false;
+      maker = next;
+    }
+  }
+  return false;
+}
+
+function cancelMakerForStp(
+  s: EngineState,
+  book: PairBook,
+  maker: OrderNode,
+  log: EventLog,
+  changes: BookChange[],
+): void {
+  const state = toRestingOrder(maker);
+  book.remove(maker);
+  s.orders.finishResting(maker);
+  changes.push({ op: "remove", order: state });
+  log.push("order.cancelled.v1", {
+    orderId: maker.id,
+    userId: maker.userId,
+    pairId: maker.pairId,
+    side: maker.side,
+    price: maker.priceText,
+    volume: state.volume,
+    volumeTotal: maker.volumeTotalText,
+    executedVolume: formatValue(
+      subScaled(maker.volumeTotal, maker.remaining),
+      maker.amountDecimals,
+    ),
+    reason: "stp",
+    code: ResultCodes.stpCancelled,
+  });
+}
+
+/**
+ * Walks the opposite side without changing it to see whether a fill-or-kill taker can fill
+ * completely, applying self-trade prevention the way the sweep would.
+ */
+export function fokCanFill(book: PairBook, taker: Taker, parsed: ParsedPlace): boolean {
+  const levels = taker.side === "bid" ? book.asks : book.bids;
+  let available: Scaled = 0;
+  for (let i = levels.length - 1; i >= 0; i--) {
+    const level = levels[i]!;
+    if (taker.limit && !crosses(taker.side, taker.price, level.price)) return false;
+    for (let maker = level.head; maker !== null; maker = maker.next) {
+      if (parsed.stp !== "none" && maker.userId === taker.userId) {
+        if (parsed.stp === "cancel-maker") continue;
+        return false;
+      }
+      available = addScaled(available, maker.remaining);
+      if (available >= taker.remaining) return true;
+    }
+  }
+  return false;
+}
