@@ -4,7 +4,7 @@
  * whole curve beside it.
  */
 import type { Config } from "../src/config/schema";
-import { searchCapacity } from "./capacity";
+import { type CapacityStep, searchCapacity } from "./capacity";
 import type { PipelineBoundary, PipelineOptions } from "./pipeline-bench";
 import { runPipelineBench } from "./pipeline-bench";
 import type { BenchReport } from "./report";
@@ -36,7 +36,7 @@ export interface CapacityRun {
 
 export async function capacityReport(run: CapacityRun): Promise<BenchReport> {
   const started = performance.now();
-  const { sustained, steps } = await searchCapacity({
+  const { sustained, bounded, steps } = await searchCapacity({
     ...capacityDefaults,
     p99Ms: run.p99Ms,
     stepSeconds: run.stepSeconds,
@@ -74,7 +74,7 @@ export async function capacityReport(run: CapacityRun): Promise<BenchReport> {
   });
   const curve = steps.map(
     (s) =>
-      `${s.offered}/s offered: ${s.achieved}/s achieved, p50 ${s.latencyMs.p50} p99 ${s.latencyMs.p99} p99.9 ${s.latencyMs.p999} ms, queue <= ${s.maxQueueDepth}, stream <= ${s.maxStreamLength}: ${s.held ? "held" : `not held (${s.reasons.join("; ")})`}`,
+      `${s.offered}/s offered: ${s.achieved}/s achieved, p50 ${s.latencyMs.p50} p99 ${s.latencyMs.p99} p99.9 ${s.latencyMs.p999} ms, queue <= ${s.maxQueueDepth}, stream <= ${s.maxStreamLength}: ${verdict(s, run.p99Ms)}`,
   );
   const rate = sustained?.offered ?? 0;
   const overloadOnly = new Set(["durabilityTimeouts", "outboxDurabilityTimeouts"]);
@@ -83,7 +83,7 @@ export async function capacityReport(run: CapacityRun): Promise<BenchReport> {
   ).length;
   return {
     boundary: "capacity",
-    boundaryStatement: `the highest offered rate of ${run.pipelineBoundary} whose p99 stays within ${run.p99Ms} ms with every invariant holding and neither the command queue nor the event stream growing; open-loop steps of ${run.stepSeconds} s (latency from each command's scheduled send), doubling from ${run.startRate}/s, then ${capacityDefaults.bisections} bisection steps`,
+    boundaryStatement: `the highest offered rate ${run.pipelineBoundary} sustains: every invariant holding, what was offered completed on schedule, neither the command queue nor the event stream growing; open-loop steps of ${run.stepSeconds} s (latency from each command's scheduled send), doubling from ${run.startRate}/s, then ${capacityDefaults.bisections} bisection steps. Beside it, the highest of those rates whose p99 stayed within ${run.p99Ms} ms`,
     durability: run.durability,
     workload: "alternating",
     workloadDescription: "limit bid then limit ask at 100, volume 1; every ask fills the bid",
@@ -93,19 +93,17 @@ export async function capacityReport(run: CapacityRun): Promise<BenchReport> {
     commandsPerSecond: rate,
     latencyMs: sustained?.latencyMs ?? { p50: -1, p95: -1, p99: -1, p999: -1, max: -1 },
     invariants: {
-      ok: sustained !== undefined && lost === 0,
-      aRateHeld: sustained !== undefined,
-      // Overload may time out durability waits (retried, nothing acknowledged early); any
-      // other failed invariant, at any rate, is a fault of the pipeline.
+      // A slow host sustains a lower rate; only a broken invariant fails the run. Overload
+      // may time out durability waits (retried, nothing acknowledged early): that step is
+      // not sustained, and nothing is wrong.
+      ok: lost === 0,
       stepsWithOtherFailedInvariants: lost,
     },
     checks: ["stepsWithOtherFailedInvariants"],
     environment: run.environment,
     extra: {
-      headline:
-        sustained === undefined
-          ? `not even ${Math.min(...steps.map((s) => s.offered))} commands/s, the lowest rate tried, held at p99 <= ${run.p99Ms} ms`
-          : `sustainable ${rate} commands/s at p99 <= ${run.p99Ms} ms (${run.pipelineBoundary}, measured p99 ${sustained.latencyMs.p99} ms)`,
+      headline: headline(run, steps, sustained, bounded),
+      rateWithinP99Bound: bounded === undefined ? "none" : `${bounded.offered} commands/s`,
       curve: curve.join(" | "),
       stepSeconds: run.stepSeconds,
       p99BoundMs: run.p99Ms,
@@ -119,8 +117,39 @@ export async function capacityReport(run: CapacityRun): Promise<BenchReport> {
           maxStreamLength: s.maxStreamLength,
           held: s.held,
           reasons: s.reasons,
+          withinBound: s.withinBound,
         })),
       ),
     },
   };
+}
+
+/** A latency for a sentence: a tenth of a millisecond is below the machine's noise. */
+const ms = (value: number) => `${Math.round(value * 10) / 10} ms`;
+
+function verdict(step: CapacityStep, p99Ms: number): string {
+  if (!step.held) return `not sustained (${step.reasons.join("; ")})`;
+  return step.withinBound
+    ? `sustained, p99 within ${p99Ms} ms`
+    : `sustained, p99 above ${p99Ms} ms`;
+}
+
+/** One line a person can act on, whatever the host: the rate, its latency, the bound's row. */
+function headline(
+  run: Pick<CapacityRun, "pipelineBoundary" | "p99Ms" | "durability">,
+  steps: CapacityStep[],
+  sustained: CapacityStep | undefined,
+  bounded: CapacityStep | undefined,
+): string {
+  const lowest = steps.reduce((a, b) => (b.offered < a.offered ? b : a));
+  const bound = `p99 <= ${run.p99Ms} ms`;
+  const boundRow =
+    bounded === undefined
+      ? `${bound}: none of the rates tried (the lowest, ${lowest.offered}/s, had p99 ${ms(lowest.latencyMs.p99)})`
+      : `${bound}: ${bounded.offered} commands/s (p99 ${ms(bounded.latencyMs.p99)})`;
+  if (sustained === undefined) {
+    return `${run.pipelineBoundary} sustained none of the rates tried: the lowest, ${lowest.offered}/s, ${lowest.reasons.join("; ")}`;
+  }
+  const { p50, p99 } = sustained.latencyMs;
+  return `${run.pipelineBoundary} sustains ${sustained.offered} commands/s (${run.durability.split(":")[0]}): p50 ${ms(p50)}, p99 ${ms(p99)}; at ${boundRow}`;
 }

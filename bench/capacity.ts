@@ -1,10 +1,12 @@
 /**
- * `matchd bench capacity`: the highest offered rate the pipeline sustains at a latency bound.
- * Open-loop steps at rising rates (doubling from the start rate until one fails), then a
- * bisection between the last that held and the first that did not. A step holds when every
- * invariant held, its p99 is within the bound, it completed what was offered within a second
- * of its schedule (nothing queued up), and its command queue and event stream stayed within
- * half a second of traffic.
+ * `matchd bench capacity`: the highest offered rate the pipeline sustains. Open-loop steps at
+ * rising rates (doubling from the start rate until one fails), then a bisection between the
+ * last that held (or nothing) and the first that did not. A step is sustained when
+ * every invariant held, it completed what was offered within a second of its schedule
+ * (nothing queued up), and its command queue and event stream stayed within half a second of
+ * traffic. Whether its p99 stayed within a bound is noted beside it: the highest such rate is
+ * a row of the report, never what decides the search, since a latency bound says more about
+ * the host than about the pipeline.
  */
 import type { Percentiles } from "./histogram";
 
@@ -21,9 +23,12 @@ export interface StepResult {
 }
 
 export interface CapacityStep extends StepResult {
+  /** Sustained: invariants held, on schedule, no backlog. */
   held: boolean;
-  /** Why it did not hold; empty when it did. */
+  /** Why it was not sustained; empty when it was. */
   reasons: string[];
+  /** Its p99 stayed within the bound. */
+  withinBound: boolean;
 }
 
 export interface CapacityOptions {
@@ -43,7 +48,6 @@ export function judgeStep(result: StepResult, p99Ms: number, stepSeconds: number
   const reasons: string[] = [];
   if (!result.invariantsOk)
     reasons.push(`invariants failed: ${result.failedInvariants.join(", ")}`);
-  if (result.latencyMs.p99 > p99Ms) reasons.push(`p99 ${result.latencyMs.p99} ms > ${p99Ms} ms`);
   if (result.seconds > stepSeconds + 1)
     reasons.push(`took ${result.seconds.toFixed(1)} s for a ${stepSeconds} s schedule`);
   const backlog = result.offered / 2;
@@ -51,13 +55,24 @@ export function judgeStep(result: StepResult, p99Ms: number, stepSeconds: number
     reasons.push(`command queue reached ${result.maxQueueDepth} (> ${backlog})`);
   if (result.maxStreamLength > backlog)
     reasons.push(`event stream reached ${result.maxStreamLength} (> ${backlog})`);
-  return { ...result, held: reasons.length === 0, reasons };
+  return {
+    ...result,
+    held: reasons.length === 0,
+    reasons,
+    withinBound: result.latencyMs.p99 <= p99Ms,
+  };
 }
 
-/** Runs the search; no rate is sustained when not even the lowest one tried held. */
-export async function searchCapacity(
-  options: CapacityOptions,
-): Promise<{ sustained: CapacityStep | undefined; steps: CapacityStep[] }> {
+export interface CapacityFound {
+  /** The highest rate sustained; undefined when not even the lowest one tried was. */
+  sustained: CapacityStep | undefined;
+  /** The highest rate sustained with its p99 within the bound, among the steps run. */
+  bounded: CapacityStep | undefined;
+  steps: CapacityStep[];
+}
+
+/** Runs the search (see the file's header). */
+export async function searchCapacity(options: CapacityOptions): Promise<CapacityFound> {
   const steps: CapacityStep[] = [];
   const run = async (rate: number): Promise<CapacityStep> => {
     options.progress(`capacity: step ${steps.length + 1} at ${rate} commands/s`);
@@ -68,7 +83,7 @@ export async function searchCapacity(
     );
     steps.push(step);
     options.progress(
-      `capacity: ${rate}/s ${step.held ? "held" : `did not hold (${step.reasons.join("; ")})`}, p99 ${step.latencyMs.p99} ms`,
+      `capacity: ${rate}/s ${step.held ? "sustained" : `not sustained (${step.reasons.join("; ")})`}, p99 ${step.latencyMs.p99} ms`,
     );
     return step;
   };
@@ -96,5 +111,11 @@ export async function searchCapacity(
       } else high = rate;
     }
   }
-  return { sustained: held, steps };
+  const bounded = steps
+    .filter((step) => step.held && step.withinBound)
+    .reduce<CapacityStep | undefined>(
+      (a, b) => (a === undefined || b.offered > a.offered ? b : a),
+      undefined,
+    );
+  return { sustained: held, bounded, steps };
 }

@@ -1,6 +1,6 @@
 /**
  * The capacity search's page section: every step as a table row (offered and achieved rate,
- * latency, backlogs, whether it held and why not) and the latency-throughput chart, with
+ * latency, backlogs, whether it was sustained and why not, its p99 against the bound) and the latency-throughput chart, with
  * the p99 bound drawn across it.
  */
 import { lineChart } from "./html-charts";
@@ -17,6 +17,7 @@ interface Step {
   maxStreamLength: number;
   held: boolean;
   reasons: string[];
+  withinBound?: boolean;
 }
 
 function parseSteps(text: unknown): Step[] {
@@ -41,7 +42,7 @@ export function capacitySection(report: BenchReport): string {
   const rows = steps
     .map(
       (s) =>
-        `<tr class="${s.held ? "pass" : "fail"}"><td class="num">${formatCount(s.offered)}</td><td class="num">${formatCount(s.achieved)}</td><td class="num">${formatMs(s.p50)}</td><td class="num">${formatMs(s.p99)}</td><td class="num">${formatMs(s.p999)}</td><td class="num">${formatCount(s.maxQueueDepth)}</td><td class="num">${formatCount(s.maxStreamLength)}</td><td>${esc(s.held ? "held" : s.reasons.join("; "))}</td></tr>`,
+        `<tr class="${s.held ? "pass" : "fail"}"><td class="num">${formatCount(s.offered)}</td><td class="num">${formatCount(s.achieved)}</td><td class="num">${formatMs(s.p50)}</td><td class="num">${formatMs(s.p99)}</td><td class="num">${formatMs(s.p999)}</td><td class="num">${formatCount(s.maxQueueDepth)}</td><td class="num">${formatCount(s.maxStreamLength)}</td><td>${esc(verdict(s, bound))}</td></tr>`,
     )
     .join("");
   const sorted = [...steps].sort((a, b) => a.offered - b.offered);
@@ -76,4 +77,10 @@ export function capacitySection(report: BenchReport): string {
   return `<section><h2>The capacity search, step by step</h2>
 <table class="steps"><thead><tr><th>offered/s</th><th>achieved/s</th><th>p50 ms</th><th>p99 ms</th><th>p99.9 ms</th><th>queue &lt;=</th><th>stream &lt;=</th><th>verdict</th></tr></thead><tbody>${rows}</tbody></table>
 ${chart}</section>`;
+}
+
+function verdict(step: Step, bound: number): string {
+  if (!step.held) return step.reasons.join("; ");
+  if (step.withinBound === undefined) return "sustained";
+  return step.withinBound ? "sustained" : `sustained, p99 above ${bound} ms`;
 }

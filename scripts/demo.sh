@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The main job (`npm run demo`): installs what is missing, then finds the durable full
-# pipeline's sustainable rate at p99 <= 25 ms (the figure an operator needs), then measures
-# its closed-loop maximum, each on a private local stack that the bench starts and stops.
+# The main job (`npm run demo`): installs what is missing, then finds the highest rate the
+# durable full pipeline sustains (with its p50 and p99, and the rate within p99 <= 25 ms beside
+# it), then measures its closed-loop maximum, each on a private local stack the bench starts
+# and stops.
 # Flags given (`npm run demo -- --json`) go to both runs; the exit is 1 if either failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,7 +1,8 @@
 /**
  * The capacity search: which steps it runs (doubling, then bisection in hundreds), what makes
- * a step hold, and, on the real stack, a search whose every step misses its bound, which ends
- * as a failed report naming it.
+ * a step sustained, the p99 bound as a row beside it, and, on the real stack, a search whose
+ * every step misses its bound: a sustained rate all the same, "none" within the bound, and a
+ * report that holds (only a broken invariant fails it).
  */
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
@@ -43,6 +44,31 @@ describe("capacity search", () => {
     expect(sustained?.offered).toBe(5000);
   });
 
+  test("the p99 bound is a row: the highest sustained rate within it, whatever was sustained", async () => {
+    const latencyUpTo =
+      (p99From: number) =>
+      async (rate: number): Promise<StepResult> => ({
+        ...(await pipelineUpTo(5300)(rate)),
+        latencyMs: { p50: 1, p95: 2, p99: rate < p99From ? 10 : 40, p999: 50, max: 60 },
+      });
+    const run = (p99From: number) =>
+      searchCapacity({
+        p99Ms: 25,
+        stepSeconds: 10,
+        startRate: 1000,
+        maxRate: 64_000,
+        bisections: 3,
+        runStep: latencyUpTo(p99From),
+        progress: () => undefined,
+      });
+    const some = await run(3000);
+    expect(some.sustained?.offered).toBe(5000);
+    expect(some.bounded?.offered).toBe(2000);
+    const none = await run(0);
+    expect(none.sustained?.offered).toBe(5000);
+    expect(none.bounded).toBeUndefined();
+  });
+
   test("a start rate that fails is bisected down; nothing held is no rate", async () => {
     expect((await search(700)).steps.map((s) => s.offered)).toEqual([1000, 500, 800, 700]);
     expect((await search(700)).sustained?.offered).toBe(700);
@@ -51,7 +77,7 @@ describe("capacity search", () => {
     expect(sustained).toBeUndefined();
   });
 
-  test("a step holds only with its invariants, its bound, its schedule and no backlog", () => {
+  test("a step is sustained only with its invariants, its schedule and no backlog", () => {
     const good: StepResult = {
       offered: 1000,
       achieved: 1000,
@@ -62,7 +88,7 @@ describe("capacity search", () => {
       maxQueueDepth: 500,
       maxStreamLength: 500,
     };
-    expect(judgeStep(good, 25, 10)).toMatchObject({ held: true, reasons: [] });
+    expect(judgeStep(good, 25, 10)).toMatchObject({ held: true, reasons: [], withinBound: true });
     const bad = judgeStep(
       {
         ...good,
@@ -77,16 +103,16 @@ describe("capacity search", () => {
       10,
     );
     expect(bad.held).toBe(false);
+    expect(bad.withinBound).toBe(false);
     expect(bad.reasons).toEqual([
       "invariants failed: eventsReceivedBySinks",
-      "p99 25.1 ms > 25 ms",
       "took 11.5 s for a 10 s schedule",
       "command queue reached 501 (> 500)",
       "event stream reached 501 (> 500)",
     ]);
   });
 
-  test("on the real stack: steps that all miss the bound end as a failed report", async () => {
+  test("on the real stack: steps that all miss the bound still find a sustained rate", async () => {
     const stack = await testStack();
     const page = join(tempDir("matchd-capacity-report-"), "capacity.html");
     const child = Bun.spawn(
@@ -127,24 +153,31 @@ describe("capacity search", () => {
     const report = JSON.parse(stdout) as {
       boundary: string;
       invariants: Record<string, unknown>;
-      extra: { headline: string; curve: string };
+      commandsPerSecond: number;
+      latencyMs: { p50: number; p99: number };
+      extra: { headline: string; curve: string; rateWithinP99Bound: unknown };
     };
-    expect(code).toBe(1);
+    // 400/s is sustained on any host a test runs on; no p99 is within 1 ms.
+    expect(code).toBe(0);
     expect(report.boundary).toBe("capacity");
-    expect(report.invariants).toMatchObject({
-      ok: false,
-      aRateHeld: false,
-      stepsWithOtherFailedInvariants: 0,
-    });
-    expect(report.extra.headline).toBe(
-      "not even 100 commands/s, the lowest rate tried, held at p99 <= 1 ms",
+    expect(report.invariants).toEqual({ ok: true, stepsWithOtherFailedInvariants: 0 });
+    expect(report.commandsPerSecond).toBeGreaterThanOrEqual(400);
+    expect(report.extra.rateWithinP99Bound).toBe("none");
+    const ms = (value: number) => Math.round(value * 10) / 10;
+    const [p50, p99] = [ms(report.latencyMs.p50), ms(report.latencyMs.p99)];
+    expect(report.extra.headline).toMatch(
+      new RegExp(
+        `^round-trip sustains ${report.commandsPerSecond} commands/s \\(aof-replicated\\): p50 ${p50} ms, p99 ${p99} ms; at p99 <= 1 ms: none of the rates tried \\(the lowest, \\d+/s, had p99 [\\d.]+ ms\\)$`,
+      ),
     );
     const steps = report.extra.curve.split(" | ");
-    expect(steps.map((s) => s.split("/s")[0])).toEqual(["400", "200", "100"]);
-    for (const step of steps) expect(step).toMatch(/not held \(p99 [\d.]+ ms > 1 ms\)$/);
+    expect(steps[0]?.split("/s")[0]).toBe("400");
+    expect(steps[0]).toMatch(/: sustained, p99 above 1 ms$/);
     // The page gives each step a row marked with its verdict, and the latency-throughput chart.
     const html = readFileSync(page, "utf8");
-    expect(html.match(/<tr class="fail"><td class="num">(400|200|100)<\/td>/g)?.length).toBe(3);
+    expect(html).toMatch(
+      /<tr class="pass"><td class="num">400<\/td>[\s\S]*?sustained, p99 above 1 ms/,
+    );
     expect(html).toMatch(/<svg id="chart-capacity"[^>]*>[\s\S]*?<polyline /);
     expect(html).toContain("p99 bound 1 ms");
     expect(html).not.toContain("no data recorded");
