@@ -9,8 +9,6 @@
  */
 
 import { brokerErrorLine } from "../infra/amqp/broker-errors";
-import { backoffDelayMs } from "../infra/backoff";
-import { killPoint } from "../infra/kill-point";
 import type { Logger } from "../infra/log";
 import {
   DurabilityTimeoutError,
@@ -18,12 +16,15 @@ import {
   WaitAbandonedError,
 } from "../infra/valkey/durability";
 import { SentinelHold } from "../infra/valkey/sentinel-hold";
-import { decodeEntry, type OutboxEvent, type StreamEntry } from "./envelope";
+import { AckQueue, ackBacklogMax, type InFlight } from "./ack-queue";
+import { BrokerCutOff } from "./broker-cutoff";
+import { decodeEntry, type StreamEntry } from "./envelope";
 import type { PartitionLease } from "./lease";
 import type { OutboxMetrics } from "./metrics";
 import type { ConfirmOutcome, EventPublisher } from "./publisher";
+import { RetryState } from "./retry-state";
 import { Wakeup } from "./signal";
-import { type AckItem, isMissingGroup, type NewEntries, type OutboxStream } from "./stream-reader";
+import { isMissingGroup, type NewEntries, type OutboxStream } from "./stream-reader";
 
 export interface DeliveryOptions {
   stream: OutboxStream;
@@ -49,12 +50,6 @@ export interface DeliveryOptions {
    * bound.
    */
   sentinelsForbid?: () => string | undefined;
-}
-
-interface InFlight {
-  event: OutboxEvent;
-  publishedAt: number;
-  outcome: ConfirmOutcome | null;
 }
 
 /** How a session ended: why, and which failure paces the next one, if any. */
@@ -87,33 +82,25 @@ const durabilityRetryFloorMs = 250;
  */
 const policyRetryMs = 1000;
 
-/** The default of DeliveryOptions.healthySessionMs. */
-const defaultHealthySessionMs = 10_000;
-
-/** Entries per acknowledgement: bounds one script call, whose Lua unpack takes at most ~8,000 values. */
-const ackBatchMax = 5000;
-/**
- * Confirmed events waiting for their XACK + XDEL beyond which publishing waits: the window
- * bounds only unconfirmed events, and a datastore that stops acknowledging while the broker
- * keeps confirming would otherwise grow the buffer (and the reads behind it) without limit.
- */
-const ackBacklogMax = 4 * ackBatchMax;
-
 export class DeliveryLoop {
   private readonly stream: OutboxStream;
   private readonly lease: PartitionLease;
   private readonly metrics: OutboxMetrics;
   private readonly log: Logger;
   private readonly openPublisher: () => Promise<EventPublisher>;
-  private readonly window: number;
-  private readonly readCount: number;
-  private readonly claimIdleMs: number;
-  private readonly readBlockMs: number;
-  private readonly settleTimeoutMs: number;
-  private readonly healthySessionMs: number;
+  private readonly limits: {
+    window: number;
+    readCount: number;
+    claimIdleMs: number;
+    readBlockMs: number;
+    settleTimeoutMs: number;
+  };
   private readonly holdLifted: () => Promise<void>;
   /** No session starts while the Sentinels fail the primary over (see sentinelsForbid). */
   private readonly sentinelHold: SentinelHold;
+  private readonly acks: AckQueue;
+  private readonly retry: RetryState;
+  private readonly cutOff: BrokerCutOff;
 
   private stopping = false;
   private publisher: EventPublisher | null = null;
@@ -122,26 +109,7 @@ export class DeliveryLoop {
   private readonly wakeup = new Wakeup();
   /** Session number: confirms from an earlier session's channel are ignored. */
   private generation = 0;
-  /** Published events in stream order; `head` is the oldest not yet part of the acknowledged prefix. */
-  private queue: InFlight[] = [];
-  private head = 0;
-  private outstanding = 0;
-  private ackBuffer: AckItem[] = [];
-  private flushing: Promise<void> | null = null;
-  private attempt = 0;
-  /** How long the last session ran before it ended (its end's settle wait left out). */
-  private lastSessionServedMs = 0;
-  /** Durability timeouts since a read was last confirmed durable: only the first is a warning. */
-  private durabilityTimeoutsInARow = 0;
-  /** Whether the policy's violation was logged in this episode (once, not every session). */
-  private policyViolationLogged = false;
-  /** The entry a failure stopped at; its confirm proves the retry got past it. */
-  private failedEntryId: string | null = null;
-  /** Exchange that last returned an event as unroutable, until a retry gets past it. */
-  unroutableExchange: string | null = null;
   private runPromise: Promise<void> | null = null;
-  /** Since when (performance.now()) opening a broker channel has failed, or null. */
-  private brokerDownSince: number | null = null;
 
   constructor(options: DeliveryOptions) {
     this.stream = options.stream;
@@ -149,22 +117,37 @@ export class DeliveryLoop {
     this.metrics = options.metrics;
     this.log = options.log;
     this.openPublisher = options.openPublisher;
-    this.window = options.window;
-    this.readCount = options.readCount;
-    this.claimIdleMs = options.claimIdleMs;
-    this.readBlockMs = options.readBlockMs ?? 1000;
-    this.settleTimeoutMs = options.settleTimeoutMs ?? 10_000;
-    this.healthySessionMs = options.healthySessionMs ?? defaultHealthySessionMs;
+    this.limits = {
+      window: options.window,
+      readCount: options.readCount,
+      claimIdleMs: options.claimIdleMs,
+      readBlockMs: options.readBlockMs ?? 1000,
+      settleTimeoutMs: options.settleTimeoutMs ?? 10_000,
+    };
     this.holdLifted = options.holdLifted ?? (() => new Promise(() => undefined));
     this.sentinelHold = new SentinelHold(
       options.sentinelsForbid ?? (() => undefined),
       this.log,
       "reading held",
     );
+    this.acks = new AckQueue({
+      stream: this.stream,
+      metrics: this.metrics,
+      log: this.log,
+      acknowledged: () => this.wakeup.wake(),
+      failed: (reason) => this.requestInterrupt(reason),
+    });
+    this.retry = new RetryState(this.log, this.metrics, options.healthySessionMs);
+    this.cutOff = new BrokerCutOff(this.lease);
   }
 
   get inFlight(): number {
-    return this.outstanding;
+    return this.acks.outstanding;
+  }
+
+  /** Exchange that last returned an event as unroutable, until a retry gets past it. */
+  get unroutableExchange(): string | null {
+    return this.retry.unroutableExchange;
   }
 
   get brokerConnected(): boolean {
@@ -184,10 +167,10 @@ export class DeliveryLoop {
   /** Called by the lease keeper; losing the lease ends the session at once. */
   leaseChanged(held: boolean): void {
     this.metrics.leaseHeld.set(held ? 1 : 0);
-    // A holder cut off from the broker counts from its own first failure under this lease:
-    // taken again later, it must not hand the lease over at its first failed open.
-    if (!held) this.brokerDownSince = null;
-    if (!held) this.requestInterrupt("lease-lost");
+    if (!held) {
+      this.cutOff.leaseLost();
+      this.requestInterrupt("lease-lost");
+    }
     this.wakeup.wake();
   }
 
@@ -199,7 +182,7 @@ export class DeliveryLoop {
   datastoreReconnected(): void {
     // The outage is over (after a failover: on the promoted primary): a failure after this is
     // a new incident, and the backoff grown on the dead connection must not delay it.
-    this.attempt = 0;
+    this.retry.restartBackoff();
     this.requestInterrupt("datastore");
   }
 
@@ -209,19 +192,6 @@ export class DeliveryLoop {
    */
   private pause(ms: number): Promise<void> {
     return Promise.race([this.wakeup.wait(ms), this.holdLifted()]);
-  }
-
-  /**
-   * A holder that has not reached the broker for three lease TTLs hands the lease over and
-   * stays standby for two: an outbox whose path to the broker works takes over, and when no
-   * outbox reaches the broker the lease only passes around.
-   */
-  private resignIfCutOff(): void {
-    const now = performance.now();
-    this.brokerDownSince ??= now;
-    if (!this.lease.held() || now - this.brokerDownSince < 3 * this.lease.ttl) return;
-    this.brokerDownSince = null;
-    void this.lease.resign(2 * this.lease.ttl);
   }
 
   /** Stops reading, lets outstanding confirms settle (bounded), acknowledges the confirmed prefix. */
@@ -270,16 +240,7 @@ export class DeliveryLoop {
       }
       const outcome = await this.session();
       if (this.stopping) break;
-      if (outcome === "retry") {
-        // A session that served this long before failing is a new incident, not the next
-        // try of the last one: a failure with nothing unconfirmed (a reader reconnect, a failed
-        // acknowledgement) names no entry whose confirm would reset the backoff, and under
-        // steady load no read comes back empty to reset it either.
-        if (this.lastSessionServedMs >= this.healthySessionMs) this.attempt = 0;
-        const delayMs = backoffDelayMs(this.attempt++);
-        this.log.info("outbox retrying after backoff", { delayMs, attempt: this.attempt });
-        await this.pause(delayMs);
-      }
+      if (outcome === "retry") await this.pause(this.retry.nextDelayMs());
     }
   }
 
@@ -291,16 +252,14 @@ export class DeliveryLoop {
     if (this.stopping) return "again";
     this.generation++;
     this.interrupt = null;
-    this.queue = [];
-    this.head = 0;
-    this.outstanding = 0;
+    this.acks.reset();
     let ended: SessionEnd = { reason: "stop" };
     const sessionStarted = performance.now();
     try {
       await this.ensurePublisher();
       if (await this.stream.ensureGroup())
         this.log.info("consumer group created", { group: this.stream.group });
-      await this.stream.forgetIdleConsumers(this.claimIdleMs).catch(() => 0);
+      await this.stream.forgetIdleConsumers(this.limits.claimIdleMs).catch(() => 0);
       await this.claimOthers();
       await this.deliverOwnPending();
       await this.deliverNew();
@@ -308,7 +267,7 @@ export class DeliveryLoop {
       ended = this.sessionEnded(error);
     }
     // Up to its failure: the settle wait at its end is not service.
-    this.lastSessionServedMs = performance.now() - sessionStarted;
+    this.retry.lastSessionServedMs = performance.now() - sessionStarted;
     const reason = await this.endSession(ended.reason);
     return this.afterSession(reason, ended.failure, sessionStarted);
   }
@@ -322,10 +281,10 @@ export class DeliveryLoop {
     if (this.publisher) return;
     try {
       this.publisher = await this.openPublisher();
-      this.brokerDownSince = null;
+      this.cutOff.reached();
     } catch (error) {
       this.log.warn("cannot open the broker channel", { error: brokerErrorLine(error) });
-      this.resignIfCutOff();
+      this.cutOff.failed();
       throw new SessionInterrupted("broker");
     }
     this.publisher.onFailure(() => this.requestInterrupt("broker"));
@@ -342,20 +301,11 @@ export class DeliveryLoop {
     if (error instanceof WaitAbandonedError)
       return { reason: this.stopping ? "stop" : "lease-lost" };
     if (error instanceof PolicyViolatedError) {
-      if (!this.policyViolationLogged) {
-        this.policyViolationLogged = true;
-        this.log.error("outbox publishes nothing while the durability policy does not hold", {
-          error,
-        });
-      }
+      this.retry.policyViolated(error);
       return { reason: "datastore", failure: "policy" };
     }
     if (error instanceof DurabilityTimeoutError) {
-      this.metrics.durabilityTimeouts.inc();
-      // One warning per episode (until a read is confirmed durable); the repeats at debug.
-      if (this.durabilityTimeoutsInARow++ === 0)
-        this.log.warn("outbox read not confirmed durable; retrying until it is", { error });
-      else this.log.debug("outbox read still not confirmed durable", { error });
+      this.retry.durabilityTimedOut(error);
       return { reason: "datastore", failure: "durability-timeout" };
     }
     this.log.warn("outbox session failed on a datastore call", { error });
@@ -412,14 +362,15 @@ export class DeliveryLoop {
   private async claimOthers(): Promise<void> {
     for (;;) {
       this.checkInterrupt();
-      await this.stream.claimIdle(this.claimIdleMs, this.readCount);
+      const { claimIdleMs, readCount } = this.limits;
+      await this.stream.claimIdle(claimIdleMs, readCount);
       const others = await this.stream.othersPending();
       if (others === 0) return;
       this.log.info("waiting for another consumer's pending entries to become claimable", {
         pending: others,
-        claimIdleMs: this.claimIdleMs,
+        claimIdleMs,
       });
-      await this.wakeup.wait(Math.min(1000, this.claimIdleMs / 2));
+      await this.wakeup.wait(Math.min(1000, claimIdleMs / 2));
     }
   }
 
@@ -434,13 +385,13 @@ export class DeliveryLoop {
       this.checkInterrupt();
       const { entries, vanished, lastId } = await this.stream.readOwnPending(
         cursor,
-        this.readCount,
+        this.limits.readCount,
         abandon,
       );
       if (lastId === null) return;
       if (vanished.length > 0) {
         // Deleted while pending (by someone else's XDEL): nothing to publish, clear it from the PEL.
-        this.queueAcks(vanished.map((entryId) => ({ entryId, eventId: "" })));
+        this.acks.add(vanished.map((entryId) => ({ entryId, eventId: "" })));
       }
       cursor = lastId;
       await this.publishBatch(entries);
@@ -450,15 +401,16 @@ export class DeliveryLoop {
   private async deliverNew(): Promise<void> {
     let readAhead: Promise<NewEntries> | null = null;
     const abandon = this.abandonOutside(this.generation);
+    const { readCount, readBlockMs } = this.limits;
     try {
       for (;;) {
         this.checkInterrupt();
         const { entries, othersPending } = await (readAhead ??
-          this.stream.readNew(this.readCount, this.readBlockMs, abandon));
+          this.stream.readNew(readCount, readBlockMs, abandon));
         readAhead = null;
-        if (entries.length === this.readCount) {
+        if (entries.length === readCount) {
           // A full batch means a backlog: fetch the next one while this one is published.
-          readAhead = this.stream.readNew(this.readCount, 0, abandon);
+          readAhead = this.stream.readNew(readCount, 0, abandon);
           // Its failure (NOGROUP after a deleted stream, a dropped connection) is seen when it
           // is awaited; until then it must not count as an unhandled rejection, which ends
           // the process.
@@ -473,7 +425,7 @@ export class DeliveryLoop {
           // Caught up only when nothing failed meanwhile (a return or nack that arrived while
           // the read waited) and everything published so far was acknowledged by the broker.
           this.checkInterrupt();
-          if (this.outstanding === 0 && this.head === this.queue.length) this.clearFailure();
+          if (this.acks.caughtUp) this.retry.clearFailure();
           continue;
         }
         await this.publishBatch(entries);
@@ -487,16 +439,7 @@ export class DeliveryLoop {
   private async publishBatch(entries: readonly StreamEntry[]): Promise<void> {
     if (entries.length === 0) return;
     // Under aof-replicated, entries reach here only once their read was confirmed durable.
-    if (this.policyViolationLogged) {
-      this.log.info("outbox reads confirmed durable under the policy again", {});
-      this.policyViolationLogged = false;
-    }
-    if (this.durabilityTimeoutsInARow > 0) {
-      this.log.info("outbox reads confirmed durable again", {
-        timeouts: this.durabilityTimeoutsInARow,
-      });
-      this.durabilityTimeoutsInARow = 0;
-    }
+    this.retry.readDurable();
     this.metrics.batchSize.observe(entries.length);
     const publisher = this.publisher!;
     const generation = this.generation;
@@ -518,10 +461,7 @@ export class DeliveryLoop {
       // The window bounds everything published and not yet moved to the acknowledgement
       // buffer, not only the unconfirmed: confirms may arrive out of order, and behind one
       // that never comes, confirmed records would pile up (in memory and in the stream).
-      while (
-        this.queue.length - this.head >= this.window ||
-        this.ackBuffer.length >= ackBacklogMax
-      ) {
+      while (this.acks.unacknowledged >= this.limits.window || this.acks.backlog >= ackBacklogMax) {
         // Woken by each confirm and each acknowledged batch; the timeout only re-checks the
         // lease's local deadline.
         await this.wakeup.wait(1000);
@@ -530,13 +470,7 @@ export class DeliveryLoop {
       // The lease is checked immediately before each publish: a holder past its
       // trusted deadline must not send even one more event.
       if (!this.lease.held()) throw new SessionInterrupted("lease-lost");
-      const record: InFlight = {
-        event: decoded.event,
-        publishedAt: performance.now(),
-        outcome: null,
-      };
-      this.queue.push(record);
-      this.outstanding++;
+      const record = this.acks.published(decoded.event);
       let writable: boolean;
       try {
         writable = publisher.publish(decoded.event, (outcome) =>
@@ -556,24 +490,15 @@ export class DeliveryLoop {
   }
 
   private onConfirm(record: InFlight, outcome: ConfirmOutcome, generation: number): void {
-    if (generation !== this.generation || record.outcome !== null) return;
-    record.outcome = outcome;
-    this.outstanding--;
+    if (generation !== this.generation || !this.acks.settle(record, outcome)) return;
     if (outcome === "ack") {
       this.metrics.published.inc();
       this.metrics.confirmLatency.observe((performance.now() - record.publishedAt) / 1000);
-      if (record.event.entryId === this.failedEntryId) {
-        // The retry got past the entry that failed.
-        this.clearFailure();
-      } else if (record.event.exchange === this.unroutableExchange) {
-        // That exchange routes again (its failed entry may be gone, deleted by someone else).
-        this.unroutableExchange = null;
-      }
-      this.advancePrefix();
+      this.retry.confirmed(record.event);
     } else {
       if (outcome === "returned") {
         this.metrics.unroutable.inc();
-        this.unroutableExchange = record.event.exchange;
+        this.retry.unroutableExchange = record.event.exchange;
       }
       if (this.interrupt === null) {
         this.log.warn("broker did not accept an event; retrying from the first unconfirmed entry", {
@@ -588,87 +513,23 @@ export class DeliveryLoop {
   }
 
   /**
-   * Whatever failed before is behind us: the retry got past the failed entry, or everything
-   * up to the end of the stream is confirmed (also when it failed with nothing in flight, an
-   * idle connection dropped, or its entry was deleted meanwhile). The backoff starts from
-   * the beginning again at the next failure.
-   */
-  private clearFailure(): void {
-    this.failedEntryId = null;
-    this.unroutableExchange = null;
-    this.attempt = 0;
-  }
-
-  /** Moves the confirmed contiguous prefix into the acknowledgement buffer. */
-  private advancePrefix(): void {
-    const start = this.head;
-    while (this.head < this.queue.length && this.queue[this.head]!.outcome === "ack") this.head++;
-    if (this.head === start) return;
-    // An event carries its entry and event ids: it is its own acknowledgement item.
-    for (let i = start; i < this.head; i++) this.ackBuffer.push(this.queue[i]!.event);
-    if (this.head > 4096) {
-      this.queue = this.queue.slice(this.head);
-      this.head = 0;
-    }
-    this.scheduleFlush();
-  }
-
-  private queueAcks(items: AckItem[]): void {
-    for (const item of items) this.ackBuffer.push(item);
-    this.scheduleFlush();
-  }
-
-  private scheduleFlush(): void {
-    // Started from a microtask so that a burst of confirms (one multiple-ack frame)
-    // lands in one transaction; while one is running the next batch accumulates.
-    if (this.flushing === null) this.flushing = Promise.resolve().then(() => this.flushAcks());
-  }
-
-  private async flushAcks(): Promise<void> {
-    try {
-      while (this.ackBuffer.length > 0) {
-        const batch = this.ackBuffer.splice(0, ackBatchMax);
-        killPoint("after-publish");
-        try {
-          await this.stream.acknowledge(batch);
-          this.metrics.ackBatchSize.observe(batch.length);
-          this.wakeup.wake();
-        } catch (error) {
-          // The entries stay pending and are republished after the retry; consumers dedup by event id.
-          this.ackBuffer = [];
-          this.log.warn("acknowledging delivered entries failed; they will be republished", {
-            error,
-            entries: batch.length,
-          });
-          // A datastore failure, not a broker one: no publish retry is counted, and a vanished
-          // group is recreated at once.
-          this.requestInterrupt(isMissingGroup(error) ? "group-missing" : "datastore");
-          return;
-        }
-      }
-    } finally {
-      this.flushing = null;
-    }
-  }
-
-  /**
    * Ends a session: wait for outstanding confirms (bounded), acknowledge the confirmed
    * prefix, and remember where a failure stopped so the retry can be recognised.
    */
   private async endSession(ended: StopReason | "datastore"): Promise<StopReason | "datastore"> {
-    const deadline = performance.now() + this.settleTimeoutMs;
+    const deadline = performance.now() + this.limits.settleTimeoutMs;
     // A failed channel confirms nothing more, and amqplib does not always fail what it still
     // awaits: its close stops at the first slot an out-of-order ack already settled, which
     // left the rest to wait out the whole settle timeout.
-    while (this.outstanding > 0 && !this.publisher?.failed && performance.now() < deadline) {
+    while (this.acks.outstanding > 0 && !this.publisher?.failed && performance.now() < deadline) {
       await this.wakeup.wait(Math.min(100, deadline - performance.now()));
     }
-    if (this.outstanding > 0) {
+    if (this.acks.outstanding > 0) {
       this.log.warn(
         this.publisher?.failed
           ? "the broker channel failed with confirms outstanding; their entries stay pending"
           : "confirms still outstanding after the settle timeout; their entries stay pending",
-        { outstanding: this.outstanding },
+        { outstanding: this.acks.outstanding },
       );
       // A channel still owing confirms is not reused: the next session's publishes would add
       // a window on top of the old one, and a late return of an old copy of an entry could be
@@ -677,9 +538,7 @@ export class DeliveryLoop {
       this.publisher = null;
     }
     // Confirms that did arrive may have extended the prefix; push them to the stream.
-    while (this.flushing !== null) await this.flushing;
-    if (this.ackBuffer.length > 0) await this.flushAcks();
-    const firstUnconfirmed = this.queue[this.head];
+    await this.acks.drain();
     // A nack, a return or a channel failure while a session ended for another reason (another
     // consumer's pending entries, a vanished group) is still a broker failure: counted, and
     // retried from the entry it stopped at, with the backoff.
@@ -687,16 +546,12 @@ export class DeliveryLoop {
       ended !== "stop" && ended !== "lease-lost" && this.interrupt === "broker" ? "broker" : ended;
     if (reason === "broker" || reason === "datastore") {
       if (reason === "broker") this.metrics.retries.inc();
-      this.failedEntryId = firstUnconfirmed?.event.entryId ?? this.failedEntryId;
-      const unconfirmed = this.queue.slice(this.head).map((record) => record.event.eventId);
-      await this.stream.recordAttempts(unconfirmed).catch(() => undefined);
+      this.retry.stoppedAt(this.acks.firstUnconfirmed()?.entryId);
+      await this.stream.recordAttempts(this.acks.unconfirmedEventIds()).catch(() => undefined);
     }
     // Later confirms from this session's channel are ignored from here on.
     this.generation++;
-    this.queue = [];
-    this.head = 0;
-    this.outstanding = 0;
-    this.ackBuffer = [];
+    this.acks.reset();
     if (reason === "lease-lost") this.log.warn("outbox lease lost; publication stopped");
     return reason;
   }
