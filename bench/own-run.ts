@@ -1,17 +1,17 @@
 /**
- * The life of a bench run that starts its own stacks and services (failover, ha-cost, soak):
- * a directory (--dir, or a fresh temp one), the services it registers, other stops it adds,
- * and one teardown, at the end or at Ctrl-C. The stacks in it are stopped unless --keep-stack;
- * a temp directory is removed after a run whose invariants held, and kept (and named) else.
+ * A bench run that starts its own stacks (failover, ha-cost, soak, cells): a directory
+ * (--dir, or a fresh temp one) and the stacks in it, on the lifecycle every run shares
+ * (bench-lifecycle.ts: services, stops, one teardown, signals). The stacks are stopped unless
+ * --keep-stack; a temp directory is removed after a run whose invariants held, and kept (and
+ * named) else.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Config } from "../src/config/schema";
-import { ExitCode } from "../src/infra/exit-codes";
 import { stackDown } from "../src/stack/index";
+import { BenchLifecycle } from "./bench-lifecycle";
 import type { ServiceProcess } from "./services";
-import { benchSignals } from "./stack-run";
 
 /** What runBench hands a boundary that runs on its own stacks. */
 export interface OwnBenchOptions {
@@ -25,10 +25,11 @@ export interface OwnBenchOptions {
 export class OwnRun {
   readonly dir: string;
   private readonly given: boolean;
-  private readonly services: ServiceProcess[] = [];
-  private readonly stops: (() => Promise<unknown>)[] = [];
+  private readonly life: BenchLifecycle;
   /** The stacks' directories: `dir` itself unless the run names others inside it. */
   private stackDirs: string[];
+  /** Whether the run's invariants held: its temp directory then goes with its stacks. */
+  private held = false;
 
   constructor(
     private readonly options: Pick<OwnBenchOptions, "flags" | "keepStack" | "progress">,
@@ -38,6 +39,7 @@ export class OwnRun {
     this.given = given !== undefined;
     this.dir = given ?? mkdtempSync(join(tmpdir(), `matchd-${prefix}-`));
     this.stackDirs = [this.dir];
+    this.life = new BenchLifecycle(() => this.stopStacks(), options.progress);
   }
 
   /** The run keeps several stacks, each in its own folder of `dir`. */
@@ -46,44 +48,37 @@ export class OwnRun {
     return this.stackDirs;
   }
 
-  register = (service: ServiceProcess): void => {
-    this.services.push(service);
-  };
+  register = (service: ServiceProcess): void => this.life.register(service);
 
   /** Something to stop before the stacks: a server started outside the stack's record. */
   onTeardown(stop: () => Promise<unknown>): void {
-    this.stops.push(stop);
+    this.life.onTeardown(stop);
   }
 
   /**
    * Runs `body` (an exit code: 0 when every invariant held), tearing down at the end or at a
-   * signal (exit 130). SIGTERM and SIGHUP too: the stacks' servers run in sessions of their
-   * own, so a bench killed without its teardown would leave them running.
+   * signal (exit 130).
    */
   async run(body: () => Promise<number>): Promise<number> {
     let code = 1;
-    let tearingDown: Promise<void> | undefined;
-    // `on`, not `once`: a second signal during the teardown must not end the process first.
-    const interrupted = () => {
-      tearingDown ??= this.teardown(false).then(() => process.exit(ExitCode.interrupted));
-    };
-    for (const signal of benchSignals) process.on(signal, interrupted);
+    this.life.listen();
     try {
       code = await body();
       if (code !== 0 || this.options.keepStack)
         this.options.progress(`the run's directory is kept: ${this.dir}`);
       return code;
     } finally {
-      for (const signal of benchSignals) process.off(signal, interrupted);
-      await (tearingDown ?? this.teardown(code === 0));
+      // A signal's teardown started already keeps the directory, whatever the body returned.
+      if (!this.life.tornDown) this.held = code === 0;
+      await this.life.teardown();
+      if (this.life.signalled) await this.life.afterSignal();
+      this.life.stopListening();
     }
   }
 
-  private async teardown(held: boolean): Promise<void> {
-    await Promise.all(this.services.map((s) => s.stop().catch(() => 1)));
-    for (const stop of this.stops) await stop().catch(() => undefined);
+  private async stopStacks(): Promise<void> {
     if (this.options.keepStack) return;
     for (const dir of this.stackDirs) await stackDown({ dir }).catch(() => undefined);
-    if (!this.given && held) rmSync(this.dir, { recursive: true, force: true });
+    if (!this.given && this.held) rmSync(this.dir, { recursive: true, force: true });
   }
 }

@@ -1,15 +1,16 @@
 /**
- * The life of a bench run on a stack, as an `await using` resource: a private stack in a
- * fresh directory (or --dir, or the URLs given), the services the run registers, and one
- * teardown at the end or at a signal, which decides whether the directory is kept.
+ * A bench run on one stack, as an `await using` resource: a private stack in a fresh
+ * directory (or --dir, or the URLs given), on the lifecycle every run shares
+ * (bench-lifecycle.ts: services, one teardown at the end or at a signal). The teardown
+ * decides whether the directory is kept.
  */
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Config } from "../src/config/schema";
-import { ExitCode } from "../src/infra/exit-codes";
 import { withinMs } from "../src/infra/within";
 import { stackDown, stackStatus } from "../src/stack/index";
+import { BenchLifecycle } from "./bench-lifecycle";
 import { type BenchStack, ensureStack, type ServiceProcess } from "./services";
 
 export interface StackRunOptions {
@@ -20,16 +21,10 @@ export interface StackRunOptions {
   progress: (line: string) => void;
 }
 
-/** The signals that end a bench run, after its teardown: Ctrl-C, kill, a closed terminal. */
-export const benchSignals = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
-
 export class StackRun implements AsyncDisposable {
-  private readonly services: ServiceProcess[] = [];
+  private readonly life: BenchLifecycle;
   private stack: BenchStack | undefined;
   private starting: Promise<BenchStack> | undefined;
-  /** Runs once, whoever asks first (a signal, or the end of the run) and however often. */
-  private cleaning: Promise<void> | undefined;
-  private interrupted: Promise<void> | undefined;
   /** Cleared once a report's invariants held: its directory then goes. */
   private keepDirForLogs = true;
   private readonly ownDir: string | undefined;
@@ -47,6 +42,7 @@ export class StackRun implements AsyncDisposable {
     // A directory this run made (not --dir) goes once its stack is stopped: each run's AOF
     // files and broker data took ~35 MB of /tmp.
     this.madeDir = this.ownDir !== undefined && flags.get("--dir") === undefined;
+    this.life = new BenchLifecycle(() => this.stopStack(), options.progress);
   }
 
   /**
@@ -63,7 +59,7 @@ export class StackRun implements AsyncDisposable {
       dir !== undefined &&
       (!existsSync(join(dir, "stack.json")) ||
         !(await stackStatus(dir)).processes.some((p) => p.running));
-    for (const signal of benchSignals) process.on(signal, run.onSignal);
+    run.life.listen();
     try {
       run.starting = ensureStack({
         config: options.config,
@@ -76,12 +72,12 @@ export class StackRun implements AsyncDisposable {
       run.stack = await run.starting;
     } catch (error) {
       // Stopping a stack that is still starting makes its start fail: that is the interrupt.
-      if (run.interrupted !== undefined) return await run.closeInterrupted();
+      if (run.life.signalled) return await run.closeInterrupted();
       if (run.madeDir) options.progress(`the private stack's logs are kept in ${dir}`);
-      run.stopListening();
+      run.life.stopListening();
       throw error;
     }
-    if (run.interrupted !== undefined) return await run.closeInterrupted();
+    if (run.life.signalled) return await run.closeInterrupted();
     return run;
   }
 
@@ -95,19 +91,15 @@ export class StackRun implements AsyncDisposable {
 
   /** True once a signal tore the run down: its figures are not a report. */
   get tornDown(): boolean {
-    return this.cleaning !== undefined;
+    return this.life.tornDown;
   }
 
-  /** Tracks a service from its spawn; one spawned once the cleanup began is stopped at once. */
-  register = (service: ServiceProcess): void => {
-    this.services.push(service);
-    if (this.cleaning !== undefined) void service.stop().catch(() => undefined);
-  };
+  /** Tracks a service from its spawn; one spawned once the teardown began is stopped at once. */
+  register = (service: ServiceProcess): void => this.life.register(service);
 
   /** A service the run stopped itself: the teardown has nothing left to stop of it. */
   forget(service: ServiceProcess): void {
-    const at = this.services.indexOf(service);
-    if (at >= 0) this.services.splice(at, 1);
+    this.life.forget(service);
   }
 
   /** A report whose invariants held lets a directory this run made go with its stack. */
@@ -117,56 +109,30 @@ export class StackRun implements AsyncDisposable {
 
   async [Symbol.asyncDispose](): Promise<void> {
     try {
-      // Still listening while the cleanup runs: a Ctrl-C now must not end the process first.
-      await this.cleanup();
-      // An interrupt ends the process with 130 once the cleanup is done.
-      if (this.interrupted !== undefined) await this.interrupted;
+      // Still listening while the teardown runs: a Ctrl-C now must not end the process first.
+      await this.life.teardown();
+      // A signal ends the process with 130 once the teardown is done.
+      if (this.life.signalled) await this.life.afterSignal();
     } finally {
-      this.stopListening();
+      this.life.stopListening();
     }
   }
 
-  // `on`, not `once`: a second Ctrl-C while the cleanup runs must not end the process before
-  // it. SIGHUP too: a closed terminal ends the bench, and the stack's servers run in sessions
-  // of their own, so nothing else would stop them.
-  private readonly onSignal = () => {
-    if (this.interrupted !== undefined) return;
-    this.options.progress("interrupted; tearing down");
-    this.interrupted = this.cleanup().finally(() => process.exit(ExitCode.interrupted));
-  };
-
-  private stopListening(): void {
-    for (const signal of benchSignals) process.off(signal, this.onSignal);
-  }
-
   private async closeInterrupted(): Promise<"interrupted"> {
-    await this.interrupted;
-    this.stopListening();
+    await this.life.afterSignal();
+    this.life.stopListening();
     return "interrupted";
   }
 
-  private cleanup(): Promise<void> {
-    this.cleaning ??= this.stopEverything();
-    return this.cleaning;
-  }
-
-  private async stopServices(): Promise<void> {
-    // Drained, not copied: a service registers itself as soon as it is spawned (and one
-    // spawned after this loop is stopped by `register`, and waited for at the end).
-    for (let service = this.services.pop(); service !== undefined; service = this.services.pop())
-      await service.stop().catch(() => undefined);
-  }
-
-  private async stopEverything(): Promise<void> {
+  /** After the services: the stack, then the directory this run made. */
+  private async stopStack(): Promise<void> {
     const { progress } = this.options;
-    await this.stopServices();
     const logStop = (error: unknown) => progress(`stopping the stack: ${error}`);
     if (this.stack !== undefined) {
       await this.stack.teardown().catch(logStop);
     } else if (this.startingFresh && this.ownDir !== undefined) {
       await this.stopCutShortStart(this.ownDir, logStop);
     }
-    await this.stopServices();
     const stackKept = this.stack !== undefined && this.options.keepStack;
     if (this.madeDir && !stackKept) {
       // (keepDirForLogs is cleared only once the start succeeded: no start can still be
