@@ -247,7 +247,7 @@ async function runRow(spec: {
   }
 }
 
-interface Transaction {
+export interface Transaction {
   commandId: string;
   orderId: string;
   price: number;
@@ -256,7 +256,7 @@ interface Transaction {
 }
 
 /** Built before the timer starts, so JSON encoding is not counted as datastore time. */
-function buildTransaction(worker: number, seq: number): Transaction {
+export function buildTransaction(worker: number, seq: number): Transaction {
   const commandId = `bench-cmd-${worker}-${seq}`;
   const orderId = `bench-order-${worker}-${seq}`;
   const price = 100 + (seq % 50);
@@ -288,14 +288,25 @@ function buildTransaction(worker: number, seq: number): Transaction {
   return { commandId, orderId, price, order, event: JSON.stringify(envelope) };
 }
 
-async function execCommit(conn: Valkey, keys: PartitionKeys, tx: Transaction): Promise<void> {
-  const replies = await conn
-    .multi()
-    .hset(keys.order(tx.orderId), tx.order)
-    .zadd(keys.bookRates(1, "bid"), tx.price, tx.orderId)
-    .xadd(keys.events, "*", "event", tx.event)
-    .set(keys.processedCommand(tx.commandId), '{"status":"accepted"}', "EX", processedTtlSeconds)
-    .exec();
+export function execCommit(conn: Valkey, keys: PartitionKeys, tx: Transaction): Promise<void> {
+  return execCommits(conn, keys, [tx]);
+}
+
+/** Several commands' writes in one transaction, as a group commit makes them. */
+export async function execCommits(
+  conn: Valkey,
+  keys: PartitionKeys,
+  txs: readonly Transaction[],
+): Promise<void> {
+  const multi = conn.multi();
+  for (const tx of txs) {
+    multi
+      .hset(keys.order(tx.orderId), tx.order)
+      .zadd(keys.bookRates(1, "bid"), tx.price, tx.orderId)
+      .xadd(keys.events, "*", "event", tx.event)
+      .set(keys.processedCommand(tx.commandId), '{"status":"accepted"}', "EX", processedTtlSeconds);
+  }
+  const replies = await multi.exec();
   // As in the conductor, an error inside EXEC is a failed commit, never a success.
   if (replies === null) throw new Error("EXEC was aborted");
   for (const [error] of replies) if (error) throw error;
@@ -343,7 +354,7 @@ async function keysOf(valkey: Valkey, { prefix }: PartitionKeys): Promise<string
   return found;
 }
 
-async function deleteKeySpaces(valkey: Valkey, keySpaces: PartitionKeys[]): Promise<void> {
+export async function deleteKeySpaces(valkey: Valkey, keySpaces: PartitionKeys[]): Promise<void> {
   // One partition at a time, so every UNLINK stays within one hash slot (a cluster needs that),
   // in bounded batches that keep each call short.
   for (const keys of keySpaces) {

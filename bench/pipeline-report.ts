@@ -8,6 +8,8 @@ import type { Config } from "../src/config/schema";
 import { createValkey } from "../src/infra/valkey/client";
 import { partitionKeys } from "../src/infra/valkey/keys";
 import { capacityDefaults, capacityReport } from "./capacity-report";
+import { type Floor, measureRoundTripFloor } from "./floor";
+import type { Percentiles } from "./histogram";
 import {
   type PipelineBoundary,
   type PipelineResult,
@@ -258,10 +260,40 @@ export async function pipelineRunReport(
     environment: envFacts,
     extra: pipelineExtras(result, config, pipelineBoundary, latencyName, rate),
   };
+  if (boundary === "round-trip" && rate !== undefined) {
+    // After the run, never beside it: the legs would share the cores with the path.
+    const floor = await measureRoundTripFloor({
+      config,
+      rate,
+      samples: Math.min(commands, rate * floorSeconds),
+      seed,
+      progress,
+    });
+    Object.assign(report.extra, floorExtras(floor, report.latencyMs));
+  }
   const series = {
     timeline: result.timeline,
     histogram: histogramSeries(result.latency),
     spans: result.spans,
   };
   return { report, series };
+}
+
+/** How long each leg of the floor is offered the run's rate. */
+const floorSeconds = 10;
+
+/** The floor beside the path: each leg, their sum, and the path over it. */
+function floorExtras(floor: Floor, path: Percentiles): BenchReport["extra"] {
+  const ratio = (value: number, floorValue: number) =>
+    floorValue > 0 ? `${(value / floorValue).toFixed(2)}x` : "n/a";
+  return {
+    floorLegs: floor.legs
+      .map(
+        (leg) =>
+          `${leg.name}: p50 ${leg.latencyMs.p50} p99 ${leg.latencyMs.p99} ms (${leg.samples})`,
+      )
+      .join("; "),
+    floorSumMs: `p50 ${floor.sum.p50}, p99 ${floor.sum.p99} (each leg alone, ${floorSeconds} s at the run's rate, after it)`,
+    pathOverFloor: `p50 ${ratio(path.p50, floor.sum.p50)}, p99 ${ratio(path.p99, floor.sum.p99)}`,
+  };
 }

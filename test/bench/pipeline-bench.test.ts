@@ -177,6 +177,18 @@ describe("matchd bench pipeline boundaries", () => {
     );
     // 300 commands offered at 200/s cannot take less than the schedule's 1.5 s.
     expect(report.seconds as number).toBeGreaterThanOrEqual(1.49);
+    // The floor: each leg alone at the same rate after the run, summed, and the path over it.
+    const extra = report.extra as Record<string, string>;
+    const legs = [...extra.floorLegs!.matchAll(/p50 ([\d.]+) p99 ([\d.]+) ms \((\d+)\)/g)];
+    expect(extra.floorLegs).toMatch(
+      /^broker in: .*; datastore \(group commit \+ WAITAOF 1 1 in slices, .*\): .*; reply: /,
+    );
+    expect(legs.map((leg) => Number(leg[3]))).toEqual([300, 300, 300]);
+    const sum = legs.reduce((total, leg) => total + Number(leg[1]), 0);
+    const [, sumP50] = /^p50 ([\d.]+), p99 [\d.]+ /.exec(extra.floorSumMs!) ?? [];
+    expect(Number(sumP50)).toBeCloseTo(sum, 2);
+    const p50 = (report.latencyMs as { p50: number }).p50;
+    expect(extra.pathOverFloor).toStartWith(`p50 ${(p50 / Number(sumP50)).toFixed(2)}x, p99 `);
     expect(code).toBe(0);
   }, 150_000);
 
