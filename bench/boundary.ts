@@ -118,6 +118,11 @@ export const flagDocs: Record<string, { arg: string; meaning: string }> = {
       "C loops send the conductor's HTTP queries back to back during the timed run (digest, book, order, result, metrics)",
   },
   "--series": { arg: "FILE", meaning: "also write the per-second series as JSON (soak reads it)" },
+  "--floor-seconds": {
+    arg: "S",
+    meaning:
+      "after an open-loop run, time each leg of the path alone at its rate for S seconds, 0..60 (default 10; 0: none)",
+  },
   "--sink": {
     arg: "S",
     meaning:

@@ -5,6 +5,7 @@
  */
 import type { Config } from "../src/config/schema";
 import { type CapacityStep, searchCapacity } from "./capacity";
+import { type Floor, measureFloor } from "./floor";
 import type { PipelineBoundary, PipelineOptions } from "./pipeline-bench";
 import { runPipelineBench } from "./pipeline-bench";
 import type { BenchReport } from "./report";
@@ -72,6 +73,7 @@ export async function capacityReport(run: CapacityRun): Promise<BenchReport> {
       };
     },
   });
+  const floors = await floorsOf(run, steps, sustained);
   const curve = steps.map(
     (s) =>
       `${s.offered}/s offered: ${s.achieved}/s achieved, p50 ${s.latencyMs.p50} p99 ${s.latencyMs.p99} p99.9 ${s.latencyMs.p999} ms, queue <= ${s.maxQueueDepth}, stream <= ${s.maxStreamLength}: ${verdict(s, run.p99Ms)}`,
@@ -102,7 +104,13 @@ export async function capacityReport(run: CapacityRun): Promise<BenchReport> {
     checks: ["stepsWithOtherFailedInvariants"],
     environment: run.environment,
     extra: {
-      headline: headline(run, steps, sustained, bounded),
+      headline: headline(run, steps, sustained, bounded, floors),
+      ...Object.fromEntries(
+        floors.map(({ step, floor }) => [
+          `floorAt${step.offered}`,
+          `${floor.legs.map((leg) => `${leg.name}: p50 ${leg.latencyMs.p50} p99 ${leg.latencyMs.p99} ms`).join("; ")}; sum p50 ${floor.sum.p50} p99 ${floor.sum.p99}; path over it ${overFloor(step, floor)}`,
+        ]),
+      ),
       rateWithinP99Bound: bounded === undefined ? "none" : `${bounded.offered} commands/s`,
       curve: curve.join(" | "),
       stepSeconds: run.stepSeconds,
@@ -127,6 +135,48 @@ export async function capacityReport(run: CapacityRun): Promise<BenchReport> {
 /** A latency for a sentence: a tenth of a millisecond is below the machine's noise. */
 const ms = (value: number) => `${Math.round(value * 10) / 10} ms`;
 
+/** How long each leg of a floor is offered its step's rate (the demo stays within minutes). */
+const floorSeconds = 5;
+
+interface StepFloor {
+  step: CapacityStep;
+  floor: Floor;
+}
+
+/**
+ * The floor (bench/floor.ts) at the sustained rate and at the lowest rate tried, measured
+ * after the search on the same stack; none for the conductor boundary, whose path ends in
+ * the datastore.
+ */
+async function floorsOf(
+  run: CapacityRun,
+  steps: CapacityStep[],
+  sustained: CapacityStep | undefined,
+): Promise<StepFloor[]> {
+  const path = run.pipelineBoundary;
+  if (path === "conductor" || steps.length === 0) return [];
+  const lowest = steps.reduce((a, b) => (b.offered < a.offered ? b : a));
+  const at = sustained === undefined || sustained === lowest ? [lowest] : [sustained, lowest];
+  const floors: StepFloor[] = [];
+  for (const step of at) {
+    const floor = await measureFloor(path, {
+      config: run.config,
+      rate: step.offered,
+      samples: step.offered * floorSeconds,
+      seed: run.seed,
+      progress: run.progress,
+    });
+    floors.push({ step, floor });
+  }
+  return floors;
+}
+
+function overFloor(step: CapacityStep, floor: Floor): string {
+  const ratio = (value: number, floorValue: number) =>
+    floorValue > 0 ? `${(value / floorValue).toFixed(1)}x` : "n/a";
+  return `p50 ${ratio(step.latencyMs.p50, floor.sum.p50)}, p99 ${ratio(step.latencyMs.p99, floor.sum.p99)}`;
+}
+
 function verdict(step: CapacityStep, p99Ms: number): string {
   if (!step.held) return `not sustained (${step.reasons.join("; ")})`;
   return step.withinBound
@@ -140,6 +190,7 @@ function headline(
   steps: CapacityStep[],
   sustained: CapacityStep | undefined,
   bounded: CapacityStep | undefined,
+  floors: StepFloor[],
 ): string {
   const lowest = steps.reduce((a, b) => (b.offered < a.offered ? b : a));
   const bound = `p99 <= ${run.p99Ms} ms`;
@@ -151,5 +202,9 @@ function headline(
     return `${run.pipelineBoundary} sustained none of the rates tried: the lowest, ${lowest.offered}/s, ${lowest.reasons.join("; ")}`;
   }
   const { p50, p99 } = sustained.latencyMs;
-  return `${run.pipelineBoundary} sustains ${sustained.offered} commands/s (${run.durability.split(":")[0]}): p50 ${ms(p50)}, p99 ${ms(p99)}; at ${boundRow}`;
+  const floorRow =
+    floors.length === 0
+      ? ""
+      : `; over the floor of its parts: ${floors.map(({ step, floor }) => `${overFloor(step, floor)} at ${step.offered}/s`).join(", ")}`;
+  return `${run.pipelineBoundary} sustains ${sustained.offered} commands/s (${run.durability.split(":")[0]}): p50 ${ms(p50)}, p99 ${ms(p99)}; at ${boundRow}${floorRow}`;
 }

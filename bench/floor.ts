@@ -1,20 +1,24 @@
 /**
- * The floor of a command's round trip, measured in the same invocation, at the same offered
- * rate, on the same stack: each leg alone, as a bare client on this runtime does it.
+ * The floor of a command's path, measured in the same invocation, at the same offered rate,
+ * on the same stack: each leg alone, as a bare client on this runtime does it.
  * - broker in: publish with confirms -> the command queue's type -> a consumer that only
  *   acknowledges (bench/broker-floor.ts);
  * - datastore: the conductor's commit shape (HSET, ZADD, XADD, SET EX a command) grouped as
  *   the conductor groups them (every command due while the last commit waited), then its
  *   durability wait (`WAITAOF 1 R` in slices, R: the replicas connected);
- * - reply: a publish to an exclusive queue read by the bench's reply consumer.
+ * - reply (the round trip): a publish to an exclusive queue read by the bench's consumer;
+ * - outbox (the full pipeline): an XADD, read by a consumer group (XREADGROUP), published with
+ *   confirms to an exchange, acknowledged in the stream (XACK, XDEL) once confirmed, and
+ *   received by the bench's consumer.
  * Their p50s and p99s summed are what the path could cost if matchd added nothing; the report
  * divides the path's by them. Percentiles do not add, so the sum of p99s is a generous floor.
  */
 
+import type { ConfirmChannel } from "amqplib";
 import type { Config } from "../src/config/schema";
 import { connectBroker } from "../src/infra/amqp/connect";
 import { FramePublisher } from "../src/infra/amqp/fast-publish";
-import { connectedReplicas, createValkey } from "../src/infra/valkey/client";
+import { connectedReplicas, createValkey, type Valkey } from "../src/infra/valkey/client";
 import { waitDurable } from "../src/infra/valkey/durability";
 import { partitionKeys } from "../src/infra/valkey/keys";
 import { withinMs } from "../src/infra/within";
@@ -44,10 +48,14 @@ export interface FloorOptions {
   progress: (line: string) => void;
 }
 
-/** The three legs of a round trip, one after another (never two at once). */
-export async function measureRoundTripFloor(options: FloorOptions): Promise<Floor> {
+/** The legs of `path`, one after another (never two at once). */
+export async function measureFloor(
+  path: "round-trip" | "full-pipeline",
+  options: FloorOptions,
+): Promise<Floor> {
   const { config, rate, samples, seed, progress } = options;
-  progress(`floor: the broker, datastore and reply legs alone, ${samples} each at ${rate}/s`);
+  const last = path === "round-trip" ? "reply" : "outbox";
+  progress(`floor: the broker, datastore and ${last} legs alone, ${samples} each at ${rate}/s`);
   const warmup = Math.min(samples, 200);
   const broker = await runBrokerFloor({
     brokerUrl: config.brokerUrl,
@@ -62,7 +70,9 @@ export async function measureRoundTripFloor(options: FloorOptions): Promise<Floo
   const legs: FloorLeg[] = [
     { name: "broker in", latencyMs: broker.latencyMs, samples: broker.received - warmup },
     await datastoreLeg(config, rate, samples),
-    await replyLeg(config, rate, samples),
+    path === "round-trip"
+      ? await replyLeg(config, rate, samples)
+      : await outboxLeg(config, rate, samples),
   ];
   const sum = (key: "p50" | "p99") =>
     Math.round(legs.reduce((total, leg) => total + leg.latencyMs[key], 0) * 1000) / 1000;
@@ -157,4 +167,79 @@ async function replyLeg(config: Config, rate: number, samples: number): Promise<
     await connection.close().catch(() => undefined);
     await consumer.close().catch(() => undefined);
   }
+}
+
+/** What the outbox does for an event, without matchd: read, publish, confirm, acknowledge. */
+async function outboxLeg(config: Config, rate: number, samples: number): Promise<FloorLeg> {
+  const keys = partitionKeys(991);
+  const exchange = "matchd-bench-floor-events";
+  const writer = createValkey(config.datastoreUrl, { name: "matchd-bench-floor-xadd" });
+  const reader = createValkey(config.datastoreUrl, { name: "matchd-bench-floor-outbox" });
+  const arrived: (() => void)[] = [];
+  const consumer = await LeanConsumer.open({
+    url: config.brokerUrl,
+    name: "matchd-bench-floor-events",
+    exchanges: [exchange],
+    onDelivery: (delivery) => arrived[Number(delivery.correlationId)]?.(),
+  });
+  const connection = await connectBroker(config.brokerUrl, "matchd-bench-floor-outbox");
+  try {
+    const channel = await connection.createConfirmChannel();
+    const relay = relayStream(reader, keys.events, channel, exchange);
+    const events = Array.from({ length: samples }, (_, i) => buildTransaction(1, i).event);
+    const histogram = await paced(
+      rate,
+      samples,
+      (i) =>
+        new Promise<void>((resolve) => {
+          arrived[i] = resolve;
+          writer.xadd(keys.events, "*", "event", events[i]!, "i", String(i)).catch(() => undefined);
+        }),
+    );
+    await relay.stop();
+    await writer.del(keys.events);
+    return { name: "outbox", latencyMs: histogram.percentilesMs(), samples: histogram.count };
+  } finally {
+    await connection.close().catch(() => undefined);
+    await consumer.close().catch(() => undefined);
+    writer.disconnect();
+    reader.disconnect();
+  }
+}
+
+/** Reads the stream as a consumer group and publishes each entry, until stopped. */
+function relayStream(reader: Valkey, stream: string, channel: ConfirmChannel, exchange: string) {
+  const frames = new FramePublisher(channel);
+  let reading = true;
+  const loop = (async () => {
+    await reader.call("XGROUP", "CREATE", stream, "floor", "$", "MKSTREAM");
+    while (reading) {
+      const reply = (await reader.call(
+        ...["XREADGROUP", "GROUP", "floor", "relay", "COUNT", "500", "BLOCK", "100"],
+        ...["STREAMS", stream, ">"],
+      )) as [string, [string, string[]][]][] | null;
+      const entries = reply?.[0]?.[1] ?? [];
+      if (entries.length === 0) continue;
+      for (const [, fields] of entries) {
+        frames.publish(exchange, exchange, Buffer.from(fields[1]!), false, {
+          persistent: true,
+          correlationId: fields[3],
+          contentType: "application/json",
+        });
+      }
+      await channel.waitForConfirms();
+      const ids = entries.map(([id]) => id);
+      await reader
+        .multi()
+        .xack(stream, "floor", ...ids)
+        .xdel(stream, ...ids)
+        .exec();
+    }
+  })();
+  return {
+    stop: async () => {
+      reading = false;
+      await loop;
+    },
+  };
 }

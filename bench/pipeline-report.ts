@@ -8,7 +8,7 @@ import type { Config } from "../src/config/schema";
 import { createValkey } from "../src/infra/valkey/client";
 import { partitionKeys } from "../src/infra/valkey/keys";
 import { capacityDefaults, capacityReport } from "./capacity-report";
-import { type Floor, measureRoundTripFloor } from "./floor";
+import { type Floor, measureFloor } from "./floor";
 import type { Percentiles } from "./histogram";
 import {
   type PipelineBoundary,
@@ -260,16 +260,17 @@ export async function pipelineRunReport(
     environment: envFacts,
     extra: pipelineExtras(result, config, pipelineBoundary, latencyName, rate),
   };
-  if (boundary === "round-trip" && rate !== undefined) {
+  const floorSeconds = intFlag(flags, "--floor-seconds", defaultFloorSeconds);
+  if (boundary !== "conductor" && rate !== undefined && floorSeconds > 0) {
     // After the run, never beside it: the legs would share the cores with the path.
-    const floor = await measureRoundTripFloor({
+    const floor = await measureFloor(boundary, {
       config,
       rate,
       samples: Math.min(commands, rate * floorSeconds),
       seed,
       progress,
     });
-    Object.assign(report.extra, floorExtras(floor, report.latencyMs));
+    Object.assign(report.extra, floorExtras(floor, report.latencyMs, floorSeconds));
   }
   const series = {
     timeline: result.timeline,
@@ -279,11 +280,11 @@ export async function pipelineRunReport(
   return { report, series };
 }
 
-/** How long each leg of the floor is offered the run's rate. */
-const floorSeconds = 10;
+/** How long each leg of the floor is offered the run's rate, unless --floor-seconds says. */
+const defaultFloorSeconds = 10;
 
 /** The floor beside the path: each leg, their sum, and the path over it. */
-function floorExtras(floor: Floor, path: Percentiles): BenchReport["extra"] {
+function floorExtras(floor: Floor, path: Percentiles, seconds: number): BenchReport["extra"] {
   const ratio = (value: number, floorValue: number) =>
     floorValue > 0 ? `${(value / floorValue).toFixed(2)}x` : "n/a";
   return {
@@ -293,7 +294,7 @@ function floorExtras(floor: Floor, path: Percentiles): BenchReport["extra"] {
           `${leg.name}: p50 ${leg.latencyMs.p50} p99 ${leg.latencyMs.p99} ms (${leg.samples})`,
       )
       .join("; "),
-    floorSumMs: `p50 ${floor.sum.p50}, p99 ${floor.sum.p99} (each leg alone, ${floorSeconds} s at the run's rate, after it)`,
+    floorSumMs: `p50 ${floor.sum.p50}, p99 ${floor.sum.p99} (each leg alone, ${seconds} s at the run's rate, after it)`,
     pathOverFloor: `p50 ${ratio(path.p50, floor.sum.p50)}, p99 ${ratio(path.p99, floor.sum.p99)}`,
   };
 }

@@ -47,7 +47,8 @@ export function spawnPipeline(options: {
   const { MATCHING_REPLICA_URL: _replica, ...env } = process.env;
   const child = spawnSelf(
     [
-      ...["bench", "full-pipeline", "--json", ...options.args],
+      // The children's own figures are what their parents read: no floor after each run.
+      ...["bench", "full-pipeline", "--json", "--floor-seconds", "0", ...options.args],
       ...(seriesFile === undefined ? [] : ["--series", seriesFile]),
       ...(services === undefined
         ? []

@@ -22,6 +22,11 @@ export const openLoopFields = {
   "--duration": intField(1).optional(),
 };
 
+/** How long each leg of the path's floor runs after an open-loop run (0: no floor). */
+export const floorFields = {
+  "--floor-seconds": intField(0, 60).optional(),
+};
+
 /** Running services given by URL, the side-door query load, and the series file. */
 export const serviceFields = {
   "--conductor-url": textFlag().optional(),

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { type BoundaryEntry, textFlag } from "../boundary";
 import {
   durationNeedsRate,
+  floorFields,
   loadFields,
   openLoopFields,
   serviceFields,
@@ -17,6 +18,7 @@ export const fullPipelineBoundary: BoundaryEntry = {
     ...loadFields,
     ...stackFields,
     ...openLoopFields,
+    ...floorFields,
     ...serviceFields,
     "--outbox-url": textFlag().optional(),
   }),

@@ -155,7 +155,10 @@ describe("capacity search", () => {
       invariants: Record<string, unknown>;
       commandsPerSecond: number;
       latencyMs: { p50: number; p99: number };
-      extra: { headline: string; curve: string; rateWithinP99Bound: unknown };
+      extra: { headline: string; curve: string; rateWithinP99Bound: unknown } & Record<
+        string,
+        unknown
+      >;
     };
     // 400/s is sustained on any host a test runs on; no p99 is within 1 ms.
     expect(code).toBe(0);
@@ -163,11 +166,15 @@ describe("capacity search", () => {
     expect(report.invariants).toEqual({ ok: true, stepsWithOtherFailedInvariants: 0 });
     expect(report.commandsPerSecond).toBeGreaterThanOrEqual(400);
     expect(report.extra.rateWithinP99Bound).toBe("none");
+    // The floor of the round trip's legs, measured after the search at the rates it names.
+    expect(String(report.extra[`floorAt${report.commandsPerSecond}`])).toMatch(
+      /^broker in: p50 [\d.]+ p99 [\d.]+ ms; datastore .*; reply: p50 [\d.]+ p99 [\d.]+ ms; sum p50 [\d.]+ p99 [\d.]+; path over it p50 [\d.]+x, p99 [\d.]+x$/,
+    );
     const ms = (value: number) => Math.round(value * 10) / 10;
     const [p50, p99] = [ms(report.latencyMs.p50), ms(report.latencyMs.p99)];
     expect(report.extra.headline).toMatch(
       new RegExp(
-        `^round-trip sustains ${report.commandsPerSecond} commands/s \\(aof-replicated\\): p50 ${p50} ms, p99 ${p99} ms; at p99 <= 1 ms: none of the rates tried \\(the lowest, \\d+/s, had p99 [\\d.]+ ms\\)$`,
+        `^round-trip sustains ${report.commandsPerSecond} commands/s \\(aof-replicated\\): p50 ${p50} ms, p99 ${p99} ms; at p99 <= 1 ms: none of the rates tried \\(the lowest, \\d+/s, had p99 [\\d.]+ ms\\); over the floor of its parts: p50 [\\d.]+x, p99 [\\d.]+x at ${report.commandsPerSecond}/s(, p50 [\\d.]+x, p99 [\\d.]+x at 400/s)?$`,
       ),
     );
     const steps = report.extra.curve.split(" | ");
