@@ -6,6 +6,7 @@
 import type { Config } from "../src/config/schema";
 import { type CapacityStep, searchCapacity } from "./capacity";
 import { type Floor, measureFloor } from "./floor";
+import type { LatencyHistogram } from "./histogram";
 import type { PipelineBoundary, PipelineOptions } from "./pipeline-bench";
 import { runPipelineBench } from "./pipeline-bench";
 import type { BenchReport } from "./report";
@@ -67,6 +68,8 @@ export async function capacityReport(run: CapacityRun): Promise<BenchReport> {
           .filter((key) => key.endsWith("Failed"))
           .map((key) => key.slice(0, -"Failed".length)),
         maxQueueDepth: Number(result.facts.maxQueueDepth),
+        p99DuringRewrites: p99Of(result.rewriteSplit.during),
+        p99OutsideRewrites: p99Of(result.rewriteSplit.outside),
         // Only the full pipeline runs an outbox: the stream of the others grows by design.
         maxStreamLength:
           run.pipelineBoundary === "full-pipeline" ? Number(result.facts.maxStreamLength) : 0,
@@ -76,7 +79,7 @@ export async function capacityReport(run: CapacityRun): Promise<BenchReport> {
   const floors = await floorsOf(run, steps, sustained);
   const curve = steps.map(
     (s) =>
-      `${s.offered}/s offered: ${s.achieved}/s achieved, p50 ${s.latencyMs.p50} p99 ${s.latencyMs.p99} p99.9 ${s.latencyMs.p999} ms, queue <= ${s.maxQueueDepth}, stream <= ${s.maxStreamLength}: ${verdict(s, run.p99Ms)}`,
+      `${s.offered}/s offered: ${s.achieved}/s achieved, p50 ${s.latencyMs.p50} p99 ${s.latencyMs.p99} p99.9 ${s.latencyMs.p999} ms (p99 ${s.p99DuringRewrites} during AOF rewrites, ${s.p99OutsideRewrites} outside), queue <= ${s.maxQueueDepth}, stream <= ${s.maxStreamLength}: ${verdict(s, run.p99Ms)}`,
   );
   const rate = sustained?.offered ?? 0;
   const overloadOnly = new Set(["durabilityTimeouts", "outboxDurabilityTimeouts"]);
@@ -123,6 +126,8 @@ export async function capacityReport(run: CapacityRun): Promise<BenchReport> {
           ...s.latencyMs,
           maxQueueDepth: s.maxQueueDepth,
           maxStreamLength: s.maxStreamLength,
+          p99DuringRewrites: s.p99DuringRewrites,
+          p99OutsideRewrites: s.p99OutsideRewrites,
           held: s.held,
           reasons: s.reasons,
           withinBound: s.withinBound,
@@ -131,6 +136,10 @@ export async function capacityReport(run: CapacityRun): Promise<BenchReport> {
     },
   };
 }
+
+/** A step's p99 over some of its commands; -1 when none fell there. */
+const p99Of = (histogram: LatencyHistogram) =>
+  histogram.count === 0 ? -1 : histogram.percentilesMs().p99;
 
 /** A latency for a sentence: a tenth of a millisecond is below the machine's noise. */
 const ms = (value: number) => `${Math.round(value * 10) / 10} ms`;

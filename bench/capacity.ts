@@ -20,6 +20,9 @@ export interface StepResult {
   failedInvariants: string[];
   maxQueueDepth: number;
   maxStreamLength: number;
+  /** p99 of the commands in flight during an AOF rewrite, and of the others (none: -1). */
+  p99DuringRewrites?: number;
+  p99OutsideRewrites?: number;
 }
 
 export interface CapacityStep extends StepResult {

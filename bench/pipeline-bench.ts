@@ -57,6 +57,8 @@ export interface PipelineResult {
   timeline: TimelinePoint[];
   /** The AOF rewrites in flight during the timed run, in its seconds. */
   spans: Span[];
+  /** Latency of the commands in flight during a rewrite, and of the others. */
+  rewriteSplit: { during: LatencyHistogram; outside: LatencyHistogram };
   invariants: { ok: boolean; [check: string]: boolean | number | string };
   /** The names in `invariants` that are checks (pass unless `<name>Failed`); the rest is evidence. */
   checks: string[];
@@ -130,6 +132,12 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
     publishLatency: run.publishLatency,
     timeline: timed.sampler.timeline(done.recorder.series().timeline, timed.startedAt),
     spans: timed.rewrites.spans(),
+    rewriteSplit: done.latencyAround(
+      timed.rewrites.spans().map((span) => ({
+        from: timed.startedAt + span.fromSeconds * 1000,
+        to: timed.startedAt + span.toSeconds * 1000,
+      })),
+    ),
     invariants,
     checks,
     stages,

@@ -83,6 +83,26 @@ export class PipelineCompletions {
     return this.useReplies ? this.repliedAt[i]! : this.lastEventAt[i]!;
   }
 
+  /**
+   * The timed commands' latencies split by whether a command was in flight (from its send to
+   * its completion) while one of `windows` ran: [from, to] in performance.now() milliseconds.
+   */
+  latencyAround(windows: readonly { from: number; to: number }[]): {
+    during: LatencyHistogram;
+    outside: LatencyHistogram;
+  } {
+    const during = new LatencyHistogram();
+    const outside = new LatencyHistogram();
+    for (let i = this.commands.timedFrom; i < this.completedOnce.length; i++) {
+      if (this.completedOnce[i] !== 1) continue;
+      const sent = this.sentAt[i]!;
+      const end = this.endOf(i);
+      const overlaps = windows.some((w) => sent <= w.to && end >= w.from);
+      (overlaps ? during : outside).record((end - sent) * 1e6);
+    }
+    return { during, outside };
+  }
+
   /** A durable RPC reply. */
   replied = (message: LeanDelivery): void => {
     const i = this.indexOf.get(message.correlationId ?? "");

@@ -9,7 +9,7 @@ import { createValkey } from "../src/infra/valkey/client";
 import { partitionKeys } from "../src/infra/valkey/keys";
 import { capacityDefaults, capacityReport } from "./capacity-report";
 import { type Floor, measureFloor } from "./floor";
-import type { Percentiles } from "./histogram";
+import type { LatencyHistogram, Percentiles } from "./histogram";
 import {
   type PipelineBoundary,
   type PipelineResult,
@@ -193,6 +193,7 @@ function pipelineExtras(
     ...(boundary === "full-pipeline" ? { outboxWindow: config.outboxWindow } : {}),
     publishCallMs: JSON.stringify(result.publishLatency.percentilesMs()),
     aofRewrites: String(result.facts.aofRewrites),
+    ...rewriteSplitExtras(result),
     traceBreakdown: String(result.facts.traceBreakdown),
     gcCollections: String(result.facts.gcCollections),
     crossed: String(result.facts.crossed),
@@ -296,5 +297,18 @@ function floorExtras(floor: Floor, path: Percentiles, seconds: number): BenchRep
       .join("; "),
     floorSumMs: `p50 ${floor.sum.p50}, p99 ${floor.sum.p99} (each leg alone, ${seconds} s at the run's rate, after it)`,
     pathOverFloor: `p50 ${ratio(path.p50, floor.sum.p50)}, p99 ${ratio(path.p99, floor.sum.p99)}`,
+  };
+}
+
+/** p50 and p99 of the commands in flight during an AOF rewrite, and of the others. */
+export function rewriteSplitExtras(result: PipelineResult): BenchReport["extra"] {
+  const line = (histogram: LatencyHistogram) => {
+    if (histogram.count === 0) return "no command";
+    const { p50, p99 } = histogram.percentilesMs();
+    return `p50 ${p50} p99 ${p99} ms (${histogram.count} commands)`;
+  };
+  return {
+    latencyDuringRewrites: line(result.rewriteSplit.during),
+    latencyOutsideRewrites: line(result.rewriteSplit.outside),
   };
 }
