@@ -20,6 +20,8 @@ export interface StepResult {
   failedInvariants: string[];
   maxQueueDepth: number;
   maxStreamLength: number;
+  /** AOF rewrites (primary and replicas) the step crossed. */
+  rewrites?: number;
   /** p99 of the commands in flight during an AOF rewrite, and of the others (none: -1). */
   p99DuringRewrites?: number;
   p99OutsideRewrites?: number;
