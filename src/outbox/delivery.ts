@@ -74,6 +74,9 @@ class SessionInterrupted extends Error {
   }
 }
 
+/** How often a backoff looks whether the Sentinels began to forbid acknowledging. */
+const sentinelPollMs = 100;
+
 /** The least time between sessions that end on a durability timeout. */
 const durabilityRetryFloorMs = 250;
 /**
@@ -194,6 +197,23 @@ export class DeliveryLoop {
     return Promise.race([this.wakeup.wait(ms), this.holdLifted()]);
   }
 
+  /**
+   * A backoff's pause, which also ends once the Sentinels begin to forbid acknowledging: the
+   * loop then holds its reads, and says so, for as long as the failover lasts, instead of
+   * sleeping through it and reading the moment its backoff ends.
+   */
+  private async backoff(ms: number): Promise<void> {
+    let pausing = true;
+    const holdBegins = (async () => {
+      while (pausing && !this.sentinelHold.holding()) await Bun.sleep(sentinelPollMs);
+    })();
+    try {
+      await Promise.race([this.pause(ms), holdBegins]);
+    } finally {
+      pausing = false;
+    }
+  }
+
   /** Stops reading, lets outstanding confirms settle (bounded), acknowledges the confirmed prefix. */
   async stop(): Promise<void> {
     this.stopping = true;
@@ -240,7 +260,7 @@ export class DeliveryLoop {
       }
       const outcome = await this.session();
       if (this.stopping) break;
-      if (outcome === "retry") await this.pause(this.retry.nextDelayMs());
+      if (outcome === "retry") await this.backoff(this.retry.nextDelayMs());
     }
   }
 
