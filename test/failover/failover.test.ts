@@ -95,9 +95,17 @@ async function settledTopology(): Promise<{ name: string; port: number }> {
         const node = createValkey(`redis://127.0.0.1:${primary.port}`, { name: "matchd-test" });
         node.on("error", () => undefined);
         const replication = await node.info("replication").finally(() => node.disconnect());
+        // Sentinel's own view too: it promotes only a replica it sees up and linked, and it
+        // learns of a restarted node's new role up to seconds after the node took it.
+        const replicas = (await sentinel.call("SENTINEL", "REPLICAS", "matchd")) as string[][];
+        const field = (fields: string[], name: string) => fields[fields.indexOf(name) + 1];
+        const promotable = replicas.filter(
+          (r) => field(r, "flags") === "slave" && field(r, "master-link-status") === "ok",
+        );
         return (
           master[master.indexOf("flags") + 1] === "master" &&
-          (replication.match(/state=online,offset=\d+,lag=[01]\b/g) ?? []).length === 2
+          (replication.match(/state=online,offset=\d+,lag=[01]\b/g) ?? []).length === 2 &&
+          promotable.length === 2
         );
       },
       45_000,
