@@ -4,7 +4,7 @@
  * whole curve beside it.
  */
 import type { Config } from "../src/config/schema";
-import { type CapacityStep, searchCapacity } from "./capacity";
+import { type CapacityStep, type StepResult, searchCapacity } from "./capacity";
 import { type Floor, measureFloor } from "./floor";
 import type { LatencyHistogram } from "./histogram";
 import type { PipelineBoundary, PipelineOptions } from "./pipeline-bench";
@@ -44,41 +44,7 @@ export async function capacityReport(run: CapacityRun): Promise<BenchReport> {
     stepSeconds: run.stepSeconds,
     startRate: run.startRate,
     progress: run.progress,
-    runStep: async (rate, step) => {
-      const commands = stepCommands(rate, run.stepSeconds);
-      const result = await runPipelineBench({
-        boundary: run.pipelineBoundary,
-        config: run.config,
-        ...run.urls,
-        workload: "alternating",
-        commands,
-        warmup: 2 * Math.round(Math.min(2000, rate) / 2),
-        // A seed per step: the same command ids again would be answered as duplicates.
-        seed: run.seed + step,
-        rate,
-        // Rewrites as often as the data causes them, as in production; the first step forces
-        // one, so that every search crosses at least one.
-        forceRewrites: step === 0,
-        progress: () => undefined,
-      });
-      return {
-        offered: rate,
-        achieved: Math.round(result.commands / result.seconds),
-        seconds: result.seconds,
-        latencyMs: result.latency.percentilesMs(),
-        invariantsOk: result.invariants.ok,
-        failedInvariants: Object.keys(result.invariants)
-          .filter((key) => key.endsWith("Failed"))
-          .map((key) => key.slice(0, -"Failed".length)),
-        maxQueueDepth: Number(result.facts.maxQueueDepth),
-        rewrites: result.spans.length,
-        p99DuringRewrites: p99Of(result.rewriteSplit.during),
-        p99OutsideRewrites: p99Of(result.rewriteSplit.outside),
-        // Only the full pipeline runs an outbox: the stream of the others grows by design.
-        maxStreamLength:
-          run.pipelineBoundary === "full-pipeline" ? Number(result.facts.maxStreamLength) : 0,
-      };
-    },
+    runStep: (rate, step) => runStep(run, rate, step),
   });
   const floors = await floorsOf(run, steps, sustained);
   const curve = steps.map(
@@ -139,6 +105,43 @@ export async function capacityReport(run: CapacityRun): Promise<BenchReport> {
         })),
       ),
     },
+  };
+}
+
+/** One step: an open-loop pipeline run at `rate`, judged later by the search. */
+async function runStep(run: CapacityRun, rate: number, step: number): Promise<StepResult> {
+  const commands = stepCommands(rate, run.stepSeconds);
+  const result = await runPipelineBench({
+    boundary: run.pipelineBoundary,
+    config: run.config,
+    ...run.urls,
+    workload: "alternating",
+    commands,
+    warmup: 2 * Math.round(Math.min(2000, rate) / 2),
+    // A seed per step: the same command ids again would be answered as duplicates.
+    seed: run.seed + step,
+    rate,
+    // Rewrites as often as the data causes them, as in production; the first step forces
+    // one, so that every search crosses at least one.
+    forceRewrites: step === 0,
+    progress: () => undefined,
+  });
+  return {
+    offered: rate,
+    achieved: Math.round(result.commands / result.seconds),
+    seconds: result.seconds,
+    latencyMs: result.latency.percentilesMs(),
+    invariantsOk: result.invariants.ok,
+    failedInvariants: Object.keys(result.invariants)
+      .filter((key) => key.endsWith("Failed"))
+      .map((key) => key.slice(0, -"Failed".length)),
+    maxQueueDepth: Number(result.facts.maxQueueDepth),
+    rewrites: result.spans.length,
+    p99DuringRewrites: p99Of(result.rewriteSplit.during),
+    p99OutsideRewrites: p99Of(result.rewriteSplit.outside),
+    // Only the full pipeline runs an outbox: the stream of the others grows by design.
+    maxStreamLength:
+      run.pipelineBoundary === "full-pipeline" ? Number(result.facts.maxStreamLength) : 0,
   };
 }
 
