@@ -5,7 +5,7 @@
  */
 import type { Config } from "../src/config/schema";
 import { type CapacityStep, type StepResult, searchCapacity } from "./capacity";
-import { type Floor, measureFloor } from "./floor";
+import { type Floor, measureFloor, overFloor } from "./floor";
 import type { LatencyHistogram } from "./histogram";
 import type { PipelineBoundary, PipelineOptions } from "./pipeline-bench";
 import { runPipelineBench } from "./pipeline-bench";
@@ -81,7 +81,7 @@ export async function capacityReport(run: CapacityRun): Promise<BenchReport> {
       ...Object.fromEntries(
         floors.map(({ step, floor }) => [
           `floorAt${step.offered}`,
-          `${floor.legs.map((leg) => `${leg.name}: p50 ${leg.latencyMs.p50} p99 ${leg.latencyMs.p99} ms`).join("; ")}; sum p50 ${floor.sum.p50} p99 ${floor.sum.p99}; path over it ${overFloor(step, floor)}`,
+          `${floor.legs.map((leg) => `${leg.name}: p50 ${leg.latencyMs.p50} p99 ${leg.latencyMs.p99} ms`).join("; ")}; sum p50 ${floor.sum.p50} p99 ${floor.sum.p99}; path over it ${overFloor(step.latencyMs, floor, 1)}`,
         ]),
       ),
       rateWithinP99Bound: bounded === undefined ? "none" : `${bounded.offered} commands/s`,
@@ -195,12 +195,6 @@ async function floorsOf(
   return floors;
 }
 
-function overFloor(step: CapacityStep, floor: Floor): string {
-  const ratio = (value: number, floorValue: number) =>
-    floorValue > 0 ? `${(value / floorValue).toFixed(1)}x` : "n/a";
-  return `p50 ${ratio(step.latencyMs.p50, floor.sum.p50)}, p99 ${ratio(step.latencyMs.p99, floor.sum.p99)}`;
-}
-
 function verdict(step: CapacityStep, p99Ms: number): string {
   if (!step.held) return `not sustained (${step.reasons.join("; ")})`;
   return step.withinBound
@@ -229,6 +223,6 @@ function headline(
   const floorRow =
     floors.length === 0
       ? ""
-      : `; over the floor of its parts: ${floors.map(({ step, floor }) => `${overFloor(step, floor)} at ${step.offered}/s`).join(", ")}`;
+      : `; over the floor of its parts: ${floors.map(({ step, floor }) => `${overFloor(step.latencyMs, floor, 1)} at ${step.offered}/s`).join(", ")}`;
   return `${run.pipelineBoundary} sustains ${sustained.offered} commands/s (${run.durability.split(":")[0]}): p50 ${ms(p50)}, p99 ${ms(p99)}; at ${boundRow}${floorRow}`;
 }

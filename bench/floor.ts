@@ -137,35 +137,59 @@ async function datastoreLeg(config: Config, rate: number, samples: number): Prom
   }
 }
 
-/** A reply's publish (no confirm awaited, as the conductor sends it) to its delivery. */
-async function replyLeg(config: Config, rate: number, samples: number): Promise<FloorLeg> {
+/**
+ * Sends `samples` at `rate` through `send(i, queue)`; each counts once the bench's lean
+ * consumer (bound to `exchanges`, or none: its own queue) receives correlation id `i`.
+ */
+async function timedDeliveries(
+  config: Config,
+  name: string,
+  exchanges: readonly string[],
+  { rate, samples }: { rate: number; samples: number },
+  send: (i: number, queue: string) => void,
+): Promise<LatencyHistogram> {
   const arrived: (() => void)[] = [];
   const consumer = await LeanConsumer.open({
     url: config.brokerUrl,
-    name: "matchd-bench-floor-replies",
-    exchanges: [],
+    name,
+    exchanges,
     onDelivery: (delivery) => arrived[Number(delivery.correlationId)]?.(),
   });
-  const connection = await connectBroker(config.brokerUrl, "matchd-bench-floor-replier");
   try {
-    const frames = new FramePublisher(await connection.createConfirmChannel());
-    const body = Buffer.from(JSON.stringify({ commandId: "floor", status: "accepted", code: 0 }));
-    const histogram = await paced(
+    return await paced(
       rate,
       samples,
       (i) =>
         new Promise<void>((resolve) => {
           arrived[i] = resolve;
-          frames.publish("", consumer.queue, body, false, {
-            correlationId: String(i),
-            contentType: "application/json",
-          });
+          send(i, consumer.queue);
+        }),
+    );
+  } finally {
+    await consumer.close().catch(() => undefined);
+  }
+}
+
+/** A reply's publish (no confirm awaited, as the conductor sends it) to its delivery. */
+async function replyLeg(config: Config, rate: number, samples: number): Promise<FloorLeg> {
+  const connection = await connectBroker(config.brokerUrl, "matchd-bench-floor-replier");
+  try {
+    const frames = new FramePublisher(await connection.createConfirmChannel());
+    const body = Buffer.from(JSON.stringify({ commandId: "floor", status: "accepted", code: 0 }));
+    const histogram = await timedDeliveries(
+      config,
+      "matchd-bench-floor-replies",
+      [],
+      { rate, samples },
+      (i, queue) =>
+        frames.publish("", queue, body, false, {
+          correlationId: String(i),
+          contentType: "application/json",
         }),
     );
     return { name: "reply", latencyMs: histogram.percentilesMs(), samples: histogram.count };
   } finally {
     await connection.close().catch(() => undefined);
-    await consumer.close().catch(() => undefined);
   }
 }
 
@@ -175,33 +199,25 @@ async function outboxLeg(config: Config, rate: number, samples: number): Promise
   const exchange = "matchd-bench-floor-events";
   const writer = createValkey(config.datastoreUrl, { name: "matchd-bench-floor-xadd" });
   const reader = createValkey(config.datastoreUrl, { name: "matchd-bench-floor-outbox" });
-  const arrived: (() => void)[] = [];
-  const consumer = await LeanConsumer.open({
-    url: config.brokerUrl,
-    name: "matchd-bench-floor-events",
-    exchanges: [exchange],
-    onDelivery: (delivery) => arrived[Number(delivery.correlationId)]?.(),
-  });
   const connection = await connectBroker(config.brokerUrl, "matchd-bench-floor-outbox");
   try {
     const channel = await connection.createConfirmChannel();
     const relay = relayStream(reader, keys.events, channel, exchange);
     const events = Array.from({ length: samples }, (_, i) => buildTransaction(1, i).event);
-    const histogram = await paced(
-      rate,
-      samples,
-      (i) =>
-        new Promise<void>((resolve) => {
-          arrived[i] = resolve;
-          writer.xadd(keys.events, "*", "event", events[i]!, "i", String(i)).catch(() => undefined);
-        }),
+    const histogram = await timedDeliveries(
+      config,
+      "matchd-bench-floor-events",
+      [exchange],
+      { rate, samples },
+      (i) => {
+        writer.xadd(keys.events, "*", "event", events[i]!, "i", String(i)).catch(() => undefined);
+      },
     );
     await relay.stop();
     await writer.del(keys.events);
     return { name: "outbox", latencyMs: histogram.percentilesMs(), samples: histogram.count };
   } finally {
     await connection.close().catch(() => undefined);
-    await consumer.close().catch(() => undefined);
     writer.disconnect();
     reader.disconnect();
   }
@@ -242,4 +258,11 @@ function relayStream(reader: Valkey, stream: string, channel: ConfirmChannel, ex
       await loop;
     },
   };
+}
+
+/** The path's p50 and p99 over the floor's sums, at `digits` decimals. */
+export function overFloor(path: Percentiles, floor: Floor, digits: number): string {
+  const ratio = (value: number, floorValue: number) =>
+    floorValue > 0 ? `${(value / floorValue).toFixed(digits)}x` : "n/a";
+  return `p50 ${ratio(path.p50, floor.sum.p50)}, p99 ${ratio(path.p99, floor.sum.p99)}`;
 }

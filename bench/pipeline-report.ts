@@ -8,7 +8,7 @@ import type { Config } from "../src/config/schema";
 import { createValkey } from "../src/infra/valkey/client";
 import { partitionKeys } from "../src/infra/valkey/keys";
 import { capacityDefaults, capacityReport } from "./capacity-report";
-import { type Floor, measureFloor } from "./floor";
+import { type Floor, measureFloor, overFloor } from "./floor";
 import type { LatencyHistogram, Percentiles } from "./histogram";
 import {
   type PipelineBoundary,
@@ -286,8 +286,6 @@ const defaultFloorSeconds = 10;
 
 /** The floor beside the path: each leg, their sum, and the path over it. */
 function floorExtras(floor: Floor, path: Percentiles, seconds: number): BenchReport["extra"] {
-  const ratio = (value: number, floorValue: number) =>
-    floorValue > 0 ? `${(value / floorValue).toFixed(2)}x` : "n/a";
   return {
     floorLegs: floor.legs
       .map(
@@ -296,7 +294,7 @@ function floorExtras(floor: Floor, path: Percentiles, seconds: number): BenchRep
       )
       .join("; "),
     floorSumMs: `p50 ${floor.sum.p50}, p99 ${floor.sum.p99} (each leg alone, ${seconds} s at the run's rate, after it)`,
-    pathOverFloor: `p50 ${ratio(path.p50, floor.sum.p50)}, p99 ${ratio(path.p99, floor.sum.p99)}`,
+    pathOverFloor: overFloor(path, floor, 2),
   };
 }
 
