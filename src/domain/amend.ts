@@ -249,6 +249,7 @@ function applyRestingAmend(
     node.priceText = after.price;
     node.accepted = to.remaining;
     node.sequence = s.nextSequence++;
+    s.armExpiry(node);
   }
   node.remaining = to.remaining;
   node.remainingText = after.volume;
@@ -277,6 +278,7 @@ function applyStopAmend(
   if (!keep) {
     stop.sequence = s.nextSequence++;
     book.stops.insert(stop);
+    s.armExpiry(stop);
   }
 }
 

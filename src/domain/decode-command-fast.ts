@@ -10,7 +10,7 @@ type Fields = Record<string, unknown>;
 
 const sides = new Set(["bid", "ask"]);
 const kinds = new Set(["limit", "market"]);
-const timesInForce = new Set(["gtc", "ioc", "fok"]);
+const timesInForce = new Set(["gtc", "ioc", "fok", "gtd"]);
 const stpModes = new Set(["none", "cancel-taker", "cancel-maker", "cancel-both"]);
 
 function isFields(value: unknown): value is Fields {
@@ -104,6 +104,7 @@ function isPlacePayload(p: Fields): boolean {
     isDecimals(p.quoteDecimals) &&
     (p.role === undefined || typeof p.role === "string") &&
     isOptional(p.timeInForce, timesInForce) &&
+    (p.expireAt === undefined || isNonNegativeInt(p.expireAt)) &&
     (p.postOnly === undefined || typeof p.postOnly === "boolean") &&
     isOptional(p.stp, stpModes)
   );

@@ -36,7 +36,9 @@ const placePayload = z
     amountDecimals: decimals,
     quoteDecimals: decimals,
     role: z.string().optional(),
-    timeInForce: z.enum(["gtc", "ioc", "fok"]).optional(),
+    timeInForce: z.enum(["gtc", "ioc", "fok", "gtd"]).optional(),
+    // Epoch milliseconds; whether it goes with timeInForce is the engine's check.
+    expireAt: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER).optional(),
     postOnly: z.boolean().optional(),
     stp: z.enum(["none", "cancel-taker", "cancel-maker", "cancel-both"]).optional(),
     // Checked only on stop orders (below): a limit or market order ignores it, as it always

@@ -79,6 +79,8 @@ export interface DigestOrder {
   quoteDecimals: number;
   /** Hashed only when true, so books without post-only orders hash as they always did. */
   postOnly?: boolean;
+  /** Hashed only when present, for the same reason. */
+  expireAt?: number;
 }
 
 /** Feeds one order's defining fields to a hash. */
@@ -94,6 +96,7 @@ export function hashOrder(hash: Fnv1a64, order: DigestOrder): void {
   hash.text(order.stp);
   hash.text(`${order.priceDecimals}/${order.amountDecimals}/${order.quoteDecimals}`);
   if (order.postOnly === true) hash.text("post-only");
+  if (order.expireAt !== undefined) hash.text(`expires ${order.expireAt}`);
 }
 
 /** The fields of a stop order that define state; its arrival order counts through the list. */
@@ -115,6 +118,7 @@ function hashStop(hash: Fnv1a64, stop: DigestStop): void {
   hash.text(stop.stp);
   hash.text(String(stop.timestamp));
   hash.text(`${stop.priceDecimals}/${stop.amountDecimals}/${stop.quoteDecimals}`);
+  if (stop.expireAt !== undefined) hash.text(`expires ${stop.expireAt}`);
 }
 
 /**

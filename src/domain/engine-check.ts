@@ -40,6 +40,28 @@ export function checkState(s: EngineState): void {
       );
     }
   }
+  checkExpiries(s);
+}
+
+/** Every good-till-date order and stop is armed at its deadline and current sequence. */
+function checkExpiries(s: EngineState): void {
+  const armed = new Set<string>();
+  for (const entry of s.expiries.entries()) {
+    if (s.armed(entry) !== undefined) armed.add(`${entry.at}|${entry.sequence}|${entry.id}`);
+  }
+  const gtd = [...s.orders.restingNodes()].map(([, node]) => node).filter((n) => n.expireAt !== 0);
+  for (const stop of s.stops.values()) {
+    invariant(
+      (stop.expireAt !== 0) === (stop.timeInForce === "gtd"),
+      () => `stop ${stop.id}: expireAt ${stop.expireAt} with timeInForce ${stop.timeInForce}`,
+    );
+  }
+  for (const node of [...gtd, ...[...s.stops.values()].filter((n) => n.expireAt !== 0)]) {
+    invariant(
+      armed.has(`${node.expireAt}|${node.sequence}|${node.id}`),
+      () => `order ${node.id} expires at ${node.expireAt} but is not armed`,
+    );
+  }
 }
 
 /**

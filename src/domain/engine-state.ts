@@ -3,9 +3,10 @@
 // argument; nothing else holds state. No I/O, no clock.
 
 import { EventLog } from "./events";
+import { type ExpiryEntry, ExpiryQueue } from "./expiry-queue";
 import { LevelDigests } from "./level-digests";
-import { PairBook } from "./order-book";
-import { OrderIndex } from "./order-index";
+import { type OrderNode, PairBook } from "./order-book";
+import { FINISHED, OrderIndex } from "./order-index";
 import type { StopNode } from "./stop-book";
 import { Taker } from "./taker";
 import { PlaceValidator } from "./validate-place";
@@ -66,12 +67,46 @@ export class EngineState {
    */
   extras = 0;
 
+  /**
+   * The engine's time, epoch milliseconds: the latest clock.tick's `now` (0 before the
+   * first). Only ticks move it, and never backwards.
+   */
+  now = 0;
+
+  /** Armed good-till-date orders and stops by deadline (see ExpiryQueue). */
+  readonly expiries = new ExpiryQueue();
+
   constructor({ recentMemory = 100_000 }: MatchingEngineOptions = {}) {
     this.orders = new OrderIndex(recentMemory);
   }
 
   recountExtras(): void {
     this.extras = this.stops.size + this.halts.size;
+  }
+
+  /** Arms a good-till-date order or stop at its current sequence; others are ignored. */
+  armExpiry(node: { expireAt: number; sequence: number; id: string }): void {
+    if (node.expireAt === 0) return;
+    if (this.expiries.wantsCompaction) this.expiries.compact((e) => this.armed(e) !== undefined);
+    this.expiries.push(node.expireAt, node.sequence, node.id);
+  }
+
+  /** The resting order or stop an entry still arms, or undefined when it went stale. */
+  armed(entry: ExpiryEntry): OrderNode | StopNode | undefined {
+    const node = this.orders.get(entry.id);
+    const found = node !== undefined && node !== FINISHED ? node : this.stops.get(entry.id);
+    if (found === undefined) return undefined;
+    return found.expireAt === entry.at && found.sequence === entry.sequence ? found : undefined;
+  }
+
+  /** The earliest deadline still armed, dropping stale entries on the way; undefined: none. */
+  nextExpiry(): number | undefined {
+    for (;;) {
+      const head = this.expiries.peek();
+      if (head === undefined) return undefined;
+      if (this.armed(head) !== undefined) return head.at;
+      this.expiries.pop();
+    }
   }
 
   bookOf(pairId: number): PairBook | undefined {
@@ -130,5 +165,7 @@ export class EngineState {
     this.halts.clear();
     this.recountExtras();
     this.nextSequence = 1;
+    this.now = 0;
+    this.expiries.clear();
   }
 }

@@ -16,6 +16,7 @@ export const eventTypes: readonly EventType[] = [
   "order.amended.v1",
   "pair.halted.v1",
   "pair.resumed.v1",
+  "order.expired.v1",
 ];
 
 /**
@@ -51,6 +52,8 @@ export interface OrderRestedPayload {
   executedVolume: string;
   timestamp: number;
   stp: StpMode;
+  /** Only on a good-till-date order. */
+  expireAt?: number;
 }
 
 /** Payload of order.filled.v1 and order.updated.v1: one fill of one order. */
@@ -99,6 +102,24 @@ export interface OrderCancelledPayload {
   stopPrice?: string;
 }
 
+/** A good-till-date order or stop taken out at its expireAt by a clock.tick. */
+export interface OrderExpiredPayload {
+  orderId: string;
+  userId: string;
+  pairId: number;
+  side: Side;
+  price: string;
+  /** Volume expired (what was left unfilled). */
+  volume: string;
+  volumeTotal: string;
+  executedVolume: string;
+  expireAt: number;
+  /** Quote budget left, only on quote-sized stop-market bids. */
+  quoteVolume?: string;
+  /** Only on stop orders. */
+  stopPrice?: string;
+}
+
 export interface StopAcceptedPayload {
   orderId: string;
   userId: string;
@@ -113,6 +134,8 @@ export interface StopAcceptedPayload {
   timeInForce: TimeInForce;
   stp: StpMode;
   timestamp: number;
+  /** Only on a good-till-date stop. */
+  expireAt?: number;
 }
 
 export interface StopTriggeredPayload {
@@ -185,6 +208,7 @@ export type EventPayload =
   | OrderCancelledPayload
   | DealExecutedPayload
   | OrderRejectedPayload
+  | OrderExpiredPayload
   | StopAcceptedPayload
   | StopTriggeredPayload
   | OrderAmendedPayload
@@ -215,6 +239,11 @@ export class EventLog {
   }
 
   push(type: EventType, payload: EventPayload): void {
+    this.pushOnPair(this.source.pairId, type, payload);
+  }
+
+  /** An event of another pair than the command's: a clock.tick expires orders of any pair. */
+  pushOnPair(pairId: number, type: EventType, payload: EventPayload): void {
     const source = this.source;
     const events = this.events;
     const ordinal = events.length;
@@ -223,7 +252,7 @@ export class EventLog {
       eventId: eventIdOf(source.commandId, ordinal, type),
       type,
       partition: source.partition,
-      pairId: source.pairId,
+      pairId,
       commandId: source.commandId,
       correlationId: source.correlationId,
       ordinal,

@@ -15,6 +15,8 @@ export { MatchingInvariantError } from "./invariant-error";
 export {
   EMPTY_BOOKS_SWEEP_FLOOR,
   MAX_CANCEL_ALL,
+  MAX_EXPIRIES,
+  MAX_EXPIRY_AHEAD_MS,
   MAX_STOP_TRIGGERS,
   MatchingEngine,
   type MatchingEngineOptions,

@@ -35,6 +35,8 @@ export function loadRestingOrder(s: EngineState, order: RestingOrder): void {
   if (order.side !== "bid" && order.side !== "ask") loadFailure(order, "bad side");
   if (!stpModes.has(order.stp)) loadFailure(order, "bad stp mode");
   if (remaining > volumeTotal) loadFailure(order, "volume above volumeTotal");
+  const expireAt = order.expireAt ?? 0;
+  if (!Number.isSafeInteger(expireAt) || expireAt < 0) loadFailure(order, "bad expireAt");
   const book = s.books.get(order.pairId) ?? s.createBook(order.pairId);
   if (book.precisionDiffers(order.priceDecimals, order.amountDecimals, order.quoteDecimals)) {
     loadFailure(order, "precisions differ from the pair's other orders");
@@ -58,6 +60,7 @@ export function loadRestingOrder(s: EngineState, order: RestingOrder): void {
     quoteDecimals: order.quoteDecimals,
     stp: order.stp,
     postOnly: order.postOnly === true,
+    expireAt,
     level: null,
     handle: -1,
     prev: null,
@@ -65,6 +68,7 @@ export function loadRestingOrder(s: EngineState, order: RestingOrder): void {
   };
   book.insertBySequence(node);
   s.orders.rest(node);
+  s.armExpiry(node);
   if (order.sequence >= s.nextSequence) s.nextSequence = order.sequence + 1;
 }
 
@@ -82,7 +86,16 @@ export function loadStopOrder(s: EngineState, stop: StopOrder): void {
   book.stops.insert(node);
   s.stops.set(node.id, node);
   s.recountExtras();
+  s.armExpiry(node);
   if (stop.sequence >= s.nextSequence) s.nextSequence = stop.sequence + 1;
+}
+
+/** Restores the engine's time from the datastore: it never goes back. */
+export function loadClock(s: EngineState, now: number): void {
+  if (!Number.isSafeInteger(now) || now < 0) {
+    throw new MatchingInvariantError(`cannot load the engine's time ${now}`);
+  }
+  if (now > s.now) s.now = now;
 }
 
 /** Rebuilds a pair's halt from the datastore. */

@@ -74,7 +74,7 @@ export function match(
     emitTakerCancel(log, taker, payload, "stp", ResultCodes.stpCancelled);
     return finishTaker(s, command, log, changes, "cancelled", ResultCodes.stpCancelled);
   }
-  if (taker.limit && parsed.timeInForce === "gtc") {
+  if (taker.limit && (parsed.timeInForce === "gtc" || parsed.timeInForce === "gtd")) {
     restTaker(s, command, parsed, book, log, changes);
     const partially = taker.executed > 0;
     const status = partially ? "partially-filled-rested" : "rested";
@@ -116,6 +116,7 @@ function restTaker(
     quoteDecimals: payload.quoteDecimals,
     stp: parsed.stp,
     postOnly: parsed.postOnly,
+    expireAt: parsed.expireAt,
     level: null,
     handle: -1,
     prev: null,
@@ -123,6 +124,7 @@ function restTaker(
   };
   book.insert(node);
   s.orders.rest(node, taker.idHash);
+  s.armExpiry(node);
   emitRested(node, log, changes);
 }
 
@@ -141,6 +143,7 @@ export function emitRested(node: OrderNode, log: EventLog, changes: BookChange[]
     executedVolume: formatValue(subScaled(node.volumeTotal, node.remaining), node.amountDecimals),
     timestamp: node.timestamp,
     stp: node.stp,
+    expireAt: node.expireAt !== 0 ? node.expireAt : undefined,
   });
 }
 

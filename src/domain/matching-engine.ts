@@ -7,8 +7,9 @@ import { cancel, cancelAll } from "./cancel";
 import { checkDigest, checkState, digest, digestStep } from "./engine-check";
 import { EngineState, type MatchingEngineOptions } from "./engine-state";
 import type { EventSource } from "./events";
+import { tick } from "./expire";
 import { pairControl } from "./halts";
-import { loadHalt, loadRestingOrder, loadStopOrder } from "./load";
+import { loadClock, loadHalt, loadRestingOrder, loadStopOrder } from "./load";
 import { type RejectTarget, reject } from "./outcomes";
 import { place } from "./place";
 import * as queries from "./queries";
@@ -25,7 +26,9 @@ import type {
 
 export { MAX_CANCEL_ALL } from "./cancel";
 export { EMPTY_BOOKS_SWEEP_FLOOR, type MatchingEngineOptions } from "./engine-state";
+export { MAX_EXPIRIES } from "./expire";
 export type { RejectTarget } from "./outcomes";
+export { MAX_EXPIRY_AHEAD_MS } from "./place";
 export { MAX_STOP_TRIGGERS } from "./stops";
 
 export class MatchingEngine {
@@ -53,6 +56,7 @@ export class MatchingEngine {
     if (command.type === "pair.halt" || command.type === "pair.resume") {
       return pairControl(s, command);
     }
+    if (command.type === "clock.tick") return tick(s, command);
     const unknown = command as { type?: unknown };
     return reject(
       command,
@@ -79,6 +83,21 @@ export class MatchingEngine {
   /** Rebuilds a stop order from the datastore; the next sequence stays above it. */
   loadStopOrder(stop: StopOrder): void {
     loadStopOrder(this.state, stop);
+  }
+
+  /** The engine's time: the latest clock.tick's `now`, epoch milliseconds (0 before one). */
+  now(): number {
+    return this.state.now;
+  }
+
+  /** The earliest deadline of an armed good-till-date order or stop; undefined: none. */
+  nextExpiry(): number | undefined {
+    return this.state.nextExpiry();
+  }
+
+  /** Restores the engine's time from the datastore; it never goes back. */
+  loadClock(now: number): void {
+    loadClock(this.state, now);
   }
 
   /** Rebuilds a pair's halt from the datastore. */

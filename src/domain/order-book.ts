@@ -30,6 +30,8 @@ export interface OrderNode {
   stp: StpMode;
   /** An amend that would make it trade is refused. */
   postOnly: boolean;
+  /** A good-till-date order's deadline, epoch milliseconds; 0 for every other order. */
+  expireAt: number;
   level: PriceLevel | null;
   /** The order's place in the engine's id index while it rests (-1 otherwise). */
   handle: number;
@@ -69,6 +71,7 @@ export function toRestingOrder(node: OrderNode): RestingOrder {
   };
   // Only when set: every other order keeps the shape (and digest) it always had.
   if (node.postOnly) order.postOnly = true;
+  if (node.expireAt !== 0) order.expireAt = node.expireAt;
   return order;
 }
 

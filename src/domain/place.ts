@@ -10,6 +10,7 @@ import { crosses } from "./quote-math";
 import { ResultCodes } from "./result-codes";
 import { acceptStop, triggerStops } from "./stops";
 import type { CommandOutcome, PlaceOrderCommand, Side } from "./types";
+import type { PlaceReject } from "./validate-place";
 
 /**
  * `alreadyAccepted`: the shell's stored marker says an order with this id was accepted before,
@@ -32,6 +33,10 @@ export function place(
   }
   const parsed = s.validator.validate(payload, command.pairId);
   if ("code" in parsed) return reject(command, parsed.code, parsed.reason);
+  if (parsed.expireAt !== 0) {
+    const refused = expiryRefusal(s, parsed.expireAt);
+    if (refused !== undefined) return reject(command, refused.code, refused.reason);
+  }
   if (s.extras !== 0 && s.halts.has(command.pairId)) {
     return reject(command, ResultCodes.pairHalted, "pair is halted");
   }
@@ -59,6 +64,23 @@ export function place(
   if (book === undefined) s.dropEmptyBook(command.pairId);
   else if (book.stops.size !== 0 && s.taker.traded) triggerStops(s, book, command, outcome);
   return outcome;
+}
+
+/** The furthest ahead of the engine's time a good-till-date order may expire: 90 days. */
+export const MAX_EXPIRY_AHEAD_MS = 90 * 24 * 3600 * 1000;
+
+/** Why an expireAt cannot be armed at the engine's time; undefined: it can. */
+function expiryRefusal(s: EngineState, expireAt: number): PlaceReject | undefined {
+  if (expireAt <= s.now) {
+    return { code: ResultCodes.expiryInPast, reason: `expireAt ${expireAt} is not after ${s.now}` };
+  }
+  if (expireAt > s.now + MAX_EXPIRY_AHEAD_MS) {
+    return {
+      code: ResultCodes.expiryTooFar,
+      reason: `expireAt ${expireAt} is more than 90 days after ${s.now}`,
+    };
+  }
+  return undefined;
 }
 
 function duplicate(command: PlaceOrderCommand): CommandOutcome {

@@ -36,6 +36,8 @@ export const ResultCodes = {
   pairAlreadyHalted: 306,
   pairNotHalted: 307,
   notAuthorised: 308,
+  expiryInPast: 309,
+  expiryTooFar: 310,
   // 4xx: duplicates.
   duplicateOrder: 400,
   duplicateCommand: 401,
@@ -77,6 +79,8 @@ const wireNames: Record<ResultCodeName, string> = {
   pairAlreadyHalted: "pair-already-halted",
   pairNotHalted: "pair-not-halted",
   notAuthorised: "not-authorised",
+  expiryInPast: "expiry-in-past",
+  expiryTooFar: "expiry-too-far",
   duplicateOrder: "duplicate-order",
   duplicateCommand: "duplicate-command",
 };

@@ -32,10 +32,12 @@ export interface StopNode {
   priceDecimals: number;
   amountDecimals: number;
   quoteDecimals: number;
+  /** A good-till-date stop's deadline, epoch milliseconds; 0 for every other stop. */
+  expireAt: number;
 }
 
 export function toStopOrder(node: StopNode): StopOrder {
-  return {
+  const stop: StopOrder = {
     id: node.id,
     userId: node.userId,
     pairId: node.pairId,
@@ -54,6 +56,9 @@ export function toStopOrder(node: StopNode): StopOrder {
     amountDecimals: node.amountDecimals,
     quoteDecimals: node.quoteDecimals,
   };
+  // Only when set: every other stop keeps the shape (and digest) it always had.
+  if (node.expireAt !== 0) stop.expireAt = node.expireAt;
+  return stop;
 }
 
 /** The trades of one taker, as the trigger check reads them. */

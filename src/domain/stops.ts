@@ -57,10 +57,12 @@ export function acceptStop(
     priceDecimals: payload.priceDecimals,
     amountDecimals: payload.amountDecimals,
     quoteDecimals: payload.quoteDecimals,
+    expireAt: parsed.expireAt,
   };
   book.stops.insert(stop);
   s.stops.set(stop.id, stop);
   s.recountExtras();
+  s.armExpiry(stop);
   const log = s.eventLog;
   log.reset(command);
   log.push("order.stop-accepted.v1", {
@@ -69,6 +71,7 @@ export function acceptStop(
     timeInForce: stop.timeInForce,
     stp: stop.stp,
     timestamp: stop.timestamp,
+    expireAt: stop.expireAt !== 0 ? stop.expireAt : undefined,
   });
   return {
     result: accepted(command.commandId, ResultCodes.stopAccepted, {
@@ -171,6 +174,8 @@ function parsedOf(stop: StopNode): ParsedPlace {
   parsed.quoteVolume = stop.quoteVolume;
   parsed.quoteSized = stop.quoteSized;
   parsed.timeInForce = stop.timeInForce;
+  // A triggered good-till-date stop-limit rests with the deadline it was armed with.
+  parsed.expireAt = stop.expireAt;
   parsed.stp = stop.stp;
   return parsed;
 }

@@ -8,7 +8,7 @@ import type { StopOrder } from "./types";
 import { validDecimals } from "./validate-place";
 
 const stopKinds: ReadonlySet<string> = new Set(["stop-limit", "stop-market"]);
-const timesInForce: ReadonlySet<string> = new Set(["gtc", "ioc", "fok"]);
+const timesInForce: ReadonlySet<string> = new Set(["gtc", "ioc", "fok", "gtd"]);
 const stpModes: ReadonlySet<string> = new Set([
   "none",
   "cancel-taker",
@@ -45,6 +45,10 @@ export function parseStoredStop(stop: StopOrder): StopNode {
   const quoteSized = !limit && stop.side === "bid" && quoteVolume > 0;
   if (quoteSized ? volume !== 0 : volume <= 0) fail("bad volume");
   if (volume > volumeTotal) fail("volume above volumeTotal");
+  const expireAt = stop.expireAt ?? 0;
+  if (!Number.isSafeInteger(expireAt) || expireAt < 0) fail("bad expireAt");
+  if ((expireAt !== 0) !== (stop.timeInForce === "gtd"))
+    fail("expireAt without gtd, or gtd without it");
   return {
     id: stop.id,
     userId: stop.userId,
@@ -69,5 +73,6 @@ export function parseStoredStop(stop: StopOrder): StopNode {
     priceDecimals: stop.priceDecimals,
     amountDecimals: stop.amountDecimals,
     quoteDecimals: stop.quoteDecimals,
+    expireAt,
   };
 }

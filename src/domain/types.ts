@@ -5,8 +5,11 @@ export type Side = "bid" | "ask";
 export type OrderKind = "limit" | "market" | StopKind;
 /** Orders that wait in the stop book until a trade reaches their stopPrice (docs/orders.md). */
 export type StopKind = "stop-limit" | "stop-market";
-/** "gtc" is the default for limit orders; market orders always behave as IOC unless "fok". */
-export type TimeInForce = "gtc" | "ioc" | "fok";
+/**
+ * "gtc" is the default for limit orders; market orders always behave as IOC unless "fok".
+ * "gtd" rests like "gtc" until the order's expireAt (docs/orders.md).
+ */
+export type TimeInForce = "gtc" | "ioc" | "fok" | "gtd";
 /** Self-trade prevention, decided by the taker's mode; "none" keeps today's behaviour. */
 export type StpMode = "none" | "cancel-taker" | "cancel-maker" | "cancel-both";
 
@@ -30,6 +33,8 @@ export interface PlaceOrderPayload {
   stp?: StpMode;
   /** Required for stop orders; ignored (as today) on limit and market orders. */
   stopPrice?: string;
+  /** Epoch milliseconds; required with timeInForce "gtd" and refused without it. */
+  expireAt?: number;
 }
 
 export interface CancelOrderPayload {
@@ -94,13 +99,28 @@ export interface PairControlCommand extends EnvelopeBase {
   payload: PairControlPayload;
 }
 
+/** `now`: epoch milliseconds, the time the conductor decided for its batch. */
+export interface ClockTickPayload {
+  now: number;
+}
+
+/**
+ * The conductor's own command: time enters the engine only through it. Never decoded from
+ * the wire (a producer's `clock.tick` is an unknown command type).
+ */
+export interface ClockTickCommand extends EnvelopeBase {
+  type: "clock.tick";
+  payload: ClockTickPayload;
+}
+
 /** Discriminated on `type`, so `payload` narrows without casts. */
 export type CommandEnvelope =
   | PlaceOrderCommand
   | CancelOrderCommand
   | AmendOrderCommand
   | CancelAllCommand
-  | PairControlCommand;
+  | PairControlCommand
+  | ClockTickCommand;
 
 export type CommandType = CommandEnvelope["type"];
 
@@ -122,6 +142,8 @@ export interface RestingOrder {
   stp: StpMode;
   /** Present (true) only for a post-only order: an amend that would cross is then refused. */
   postOnly?: true;
+  /** Present only on a good-till-date order: epoch milliseconds. */
+  expireAt?: number;
 }
 
 /** A stop order waiting in its pair's stop book, as the engine reports and loads it. */
@@ -147,6 +169,8 @@ export interface StopOrder {
   priceDecimals: number;
   amountDecimals: number;
   quoteDecimals: number;
+  /** Present only on a good-till-date stop: epoch milliseconds. */
+  expireAt?: number;
 }
 
 export interface HaltedPair {
@@ -165,7 +189,8 @@ export type EventType =
   | "order.triggered.v1"
   | "order.amended.v1"
   | "pair.halted.v1"
-  | "pair.resumed.v1";
+  | "pair.resumed.v1"
+  | "order.expired.v1";
 
 export interface EventEnvelope {
   schemaVersion: 1;
@@ -215,6 +240,8 @@ export interface CommandResult {
   cancelledOrders?: number;
   /** Stops the command's trades triggered, when any did. */
   triggeredStops?: number;
+  /** clock.tick: orders and stops it expired. */
+  expiredOrders?: number;
 }
 
 export interface CommandOutcome {

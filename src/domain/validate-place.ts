@@ -87,6 +87,8 @@ export class ParsedPlace {
   stopPrice: Scaled = 0;
   stopPriceText = "0";
   timeInForce: TimeInForce = "gtc";
+  /** A good-till-date order's deadline, epoch milliseconds; 0 for every other order. */
+  expireAt = 0;
   postOnly = false;
   stp: StpMode = "none";
 }
@@ -106,11 +108,22 @@ function combinationReason(
   postOnly: boolean,
 ): string | undefined {
   if (postOnly && stop) return "post-only cannot be a stop order";
-  if (postOnly && (!isLimit || timeInForce !== "gtc")) return "post-only needs a GTC limit order";
+  if (postOnly && (!isLimit || (timeInForce !== "gtc" && timeInForce !== "gtd"))) {
+    return "post-only needs a GTC or GTD limit order";
+  }
   // Two sizes at once: the budget would be spent past the base volume, filling the order
   // beyond what it was accepted with. Producers send volume "0" with a quote budget.
   if (quoteSized && volume > 0) return "a market bid sized by quoteVolume sends volume 0";
   if (quoteSized && timeInForce === "fok") return "fok needs a base-volume order";
+  return undefined;
+}
+
+/** Why a good-till-date order's fields do not go together; undefined: they do. */
+function expiryReason(kind: string, timeInForce: string, expireAt: unknown): string | undefined {
+  const gtd = timeInForce === "gtd";
+  if (gtd && expireAt === undefined) return "gtd needs expireAt";
+  if (!gtd && expireAt !== undefined) return "expireAt needs timeInForce gtd";
+  if (gtd && kind === "market") return "a market order cannot be gtd: it never rests";
   return undefined;
 }
 
@@ -175,7 +188,9 @@ export class PlaceValidator {
     }
     const timeInForce = payload.timeInForce ?? "gtc";
     const postOnly = payload.postOnly === true;
-    const combination = combinationReason(stop, isLimit, quoteSized, volume, timeInForce, postOnly);
+    const combination =
+      combinationReason(stop, isLimit, quoteSized, volume, timeInForce, postOnly) ??
+      expiryReason(kind, timeInForce, payload.expireAt);
     if (combination !== undefined) {
       return { code: ResultCodes.unsupportedCombination, reason: combination };
     }
@@ -188,6 +203,7 @@ export class PlaceValidator {
     result.quoteVolume = quoteVolume;
     result.quoteSized = quoteSized;
     result.timeInForce = timeInForce;
+    result.expireAt = payload.expireAt ?? 0;
     result.postOnly = postOnly;
     result.stp = payload.stp ?? "none";
     result.stop = stop;

@@ -5,6 +5,7 @@ import type {
   AmendOrderPayload,
   CancelAllCommand,
   CancelOrderCommand,
+  ClockTickCommand,
   PairControlCommand,
   PlaceOrderCommand,
   PlaceOrderPayload,
@@ -97,4 +98,19 @@ export function pairControl(
   reason = "maintenance",
 ): PairControlCommand {
   return { ...envelope(pairId, type), type, payload: { pairId, reason } };
+}
+
+/** The conductor's clock.tick at `now` (epoch milliseconds). */
+export function tick(now: number, partition = 0): ClockTickCommand {
+  counter++;
+  return {
+    schemaVersion: 1,
+    commandId: `tick-${now}-${counter}`,
+    correlationId: "",
+    type: "clock.tick",
+    submittedAt: new Date(now).toISOString(),
+    pairId: 0,
+    partition,
+    payload: { now },
+  };
 }

@@ -49,6 +49,8 @@ test("the numbers are stable: consumers store them, so a code is never renumbere
     [306, "pair-already-halted"],
     [307, "pair-not-halted"],
     [308, "not-authorised"],
+    [309, "expiry-in-past"],
+    [310, "expiry-too-far"],
     [400, "duplicate-order"],
     [401, "duplicate-command"],
   ]);

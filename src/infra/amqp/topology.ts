@@ -17,6 +17,7 @@ export const eventExchanges = {
   "order.rested.v1": "messages:order:create",
   "order.filled.v1": "messages:order:delete",
   "order.cancelled.v1": "messages:order:delete",
+  "order.expired.v1": "messages:order:delete",
   "order.updated.v1": "messages:order:update",
   "deal.executed.v1": "messages:deal:create",
   "order.rejected.v1": "messages:order:reject",

@@ -1,0 +1,81 @@
+// clock.tick: moves the engine's time forward and takes out the good-till-date orders and
+// stops whose deadline it passed, earliest deadline first, ties in time priority. No I/O.
+
+import { formatValue, subScaled } from "./decimal-scale";
+import type { EngineState } from "./engine-state";
+import type { EventLog } from "./events";
+import { type OrderNode, toRestingOrder } from "./order-book";
+import { accepted, reject } from "./outcomes";
+import { ResultCodes } from "./result-codes";
+import type { StopNode } from "./stop-book";
+import { removeStop } from "./stops";
+import type { BookChange, ClockTickCommand, CommandOutcome } from "./types";
+
+/** Orders one tick may expire; the rest are due at once and go in the next ticks. */
+export const MAX_EXPIRIES = 1000;
+
+export function tick(s: EngineState, command: ClockTickCommand): CommandOutcome {
+  const now = command.payload.now;
+  if (!Number.isSafeInteger(now) || now < 0) {
+    return reject(command, ResultCodes.badEnvelope, "clock.tick: now must be epoch milliseconds");
+  }
+  // A tick older than the engine's time changes nothing: time never goes back.
+  if (now > s.now) s.now = now;
+  const log = s.eventLog;
+  log.reset(command);
+  const changes: BookChange[] = [];
+  let expired = 0;
+  while (expired < MAX_EXPIRIES) {
+    const at = s.nextExpiry();
+    if (at === undefined || at > s.now) break;
+    const entry = s.expiries.pop()!;
+    const node = s.armed(entry)!;
+    if ("stopPrice" in node) expireStop(s, node, log, changes);
+    else expireResting(s, node, log, changes);
+    expired++;
+  }
+  return {
+    result: accepted(command.commandId, ResultCodes.ok, {
+      expiredOrders: expired,
+      events: log.events.length,
+    }),
+    events: log.events,
+    changes,
+  };
+}
+
+function expireResting(s: EngineState, node: OrderNode, log: EventLog, changes: BookChange[]) {
+  const state = toRestingOrder(node);
+  s.bookOf(node.pairId)!.remove(node);
+  s.orders.finishResting(node);
+  changes.push({ op: "remove", order: state });
+  log.pushOnPair(node.pairId, "order.expired.v1", {
+    orderId: node.id,
+    userId: node.userId,
+    pairId: node.pairId,
+    side: node.side,
+    price: node.priceText,
+    volume: state.volume,
+    volumeTotal: node.volumeTotalText,
+    executedVolume: formatValue(subScaled(node.volumeTotal, node.remaining), node.amountDecimals),
+    expireAt: node.expireAt,
+  });
+}
+
+function expireStop(s: EngineState, stop: StopNode, log: EventLog, changes: BookChange[]) {
+  removeStop(s, stop, changes);
+  s.orders.finish(stop.id);
+  log.pushOnPair(stop.pairId, "order.expired.v1", {
+    orderId: stop.id,
+    userId: stop.userId,
+    pairId: stop.pairId,
+    side: stop.side,
+    price: stop.priceText,
+    volume: stop.volumeText,
+    volumeTotal: stop.volumeTotalText,
+    executedVolume: formatValue(subScaled(stop.volumeTotal, stop.volume), stop.amountDecimals),
+    expireAt: stop.expireAt,
+    quoteVolume: stop.quoteSized ? stop.quoteVolumeText : undefined,
+    stopPrice: stop.stopPriceText,
+  });
+}
