@@ -19,6 +19,7 @@ import {
 import { decodeBody } from "../infra/amqp/codec";
 import { killPoint } from "../infra/kill-point";
 import type { PartitionKeys } from "../infra/valkey/keys";
+import { tickFor } from "./clock";
 import { CommitBuilder } from "./commit-script";
 import type { Delivery } from "./consumer";
 import type { ConductorMetrics } from "./metrics";
@@ -63,6 +64,8 @@ export interface BatchContext {
    * final outcome, not a duplicate, so the counters still reach one per command.
    */
   unacknowledged: Map<string, number>;
+  /** The batch's time, epoch milliseconds: the wall clock, read once by the caller. */
+  nowMs: number;
 }
 
 /** Bound on remembered unacknowledged commands: a purged queue never redelivers them. */
@@ -114,6 +117,7 @@ export async function commitBatch(
   const { stored, accepted } = await store.lookup(commandIds, orderIds, context.epoch);
   const t2 = performance.now();
   const stage = newStage(context);
+  stageTick(context, stage);
   for (let i = 0; i < decoded.length; i++) {
     stageItem(context, stage, decoded[i]!, deliveries[i]!, { stored, accepted });
   }
@@ -158,6 +162,26 @@ function newStage({ config, store, keys, epoch }: BatchContext): BatchStage {
       filled: 0,
     },
   };
+}
+
+/**
+ * The batch's clock.tick, first: it moves the engine's time to the batch's and expires what
+ * that passed, so every command of the batch sees one time. The time is recorded with the
+ * batch; the expiries' events go to the stream like any command's (no marker, no reply).
+ */
+function stageTick(context: BatchContext, stage: BatchStage): void {
+  const { engine, config, keys } = context;
+  const tick = tickFor(engine, config.partition, context.nowMs);
+  if (tick === undefined) return;
+  const { outcome } = applyItem(
+    engine,
+    { kind: "command", command: tick },
+    tick.commandId,
+    new Set(),
+  );
+  stage.batch.hset(keys.clock, "now", String(engine.now()));
+  for (const change of outcome.changes) stage.net.add(change, undefined, undefined);
+  stageEvents(stage, keys, outcome);
 }
 
 /** The command ids whose stored results, and the order ids whose markers, the batch needs. */
@@ -253,17 +277,22 @@ function stageFresh(
     batch.setWithTtl(keys.acceptedOrder(outcome.acceptedOrderId), "1", ttl);
   }
   for (const change of outcome.changes) stage.net.add(change, outcome.acceptedOrderId, amended);
+  stageEvents(stage, keys, outcome);
+  countOutcome(stage.tally, outcome.result);
+  stage.committed.push([commandId, outcome.events.length]);
+  stage.items.push({ ...ids, fresh: true, resultJson });
+}
+
+/** A command's events onto the batch's stream entries, counted. */
+function stageEvents(stage: BatchStage, keys: PartitionKeys, outcome: CommandOutcome): void {
   // Extension of the contract's envelope: `commandEvents`, how many events the command
   // emitted, so a consumer knows when it has all of a command's events.
   const suffix = `,"commandEvents":${outcome.events.length}}`;
   for (const event of outcome.events) {
     const json = JSON.stringify(event);
-    batch.xadd(keys.events, json.slice(0, -1) + suffix);
+    stage.batch.xadd(keys.events, json.slice(0, -1) + suffix);
   }
   stage.tally.events += outcome.events.length;
-  countOutcome(stage.tally, outcome.result);
-  stage.committed.push([commandId, outcome.events.length]);
-  stage.items.push({ ...ids, fresh: true, resultJson });
 }
 
 /**

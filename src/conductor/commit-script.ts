@@ -26,6 +26,8 @@ export const orderHashFields = [
   // "1" or "0". Hashes written before post-only orders were kept have no such field: a load
   // reads its absence as "0" (decodeOrder).
   "postOnly",
+  // Epoch milliseconds of a good-till-date order, "0" for others; absent in older hashes.
+  "expireAt",
 ] as const;
 
 /** The fields of a stop order's hash, in the order the `P` op sends their values. */
@@ -47,6 +49,8 @@ export const stopHashFields = [
   "priceDecimals",
   "amountDecimals",
   "quoteDecimals",
+  // As in orderHashFields: "0" unless a good-till-date stop; absent in older hashes.
+  "expireAt",
 ] as const;
 
 /** HSET's field/value arguments for an op whose values follow its key index. */
@@ -69,10 +73,10 @@ function hashArgs(fields: readonly string[]): string {
  *                last commit (or as it read it with the books)
  * ARGV[6+nm+ne..] ops, each an op code followed by its arguments (k: a KEYS index):
  *                S k ttl value        SET KEYS[k] value EX ttl
- *                O k v1 .. v14        HSET an order hash: every field of orderHashFields
+ *                O k v1 .. v15        HSET an order hash: every field of orderHashFields
  *                                     (an order hash always has the same fields, so no
  *                                     stale field survives)
- *                P k v1 .. v17        HSET a stop order's hash: every field of stopHashFields
+ *                P k v1 .. v18        HSET a stop order's hash: every field of stopHashFields
  *                H k field value      HSET KEYS[k] field value
  *                F k field            HDEL KEYS[k] field
  *                Z k score member     ZADD KEYS[k] score member

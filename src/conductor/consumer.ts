@@ -142,6 +142,11 @@ export class CommandConsumer {
     this.log.info("consuming commands", { queue: this.queue, prefetch: this.config.prefetch });
   }
 
+  /** The current channel's generation: deliveries of an older one are never taken. */
+  get channelGeneration(): number {
+    return this.generation;
+  }
+
   /** Takes up to `max` of the oldest deliveries that are still valid on the current channel. */
   take(max: number): Delivery[] {
     // Stale deliveries only exist right after a reconnect; don't copy the list every batch.

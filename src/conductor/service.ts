@@ -18,6 +18,7 @@ import { DurabilityTimeoutError } from "../infra/valkey/durability";
 import type { PartitionKeys } from "../infra/valkey/keys";
 import { SentinelHold } from "../infra/valkey/sentinel-hold";
 import { type CommittedBatch, commitBatch, countTally, rememberUnacknowledged } from "./batch";
+import { msUntilTick } from "./clock";
 import type { CommandConsumer, Delivery } from "./consumer";
 import type { ConductorMetrics } from "./metrics";
 import { BooksMovedError, type ConductorStore, FencedError } from "./store";
@@ -102,6 +103,10 @@ export class Conductor {
   lastFailure: string | undefined;
   /** When the loop last found nothing delivered and nothing in flight (undefined while busy). */
   private idleSinceMs: number | undefined;
+  /** The wall clock, read once per batch (epoch ms); a test may stand in its own. */
+  clock: () => number = Date.now;
+  /** When the last batch was committed (this.clock()), for the idle tick's spacing. */
+  private lastBatchMs = 0;
   /** Batches wait while the Sentinels fail the writer's primary over (heldBySentinels). */
   private readonly sentinelHold: SentinelHold;
 
@@ -165,6 +170,7 @@ export class Conductor {
     const orders = await this.store.loadRestingOrders();
     const stops = await this.store.loadStopOrders();
     const halts = await this.store.loadHalts();
+    const clock = await this.store.loadClock();
     if (this.store.writerConnection() !== connection || (await this.store.readChain()) !== commits)
       throw new BooksMovedError();
     this.store.resetChain(commits);
@@ -173,6 +179,7 @@ export class Conductor {
     // After the resting orders: a stop's precisions are checked against its pair's.
     for (const stop of stops) this.engine.loadStopOrder(stop);
     for (const halt of halts) this.engine.loadHalt(halt.pairId, halt.reason);
+    this.engine.loadClock(clock);
     this.engine.check();
     // Hashed now, while nothing is served: a first GET /digest would otherwise hash every
     // loaded order, in steps between batches, and slow them while it lasts.
@@ -224,14 +231,18 @@ export class Conductor {
           if (!(await this.finish(inFlight))) inFlight.length = 0;
           continue;
         }
-        this.noteIdle();
-        await this.idle();
-        continue;
+        if (!this.tickDue()) {
+          this.noteIdle();
+          await this.idle();
+          continue;
+        }
+        // Nothing delivered, but an armed order is due: a batch of no command, whose
+        // clock.tick expires it.
       }
       this.idleSinceMs = undefined;
       if (await this.heldBySentinels(batch, inFlight)) continue;
       const takenMs = epochMs();
-      const generation = batch[0]!.generation;
+      const generation = batch[0]?.generation ?? this.claimedGeneration;
       if (generation !== this.claimedGeneration && inFlight.length > 0) {
         // A new channel: settle the old one's batches before claiming ownership again.
         this.consumer.putBack(batch);
@@ -268,6 +279,8 @@ export class Conductor {
     // reconnected between this commit and the end of its wait (a resent WAITAOF on a fresh
     // connection answers at once), the batch is not known to be durable and fails instead.
     const connection = this.store.writerConnection();
+    const nowMs = this.clock();
+    this.lastBatchMs = nowMs;
     const committed = await commitBatch(
       {
         config: this.config,
@@ -277,6 +290,7 @@ export class Conductor {
         metrics: this.metrics,
         epoch: this.epoch,
         unacknowledged: this.unacknowledged,
+        nowMs,
       },
       batch,
     );
@@ -310,13 +324,35 @@ export class Conductor {
    * A wake-up clears the timer, so an idle loop does not leave one behind per pass.
    */
   private idle(): Promise<void> {
+    const untilTick = this.mayTick()
+      ? msUntilTick(this.engine, this.clock(), this.lastBatchMs)
+      : undefined;
     return new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, 200);
+      const timer = setTimeout(resolve, Math.min(200, untilTick ?? 200));
       this.wake = () => {
         clearTimeout(timer);
         resolve();
       };
     });
+  }
+
+  /**
+   * Only the partition's owner commits, on the channel it claimed it with: a conductor that
+   * lost that channel waits for a delivery (and a claim) before it ticks again.
+   */
+  private mayTick(): boolean {
+    return (
+      this.running &&
+      this.loaded &&
+      this.halted === undefined &&
+      this.role() === "active" &&
+      this.claimedGeneration === this.consumer.channelGeneration
+    );
+  }
+
+  /** True when an idle conductor should commit a batch of no command, to expire what is due. */
+  private tickDue(): boolean {
+    return this.mayTick() && msUntilTick(this.engine, this.clock(), this.lastBatchMs) === 0;
   }
 
   /**
@@ -394,7 +430,7 @@ export class Conductor {
     killPoint("after-durable");
     inFlight.shift();
     const t0 = performance.now();
-    if (!this.consumer.ack(batch)) {
+    if (batch.length > 0 && !this.consumer.ack(batch)) {
       this.log.warn("batch committed but its channel is gone; it will be redelivered", {
         commands: batch.length,
       });

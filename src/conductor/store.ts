@@ -306,6 +306,11 @@ export class ConductorStore {
     return stops;
   }
 
+  /** The engine's time as the last batch that moved it recorded it (0: never). */
+  async loadClock(): Promise<number> {
+    return Number((await this.writer.hget(this.keys.clock, "now")) ?? 0);
+  }
+
   /** Reads every halted pair of the partition, ascending. */
   async loadHalts(): Promise<HaltedPair[]> {
     const halts = await this.writer.hgetall(this.keys.haltedPairs);
@@ -426,6 +431,7 @@ function encodeOrder(order: RestingOrder): string[] {
     String(order.quoteDecimals),
     order.stp,
     order.postOnly === true ? "1" : "0",
+    String(order.expireAt ?? 0),
   ];
 }
 
@@ -449,12 +455,14 @@ function encodeStop(stop: StopOrder): string[] {
     String(stop.priceDecimals),
     String(stop.amountDecimals),
     String(stop.quoteDecimals),
+    String(stop.expireAt ?? 0),
   ];
 }
 
 /** As decodeOrder: a stop book member without its whole hash fails the load loudly. */
 function decodeStop(values: (string | null)[]): StopOrder {
-  if (values.some((value) => value === null)) {
+  // The last field, expireAt, is absent from hashes written before it was kept.
+  if (values.some((value, i) => value === null && i < stopHashFields.length - 1)) {
     throw new Error(`stop order hash incomplete while loading books: ${JSON.stringify(values)}`);
   }
   const [
@@ -475,8 +483,9 @@ function decodeStop(values: (string | null)[]): StopOrder {
     pd,
     ad,
     qd,
+    expireAt,
   ] = values as string[];
-  return {
+  const stop: StopOrder = {
     id: id!,
     userId: userId!,
     pairId: Number(pairId),
@@ -495,12 +504,16 @@ function decodeStop(values: (string | null)[]): StopOrder {
     amountDecimals: Number(ad),
     quoteDecimals: Number(qd),
   };
+  if (expireAt !== null && expireAt !== undefined && expireAt !== "0") {
+    stop.expireAt = Number(expireAt);
+  }
+  return stop;
 }
 
 /** A book member without its order hash means the keyspace changed under us: fail the load loudly. */
 function decodeOrder(values: (string | null)[]): RestingOrder {
-  // The last field, postOnly, is absent from hashes written before it was kept.
-  if (values.some((value, i) => value === null && i < orderHashFields.length - 1)) {
+  // The last fields, postOnly and expireAt, are absent from hashes written before they were kept.
+  if (values.some((value, i) => value === null && i < orderHashFields.length - 2)) {
     throw new Error(`order hash incomplete while loading books: ${JSON.stringify(values)}`);
   }
   // HMGET answered in orderHashFields' order.
@@ -519,6 +532,7 @@ function decodeOrder(values: (string | null)[]): RestingOrder {
     qd,
     stp,
     postOnly,
+    expireAt,
   ] = values as string[];
   const order: RestingOrder = {
     id: id!,
@@ -537,5 +551,8 @@ function decodeOrder(values: (string | null)[]): RestingOrder {
   };
   // Only when set, as the engine reports it: a plain order has no postOnly field at all.
   if (postOnly === "1") order.postOnly = true;
+  if (expireAt !== null && expireAt !== undefined && expireAt !== "0") {
+    order.expireAt = Number(expireAt);
+  }
   return order;
 }

@@ -105,6 +105,7 @@ export class FeedBook {
         break;
       case "order.filled.v1":
       case "order.cancelled.v1":
+      case "order.expired.v1":
         this.take(text(p, "orderId"), seq);
         break;
       case "order.amended.v1":

@@ -116,6 +116,8 @@ describe("group commit", () => {
       ),
       epoch,
       unacknowledged: new Map<string, number>(),
+      // One time for every batch: the first ticks, the rest see the same millisecond.
+      nowMs: 1_800_000_000_000,
     };
   }
 
@@ -150,6 +152,8 @@ describe("group commit", () => {
       metrics,
       epoch,
       unacknowledged: new Map<string, number>(),
+      // One time for every batch: the first ticks, the rest see the same millisecond.
+      nowMs: 1_800_000_000_000,
     };
     for (let start = 0; start < commands.length; start += batchSize) {
       await commitBatch(
@@ -376,7 +380,7 @@ describe("group commit", () => {
     expect(await store.valkey.hget(store.keys.order(b.id("po")), "postOnly")).toBe("1");
     // An order hash as the conductor wrote it before post-only was kept: no postOnly field.
     const old = { ...context.engine.getOrder(b.id("po"))!, id: b.id("old"), sequence: 99 };
-    const fields = orderHashFields.filter((field) => field !== "postOnly");
+    const fields = orderHashFields.filter((field) => field !== "postOnly" && field !== "expireAt");
     await store.valkey.hset(
       store.keys.order(old.id),
       ...fields.flatMap((field) => [field, String(old[field as keyof typeof old])]),

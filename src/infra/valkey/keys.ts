@@ -45,6 +45,8 @@ export interface PartitionKeys {
    * check's probe, the conductor's answer to a stored-result query).
    */
   durabilityProbe: string;
+  /** Extension: the engine's time (epoch ms) as the last batch that moved it recorded it. */
+  clock: string;
 }
 
 export const outboxConsumerGroup = "matching-outbox-v1";
@@ -74,5 +76,6 @@ export function partitionKeys(partition: number): PartitionKeys {
     commitCount: `fencing:{matching-p${partition}}:commit-count`,
     outboxReadBarrier: `${prefix}outbox-read-barrier`,
     durabilityProbe: `${prefix}durability-probe`,
+    clock: `${prefix}clock`,
   };
 }
