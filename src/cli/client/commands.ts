@@ -56,6 +56,10 @@ export function placeCommand(
     role: "taker",
   };
   if (o["--tif"] !== undefined) payload.timeInForce = o["--tif"];
+  if (o["--expire-at"] !== undefined) {
+    payload.timeInForce = "gtd";
+    payload.expireAt = o["--expire-at"];
+  }
   if (o["--post-only"]) payload.postOnly = true;
   if (o["--stp"] !== undefined) payload.stp = o["--stp"];
   if (o["--stop-price"] !== undefined) payload.stopPrice = o["--stop-price"];

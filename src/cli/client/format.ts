@@ -80,6 +80,9 @@ export function eventLine(event: EventEnvelope, offset: string | undefined): str
     case "order.cancelled.v1":
       what = `order ${text("orderId")} ${text("side")} cancelled (${text("reason")}), remaining ${text("volume")}`;
       break;
+    case "order.expired.v1":
+      what = `order ${text("orderId")} ${text("side")} expired at ${text("expireAt")}, remaining ${text("volume")}`;
+      break;
     case "deal.executed.v1":
       what = `deal ${text("volume")} @ ${text("price")}: maker ${text("makerOrderId")} (${text("makerSide")}), taker ${text("takerOrderId")} (${text("takerSide")})`;
       break;

@@ -25,6 +25,26 @@ const httpUrl = z
   .transform((value) => value.replace(/\/+$/, ""));
 const id = z.string().min(1).max(200);
 
+/**
+ * When a good-till-date order expires: epoch milliseconds, an ISO-8601 time, or `+N` with a
+ * unit (ms, s, m, h, d) from the client's clock at parse time.
+ */
+const expiry = z.string().transform((text, context) => {
+  const relative = /^\+(\d+)(ms|s|m|h|d)$/.exec(text);
+  const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+  const ms = /^\d+$/.test(text)
+    ? Number(text)
+    : relative !== null
+      ? Date.now() + Number(relative[1]) * units[relative[2]!]!
+      : Date.parse(text);
+  if (Number.isSafeInteger(ms) && ms >= 0) return ms;
+  context.addIssue({
+    code: "custom",
+    message: "not a time: give epoch milliseconds, an ISO-8601 time or +N(ms|s|m|h|d)",
+  });
+  return z.NEVER;
+});
+
 const common = {
   "--json": z.boolean().default(false),
 };
@@ -46,7 +66,8 @@ export const placeSchema = z
     "--stop-price": decimal.optional(),
     "--volume": decimal.optional(),
     "--quote-volume": decimal.optional(),
-    "--tif": z.enum(["gtc", "ioc", "fok"]).optional(),
+    "--tif": z.enum(["gtc", "ioc", "fok", "gtd"]).optional(),
+    "--expire-at": expiry.optional(),
     "--post-only": z.boolean().default(false),
     "--stp": z.enum(["none", "cancel-taker", "cancel-maker", "cancel-both"]).optional(),
     "--price-decimals": whole(0, 18).default(defaultPrecisions.priceDecimals),
@@ -73,6 +94,10 @@ export const placeSchema = z
       problem("--stop-price", `a ${type} order needs --stop-price`);
     if (!stop && o["--stop-price"] !== undefined)
       problem("--stop-price", "only stop-limit and stop-market orders take --stop-price");
+    if (o["--tif"] === "gtd" && o["--expire-at"] === undefined)
+      problem("--expire-at", "--tif gtd needs --expire-at");
+    if (o["--expire-at"] !== undefined && (o["--tif"] ?? "gtd") !== "gtd")
+      problem("--expire-at", "--expire-at makes a gtd order: leave out --tif or give gtd");
   });
 
 export const cancelSchema = z.object({ ...common, ...rpc, "--pair": pair });

@@ -38,7 +38,8 @@ place flags:
   --stop-price S       the trade price that triggers a stop-limit or stop-market order
   --volume V           base volume (a market bid may give --quote-volume instead)
   --quote-volume Q     a market (or stop-market) bid's quote budget
-  --tif T              gtc | ioc | fok [default gtc for limit; market orders never rest]
+  --tif T              gtc | ioc | fok | gtd [default gtc for limit; market orders never rest]
+  --expire-at T        a gtd order's expiry: epoch ms, ISO-8601 or +N(ms|s|m|h|d) from now
   --post-only          refuse to take liquidity
   --stp M              none | cancel-taker | cancel-maker | cancel-both [default none]
   --id ID              the order id [default a new UUID]
