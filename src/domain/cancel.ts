@@ -77,7 +77,8 @@ export function cancelResting(
   s.orders.finishResting(node);
   const executed = formatValue(subScaled(node.volumeTotal, node.remaining), node.amountDecimals);
   changes.push({ op: "remove", order: state });
-  log.push("order.cancelled.v1", {
+  // On the order's own pair: a cancel-all of the partition, or a fired switch, spans pairs.
+  log.pushOnPair(node.pairId, "order.cancelled.v1", {
     orderId: node.id,
     userId: node.userId,
     pairId: node.pairId,
@@ -137,7 +138,7 @@ export function cancelAll(s: EngineState, command: CancelAllCommand): CommandOut
   const picks: (OrderNode | StopNode)[] = [];
   let more = false;
   for (const book of books) {
-    more = pickUsersOrders(book, userId, picks);
+    more = pickUsersOrders(book, userId, picks, MAX_CANCEL_ALL);
     if (more) break;
   }
   const log = s.eventLog;
@@ -160,16 +161,21 @@ export function cancelAll(s: EngineState, command: CancelAllCommand): CommandOut
 
 /**
  * Adds the user's resting orders of `book` (canonical order), then its stops (arrival
- * order), to `picks`, up to MAX_CANCEL_ALL; true when more were left. The levels' lists are
+ * order), to `picks`, until it holds `limit`; true when more were left. The levels' lists are
  * walked in place: a mass cancel reads the whole book, and copying it first cost the exchange
  * bench most of its rate.
  */
-function pickUsersOrders(book: PairBook, userId: string, picks: (OrderNode | StopNode)[]): boolean {
+export function pickUsersOrders(
+  book: PairBook,
+  userId: string,
+  picks: (OrderNode | StopNode)[],
+  limit: number,
+): boolean {
   for (const levels of [book.bids, book.asks]) {
     for (let i = levels.length - 1; i >= 0; i--) {
       for (let node = levels[i]!.head; node !== null; node = node.next) {
         if (node.userId !== userId) continue;
-        if (picks.length === MAX_CANCEL_ALL) return true;
+        if (picks.length >= limit) return true;
         picks.push(node);
       }
     }
@@ -177,7 +183,7 @@ function pickUsersOrders(book: PairBook, userId: string, picks: (OrderNode | Sto
   if (book.stops.size === 0) return false;
   for (const stop of book.stops.byArrival()) {
     if (stop.userId !== userId) continue;
-    if (picks.length === MAX_CANCEL_ALL) return true;
+    if (picks.length >= limit) return true;
     picks.push(stop);
   }
   return false;

@@ -73,6 +73,12 @@ const cancelAllPayload = z.looseObject({ userId: userIdText, pairId: pairId.opti
 
 const pairControlPayload = z.looseObject({ pairId, reason: z.string().min(1).max(200) });
 
+// Its range (0, or 1,000..86,400,000) is the engine's check: bad-timeout, not a bad envelope.
+const cancelAfterPayload = z.looseObject({
+  userId: userIdText,
+  timeoutMs: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
+});
+
 /** Every command type the contract knows; any other is unknown-command-type, not a bad envelope. */
 const commandTypes: ReadonlySet<unknown> = new Set([
   "order.place",
@@ -81,6 +87,7 @@ const commandTypes: ReadonlySet<unknown> = new Set([
   "order.cancel-all",
   "pair.halt",
   "pair.resume",
+  "session.cancel-after",
 ]);
 
 const base = {
@@ -99,6 +106,7 @@ const envelopeSchema = z.discriminatedUnion("type", [
   z.object({ ...base, type: z.literal("order.cancel-all"), payload: cancelAllPayload }),
   z.object({ ...base, type: z.literal("pair.halt"), payload: pairControlPayload }),
   z.object({ ...base, type: z.literal("pair.resume"), payload: pairControlPayload }),
+  z.object({ ...base, type: z.literal("session.cancel-after"), payload: cancelAfterPayload }),
 ]);
 
 export type DecodeResult =

@@ -150,6 +150,28 @@ export function addHaltsDigest(sum: DigestSum, halts: Iterable<HaltedPair>): voi
   }
 }
 
+/** Dead-man's switches: armed ones and fired ones still sweeping, each with its deadline. */
+export interface DigestSessions {
+  switches: Iterable<readonly [userId: string, deadline: number]>;
+  sweeps: Iterable<readonly [userId: string, deadline: number]>;
+}
+
+/** Adds each switch and sweep to a digest sum (a sum: their order does not matter). */
+export function addSessionsDigest(sum: DigestSum, sessions: DigestSessions): void {
+  for (const [kind, entries] of [
+    ["switch", sessions.switches],
+    ["sweep", sessions.sweeps],
+  ] as const) {
+    for (const [userId, deadline] of entries) {
+      const hash = new Fnv1a64();
+      hash.text(kind);
+      hash.text(userId);
+      hash.text(String(deadline));
+      sum.add(hash.high(), hash.low());
+    }
+  }
+}
+
 /**
  * A sum of 64-bit values modulo 2^64, in two 32-bit halves. The books' digest is the sum of
  * their price levels' hashes: a sum does not depend on the order its terms come in, so a
@@ -189,16 +211,18 @@ export function digestOrders(orders: Iterable<DigestOrder>): string {
 
 /**
  * The whole state's digest: resting orders (canonical order), stops (pairs ascending, arrival
- * order) and halted pairs. Without stops and halts it is digestOrders' value.
+ * order), halted pairs and dead-man's switches. Without the last three it is digestOrders'.
  */
 export function digestBooks(
   orders: Iterable<DigestOrder>,
   stops: Iterable<DigestStop>,
   halts: Iterable<HaltedPair>,
+  sessions?: DigestSessions,
 ): string {
   const sum = digestOrdersSum(orders);
   addStopsDigest(sum, stops);
   addHaltsDigest(sum, halts);
+  if (sessions !== undefined) addSessionsDigest(sum, sessions);
   return sum.hex();
 }
 

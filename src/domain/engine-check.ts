@@ -1,7 +1,7 @@
 // The engine's invariants, checked on demand, and its digest: kept current level by level,
 // and checked against one hashed afresh.
 
-import { addHaltsDigest, addStopsDigest, digestBooks } from "./digest";
+import { addHaltsDigest, addSessionsDigest, addStopsDigest, digestBooks } from "./digest";
 import type { EngineState } from "./engine-state";
 import { invariant } from "./invariant-error";
 import { haltedPairs, restingOrders, stopOrders } from "./queries";
@@ -41,6 +41,10 @@ export function checkState(s: EngineState): void {
     }
   }
   checkExpiries(s);
+  for (const [userId, deadline] of s.switches) {
+    const armed = s.switchDeadlines.entries().some((e) => e.id === userId && e.at === deadline);
+    invariant(armed, () => `the switch of ${userId} (${deadline}) is not armed`);
+  }
 }
 
 /** Every good-till-date order and stop is armed at its deadline and current sequence. */
@@ -71,7 +75,7 @@ function checkExpiries(s: EngineState): void {
  */
 export function checkDigest(s: EngineState): void {
   const kept = digest(s);
-  const fresh = digestBooks(restingOrders(s), stopOrders(s), haltedPairs(s));
+  const fresh = digestBooks(restingOrders(s), stopOrders(s), haltedPairs(s), s);
   invariant(kept === fresh, () => `kept digest ${kept}, books hash to ${fresh}`);
 }
 
@@ -82,11 +86,13 @@ export function checkDigest(s: EngineState): void {
  */
 export function digest(s: EngineState): string {
   while (!s.levelDigests.step(Number.POSITIVE_INFINITY));
-  if (s.stops.size === 0 && s.halts.size === 0) return s.levelDigests.hex();
-  // Stops and halts are few: hashed afresh each time, onto the levels' sum.
+  const sessions = s.switches.size + s.sweeps.size;
+  if (s.stops.size === 0 && s.halts.size === 0 && sessions === 0) return s.levelDigests.hex();
+  // Stops, halts and switches are few: hashed afresh each time, onto the levels' sum.
   const sum = s.levelDigests.copySum();
   addStopsDigest(sum, stopOrders(s));
   addHaltsDigest(sum, haltedPairs(s));
+  addSessionsDigest(sum, s);
   return sum.hex();
 }
 

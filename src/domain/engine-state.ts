@@ -76,6 +76,15 @@ export class EngineState {
   /** Armed good-till-date orders and stops by deadline (see ExpiryQueue). */
   readonly expiries = new ExpiryQueue();
 
+  /** Armed dead-man's switches: user id to deadline (session.cancel-after). */
+  readonly switches = new Map<string, number>();
+
+  /** The switches by deadline; an entry goes stale when its switch is renewed or disarmed. */
+  readonly switchDeadlines = new ExpiryQueue();
+
+  /** Users whose switch fired and whose orders are still being cancelled, to its deadline. */
+  readonly sweeps = new Map<string, number>();
+
   constructor({ recentMemory = 100_000 }: MatchingEngineOptions = {}) {
     this.orders = new OrderIndex(recentMemory);
   }
@@ -99,14 +108,43 @@ export class EngineState {
     return found.expireAt === entry.at && found.sequence === entry.sequence ? found : undefined;
   }
 
-  /** The earliest deadline still armed, dropping stale entries on the way; undefined: none. */
-  nextExpiry(): number | undefined {
+  /** Arms (or renews) a user's dead-man's switch. */
+  armSwitch(userId: string, deadline: number): void {
+    this.switches.set(userId, deadline);
+    const queue = this.switchDeadlines;
+    if (queue.wantsCompaction) queue.compact((e) => this.switches.get(e.id) === e.at);
+    queue.push(deadline, 0, userId);
+  }
+
+  /** The earliest good-till-date deadline still armed, dropping stale entries on the way. */
+  nextOrderExpiry(): number | undefined {
     for (;;) {
       const head = this.expiries.peek();
       if (head === undefined) return undefined;
       if (this.armed(head) !== undefined) return head.at;
       this.expiries.pop();
     }
+  }
+
+  /** The earliest armed switch's deadline, dropping stale entries on the way. */
+  nextSwitch(): { at: number; userId: string } | undefined {
+    for (;;) {
+      const head = this.switchDeadlines.peek();
+      if (head === undefined) return undefined;
+      if (this.switches.get(head.id) === head.at) return { at: head.at, userId: head.id };
+      this.switchDeadlines.pop();
+    }
+  }
+
+  /**
+   * When the next clock.tick has work: the earliest armed deadline, or the engine's time
+   * while a fired switch still has orders to cancel; undefined: nothing is armed.
+   */
+  nextExpiry(): number | undefined {
+    const order = this.nextOrderExpiry();
+    const session = this.sweeps.size > 0 ? this.now : this.nextSwitch()?.at;
+    if (order === undefined) return session;
+    return session === undefined ? order : Math.min(order, session);
   }
 
   bookOf(pairId: number): PairBook | undefined {
@@ -167,5 +205,8 @@ export class EngineState {
     this.nextSequence = 1;
     this.now = 0;
     this.expiries.clear();
+    this.switches.clear();
+    this.switchDeadlines.clear();
+    this.sweeps.clear();
   }
 }

@@ -17,6 +17,7 @@ export const eventTypes: readonly EventType[] = [
   "pair.halted.v1",
   "pair.resumed.v1",
   "order.expired.v1",
+  "session.triggered.v1",
 ];
 
 /**
@@ -82,7 +83,8 @@ export type CancelReason =
   | "market-remainder"
   | "stp"
   | "amend"
-  | "cancel-all";
+  | "cancel-all"
+  | "cancel-after";
 
 export interface OrderCancelledPayload {
   orderId: string;
@@ -118,6 +120,13 @@ export interface OrderExpiredPayload {
   quoteVolume?: string;
   /** Only on stop orders. */
   stopPrice?: string;
+}
+
+/** A user's dead-man's switch fired: every order and stop of the user goes. */
+export interface SessionTriggeredPayload {
+  userId: string;
+  /** The deadline that passed: the last session.cancel-after's time plus its timeoutMs. */
+  triggerAt: number;
 }
 
 export interface StopAcceptedPayload {
@@ -209,6 +218,7 @@ export type EventPayload =
   | DealExecutedPayload
   | OrderRejectedPayload
   | OrderExpiredPayload
+  | SessionTriggeredPayload
   | StopAcceptedPayload
   | StopTriggeredPayload
   | OrderAmendedPayload

@@ -1,5 +1,5 @@
-// clock.tick: moves the engine's time forward and takes out the good-till-date orders and
-// stops whose deadline it passed, earliest deadline first, ties in time priority. No I/O.
+// clock.tick: moves the engine's time forward, takes out the good-till-date orders and stops
+// whose deadline it passed and fires the dead-man's switches it passed. No I/O.
 
 import { formatValue, subScaled } from "./decimal-scale";
 import type { EngineState } from "./engine-state";
@@ -8,12 +8,19 @@ import { type OrderNode, toRestingOrder } from "./order-book";
 import { accepted, reject } from "./outcomes";
 import { ResultCodes } from "./result-codes";
 import type { StopNode } from "./stop-book";
+import { fireSwitch, sweep } from "./sessions";
 import { removeStop } from "./stops";
 import type { BookChange, ClockTickCommand, CommandOutcome } from "./types";
 
-/** Orders one tick may expire; the rest are due at once and go in the next ticks. */
+/** Orders one tick may expire or cancel; the rest are due at once and go in the next ticks. */
 export const MAX_EXPIRIES = 1000;
 
+/**
+ * The order of a tick's work: first the sweeps of switches that fired before (their users'
+ * orders), then every deadline it passed, earliest first: a switch before an order at the
+ * same millisecond, switches by user id, orders in time priority. A switch that fires
+ * sweeps at once, as far as the tick's room goes.
+ */
 export function tick(s: EngineState, command: ClockTickCommand): CommandOutcome {
   const now = command.payload.now;
   if (!Number.isSafeInteger(now) || now < 0) {
@@ -24,21 +31,31 @@ export function tick(s: EngineState, command: ClockTickCommand): CommandOutcome 
   const log = s.eventLog;
   log.reset(command);
   const changes: BookChange[] = [];
+  let done = sweep(s, MAX_EXPIRIES, changes);
   let expired = 0;
-  while (expired < MAX_EXPIRIES) {
-    const at = s.nextExpiry();
-    if (at === undefined || at > s.now) break;
-    const entry = s.expiries.pop()!;
-    const node = s.armed(entry)!;
+  while (done < MAX_EXPIRIES) {
+    const order = s.nextOrderExpiry();
+    const due = s.nextSwitch();
+    if (due !== undefined && due.at <= s.now && (order === undefined || due.at <= order)) {
+      fireSwitch(s, due.userId, due.at, changes);
+      done += sweep(s, MAX_EXPIRIES - done, changes);
+      continue;
+    }
+    if (order === undefined || order > s.now) break;
+    const node = s.armed(s.expiries.pop()!)!;
     if ("stopPrice" in node) expireStop(s, node, log, changes);
     else expireResting(s, node, log, changes);
+    done++;
     expired++;
   }
+  const result = accepted(command.commandId, ResultCodes.ok, {
+    expiredOrders: expired,
+    events: log.events.length,
+  });
+  // Orders and stops of fired switches' users.
+  if (done > expired) result.cancelledOrders = done - expired;
   return {
-    result: accepted(command.commandId, ResultCodes.ok, {
-      expiredOrders: expired,
-      events: log.events.length,
-    }),
+    result,
     events: log.events,
     changes,
   };

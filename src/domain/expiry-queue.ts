@@ -1,5 +1,6 @@
-// The good-till-date orders and stops by deadline: a binary min-heap on (expireAt, sequence),
-// so a clock.tick finds what is due in deadline order, ties in time priority. No I/O, no clock.
+// Deadlines in a binary min-heap on (at, sequence, id): the good-till-date orders and stops
+// (ties in time priority), or the dead-man's switches (sequence 0: ties by user id), so a
+// clock.tick finds what is due in deadline order. No I/O, no clock.
 
 /** One armed deadline; it goes stale when its order leaves or takes a new sequence. */
 export interface ExpiryEntry {
@@ -9,7 +10,10 @@ export interface ExpiryEntry {
 }
 
 function before(a: ExpiryEntry, b: ExpiryEntry): boolean {
-  return a.at < b.at || (a.at === b.at && a.sequence < b.sequence);
+  if (a.at !== b.at) return a.at < b.at;
+  if (a.sequence !== b.sequence) return a.sequence < b.sequence;
+  // Equal sequences: the dead-man's switches, which have none, go by user id.
+  return a.id < b.id;
 }
 
 /**

@@ -4,6 +4,7 @@ export { formatScaled, MAX_DECIMALS, MAX_INTEGER_DIGITS, parseScaled } from "./d
 export { type DecodeResult, decodeCommand } from "./decode-command";
 export {
   type DigestOrder,
+  type DigestSessions,
   type DigestStop,
   DigestSum,
   digestBooks,
@@ -14,10 +15,12 @@ export * from "./events";
 export { MatchingInvariantError } from "./invariant-error";
 export {
   EMPTY_BOOKS_SWEEP_FLOOR,
+  MAX_CANCEL_AFTER_MS,
   MAX_CANCEL_ALL,
   MAX_EXPIRIES,
   MAX_EXPIRY_AHEAD_MS,
   MAX_STOP_TRIGGERS,
+  MIN_CANCEL_AFTER_MS,
   MatchingEngine,
   type MatchingEngineOptions,
   type RejectTarget,

@@ -98,6 +98,29 @@ export function loadClock(s: EngineState, now: number): void {
   if (now > s.now) s.now = now;
 }
 
+/** Rebuilds an armed dead-man's switch from the datastore. */
+export function loadSwitch(s: EngineState, userId: string, deadline: number): void {
+  checkSession(userId, deadline);
+  s.armSwitch(userId, deadline);
+}
+
+/** Rebuilds a fired switch whose user's orders were not all cancelled yet. */
+export function loadSweep(s: EngineState, userId: string, deadline: number): void {
+  checkSession(userId, deadline);
+  s.sweeps.set(userId, deadline);
+}
+
+function checkSession(userId: string, deadline: number): void {
+  if (
+    typeof userId !== "string" ||
+    userId === "" ||
+    !Number.isSafeInteger(deadline) ||
+    deadline < 0
+  ) {
+    throw new MatchingInvariantError(`cannot load the dead-man's switch of ${userId}: ${deadline}`);
+  }
+}
+
 /** Rebuilds a pair's halt from the datastore. */
 export function loadHalt(s: EngineState, pairId: number, reason: string): void {
   if (!Number.isSafeInteger(pairId) || pairId <= 0 || typeof reason !== "string") {

@@ -8,8 +8,16 @@ import { checkDigest, checkState, digest, digestStep } from "./engine-check";
 import { EngineState, type MatchingEngineOptions } from "./engine-state";
 import type { EventSource } from "./events";
 import { tick } from "./expire";
+import { cancelAfter } from "./sessions";
 import { pairControl } from "./halts";
-import { loadClock, loadHalt, loadRestingOrder, loadStopOrder } from "./load";
+import {
+  loadClock,
+  loadHalt,
+  loadRestingOrder,
+  loadStopOrder,
+  loadSweep,
+  loadSwitch,
+} from "./load";
 import { type RejectTarget, reject } from "./outcomes";
 import { place } from "./place";
 import * as queries from "./queries";
@@ -29,6 +37,7 @@ export { EMPTY_BOOKS_SWEEP_FLOOR, type MatchingEngineOptions } from "./engine-st
 export { MAX_EXPIRIES } from "./expire";
 export type { RejectTarget } from "./outcomes";
 export { MAX_EXPIRY_AHEAD_MS } from "./place";
+export { MAX_CANCEL_AFTER_MS, MIN_CANCEL_AFTER_MS } from "./sessions";
 export { MAX_STOP_TRIGGERS } from "./stops";
 
 export class MatchingEngine {
@@ -57,6 +66,7 @@ export class MatchingEngine {
       return pairControl(s, command);
     }
     if (command.type === "clock.tick") return tick(s, command);
+    if (command.type === "session.cancel-after") return cancelAfter(s, command);
     const unknown = command as { type?: unknown };
     return reject(
       command,
@@ -98,6 +108,26 @@ export class MatchingEngine {
   /** Restores the engine's time from the datastore; it never goes back. */
   loadClock(now: number): void {
     loadClock(this.state, now);
+  }
+
+  /** Rebuilds a user's armed dead-man's switch from the datastore. */
+  loadSwitch(userId: string, deadline: number): void {
+    loadSwitch(this.state, userId, deadline);
+  }
+
+  /** Rebuilds a fired switch whose user's orders are still being cancelled. */
+  loadSweep(userId: string, deadline: number): void {
+    loadSweep(this.state, userId, deadline);
+  }
+
+  /** Armed dead-man's switches, by user id: their deadlines. */
+  switches(): ReadonlyMap<string, number> {
+    return this.state.switches;
+  }
+
+  /** Fired switches whose users' orders are still being cancelled. */
+  sweeps(): ReadonlyMap<string, number> {
+    return this.state.sweeps;
   }
 
   /** Rebuilds a pair's halt from the datastore. */

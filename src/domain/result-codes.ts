@@ -26,6 +26,7 @@ export const ResultCodes = {
   unsupportedCombination: 209,
   pairPrecisionMismatch: 210,
   volumeExceedsTotal: 211,
+  badTimeout: 212,
   // 3xx: business rejects.
   postOnlyWouldTake: 300,
   unknownOrder: 301,
@@ -70,6 +71,7 @@ const wireNames: Record<ResultCodeName, string> = {
   unsupportedCombination: "unsupported-combination",
   pairPrecisionMismatch: "pair-precision-mismatch",
   volumeExceedsTotal: "volume-exceeds-total",
+  badTimeout: "bad-timeout",
   postOnlyWouldTake: "post-only-would-take",
   unknownOrder: "unknown-order",
   orderAlreadyFinished: "order-already-finished",

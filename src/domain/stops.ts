@@ -199,7 +199,7 @@ export function cancelStop(
   removeStop(s, stop, changes);
   s.orders.finish(stop.id);
   const executed = formatValue(subScaled(stop.volumeTotal, stop.volume), stop.amountDecimals);
-  log.push("order.cancelled.v1", {
+  log.pushOnPair(stop.pairId, "order.cancelled.v1", {
     orderId: stop.id,
     userId: stop.userId,
     pairId: stop.pairId,

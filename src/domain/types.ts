@@ -99,6 +99,18 @@ export interface PairControlCommand extends EnvelopeBase {
   payload: PairControlPayload;
 }
 
+/** `timeoutMs` 0 disarms; otherwise 1,000..86,400,000 (docs/orders.md). */
+export interface CancelAfterPayload {
+  userId: string;
+  timeoutMs: number;
+}
+
+/** The dead-man's switch: the user's orders go unless another one comes within timeoutMs. */
+export interface CancelAfterCommand extends EnvelopeBase {
+  type: "session.cancel-after";
+  payload: CancelAfterPayload;
+}
+
 /** `now`: epoch milliseconds, the time the conductor decided for its batch. */
 export interface ClockTickPayload {
   now: number;
@@ -120,6 +132,7 @@ export type CommandEnvelope =
   | AmendOrderCommand
   | CancelAllCommand
   | PairControlCommand
+  | CancelAfterCommand
   | ClockTickCommand;
 
 export type CommandType = CommandEnvelope["type"];
@@ -190,7 +203,8 @@ export type EventType =
   | "order.amended.v1"
   | "pair.halted.v1"
   | "pair.resumed.v1"
-  | "order.expired.v1";
+  | "order.expired.v1"
+  | "session.triggered.v1";
 
 export interface EventEnvelope {
   schemaVersion: 1;
@@ -214,7 +228,11 @@ export type BookChange =
   | { op: "stop-put"; stop: StopOrder }
   | { op: "stop-remove"; stop: StopOrder }
   | { op: "halt"; pairId: number; reason: string }
-  | { op: "resume"; pairId: number };
+  | { op: "resume"; pairId: number }
+  | { op: "switch-put"; userId: string; deadline: number }
+  | { op: "switch-remove"; userId: string }
+  | { op: "sweep-put"; userId: string; deadline: number }
+  | { op: "sweep-remove"; userId: string };
 
 export type OrderStatus =
   | "rested"
@@ -242,6 +260,8 @@ export interface CommandResult {
   triggeredStops?: number;
   /** clock.tick: orders and stops it expired. */
   expiredOrders?: number;
+  /** session.cancel-after: when the switch fires unless renewed (absent: disarmed). */
+  triggerAt?: number;
 }
 
 export interface CommandOutcome {
