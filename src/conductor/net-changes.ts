@@ -1,6 +1,7 @@
 /**
- * A batch's net change to the datastore: each resting order's and stop's last state and each
- * pair's last halt or resume, from the engine's book changes of every command in the batch.
+ * A batch's net change to the datastore: each resting order's and stop's last state, each
+ * pair's last halt or resume and each user's last dead-man's switch, from the engine's book
+ * changes of every command in the batch.
  */
 import type { BookChange, CommandEnvelope, RestingOrder, StopOrder } from "../domain/index";
 import type { CommitBuilder } from "./commit-script";
@@ -45,6 +46,9 @@ export class NetChanges {
   private readonly orders = new Map<string, OrderNet>();
   private readonly stops = new Map<string, StopNet>();
   private readonly halts = new Map<number, { halted: boolean; reason: string }>();
+  /** Dead-man's switches and sweeps by user id: the last deadline, or undefined (removed). */
+  private readonly switches = new Map<string, number | undefined>();
+  private readonly sweeps = new Map<string, number | undefined>();
 
   /**
    * `acceptedOrderId`: the order its command accepted. `amended`: an amended order's state
@@ -95,6 +99,14 @@ export class NetChanges {
       case "resume":
         this.halts.set(change.pairId, { halted: false, reason: "" });
         return;
+      case "switch-put":
+      case "switch-remove":
+        this.switches.set(change.userId, change.op === "switch-put" ? change.deadline : undefined);
+        return;
+      case "sweep-put":
+      case "sweep-remove":
+        this.sweeps.set(change.userId, change.op === "sweep-put" ? change.deadline : undefined);
+        return;
     }
   }
 
@@ -119,5 +131,8 @@ export class NetChanges {
       if (halted) store.stageHalt(batch, pairId, reason);
       else store.stageResume(batch, pairId);
     }
+    for (const [userId, deadline] of this.switches)
+      store.stageSession(batch, false, userId, deadline);
+    for (const [userId, deadline] of this.sweeps) store.stageSession(batch, true, userId, deadline);
   }
 }

@@ -171,6 +171,8 @@ export class Conductor {
     const stops = await this.store.loadStopOrders();
     const halts = await this.store.loadHalts();
     const clock = await this.store.loadClock();
+    const switches = await this.store.loadSessions(false);
+    const sweeps = await this.store.loadSessions(true);
     if (this.store.writerConnection() !== connection || (await this.store.readChain()) !== commits)
       throw new BooksMovedError();
     this.store.resetChain(commits);
@@ -180,6 +182,8 @@ export class Conductor {
     for (const stop of stops) this.engine.loadStopOrder(stop);
     for (const halt of halts) this.engine.loadHalt(halt.pairId, halt.reason);
     this.engine.loadClock(clock);
+    for (const [userId, deadline] of switches) this.engine.loadSwitch(userId, deadline);
+    for (const [userId, deadline] of sweeps) this.engine.loadSweep(userId, deadline);
     this.engine.check();
     // Hashed now, while nothing is served: a first GET /digest would otherwise hash every
     // loaded order, in steps between batches, and slow them while it lasts.

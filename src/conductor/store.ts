@@ -347,6 +347,20 @@ export class ConductorStore {
     batch.hdel(this.keys.haltedPairs, String(pairId));
   }
 
+  /** A dead-man's switch's deadline, or its removal (undefined); `sweep`: a fired one's. */
+  stageSession(batch: CommitBuilder, sweep: boolean, userId: string, deadline?: number): void {
+    const key = sweep ? this.keys.cancelAfterSweeps : this.keys.cancelAfter;
+    if (deadline === undefined) batch.hdel(key, userId);
+    else batch.hset(key, userId, String(deadline));
+  }
+
+  /** Armed switches (`sweep` false) or fired ones still sweeping, user id to deadline. */
+  async loadSessions(sweep: boolean): Promise<[userId: string, deadline: number][]> {
+    const key = sweep ? this.keys.cancelAfterSweeps : this.keys.cancelAfter;
+    const entries = Object.entries(await this.writer.hgetall(key));
+    return entries.map(([userId, deadline]) => [userId, Number(deadline)]);
+  }
+
   /**
    * Records a pair that had a resting order or a stop (also one that left within a batch).
    * The caller stages each pair once per batch, in every batch that touches it: the set may be

@@ -1,7 +1,8 @@
 /**
- * Good-till-date orders through the real pipeline: an armed order expires with no traffic
- * at all (the conductor's own tick), never before its expireAt, and a kill -9 with orders
- * armed neither expires one twice nor forgets one.
+ * Good-till-date orders and dead-man's switches through the real pipeline: an armed order
+ * expires, and a switch fires, with no traffic at all (the conductor's own tick), never
+ * early; a kill -9 or a standby's takeover with them armed neither fires one twice nor
+ * forgets one.
  */
 import { describe, expect, test } from "bun:test";
 import { uniquePartition } from "../support/stack";
@@ -28,6 +29,20 @@ async function expiries(
       const tickMs = Number(String(event.commandId).split(":")[2]);
       return { orderId: payload.orderId, tickMs, expireAt: payload.expireAt };
     });
+}
+
+/** Per order id, how many order.cancelled.v1 with reason cancel-after; and the switches fired. */
+async function switchEffects(store: PartitionStore) {
+  const events = (await store.events()).map(({ event }) => event);
+  const cancelled = new Map<string, number>();
+  for (const event of events) {
+    const payload = event.payload as { orderId?: string; reason?: string };
+    if (event.type === "order.cancelled.v1" && payload.reason === "cancel-after") {
+      cancelled.set(payload.orderId!, (cancelled.get(payload.orderId!) ?? 0) + 1);
+    }
+  }
+  const fired = events.filter((e) => e.type === "session.triggered.v1").map((e) => e.payload);
+  return { cancelled, fired };
 }
 
 describe("good-till-date orders in the conductor", () => {
@@ -102,6 +117,99 @@ describe("good-till-date orders in the conductor", () => {
       for (const e of all) expect(e.tickMs).toBeGreaterThanOrEqual(e.expireAt);
       expect(await store.bookSizes(partition)).toEqual({ bids: 0, asks: 1 });
       expect(await conductor.stop()).toBe(0);
+    } finally {
+      await removePartition(store, suite.publisher, partition);
+    }
+  }, 90_000);
+
+  test("a dead-man's switch fires once with no traffic and cancels every order of its user", async () => {
+    const partition = uniquePartition();
+    const store = new PartitionStore(suite.stack.datastoreUrl, partition);
+    try {
+      await suite.publisher.declare(partition);
+      const conductor = await startConductor(suite.stack, partition);
+      const b = new OrderCommands(partition);
+      const armedAt = Date.now();
+      const commands = [
+        b.place("d1", "bid", "90", "1", { userId: "dms" }),
+        b.place("d2", "ask", "110", "1", { userId: "dms", type: "stop-limit", stopPrice: "105" }),
+        b.place("keep", "bid", "91", "1", { userId: "other" }),
+        b.cancelAfter("dms", 1000),
+      ];
+      await suite.publisher.publish(partition, commands);
+      await eventually(
+        "the switch fired",
+        async () => (await switchEffects(store)).fired.length === 1,
+        15_000,
+      );
+      await Bun.sleep(300);
+      const { cancelled, fired } = await switchEffects(store);
+      expect(fired).toHaveLength(1);
+      expect((fired[0] as { triggerAt: number }).triggerAt).toBeGreaterThanOrEqual(armedAt + 1000);
+      expect([...cancelled]).toEqual([
+        [b.id("d1"), 1],
+        [b.id("d2"), 1],
+      ]);
+      expect(await store.bookSizes(partition)).toEqual({ bids: 1, asks: 0 });
+      expect(await store.valkey.hlen(store.keys.cancelAfter)).toBe(0);
+      expect(await store.valkey.hlen(store.keys.cancelAfterSweeps)).toBe(0);
+      expect(await conductor.stop()).toBe(0);
+    } finally {
+      await removePartition(store, suite.publisher, partition);
+    }
+  }, 60_000);
+
+  test("a standby takes over with orders and a switch armed: each fires once, none is forgotten", async () => {
+    const partition = uniquePartition();
+    const store = new PartitionStore(suite.stack.datastoreUrl, partition);
+    try {
+      await suite.publisher.declare(partition);
+      const active = await startConductor(suite.stack, partition);
+      const b = new OrderCommands(partition);
+      // The active one owns the partition once it took a command; then the standby starts.
+      await suite.publisher.publish(partition, [b.place("first", "ask", "999", "1")]);
+      await eventually("the first command stored", async () => (await store.eventCount()) > 0);
+      const standby = await startConductor(suite.stack, partition);
+      const start = Date.now();
+      const gtd = Array.from({ length: 20 }, (_, i) =>
+        b.place(`g${i}`, "bid", String(50 + i), "1", {
+          timeInForce: "gtd",
+          expireAt: start + 2500 + 10 * i,
+        }),
+      );
+      const dms = Array.from({ length: 5 }, (_, i) =>
+        b.place(`d${i}`, "ask", String(200 + i), "1", { userId: "dms" }),
+      );
+      await suite.publisher.publish(partition, [...gtd, ...dms, b.cancelAfter("dms", 2000)]);
+      const ids = [...gtd, ...dms].map((c) => c.commandId);
+      await eventually(
+        "all placed",
+        async () => (await store.storedResults(ids)).size === ids.length,
+        15_000,
+      );
+      await active.kill9();
+      await Bun.sleep(Math.max(0, start + 3500 - Date.now()));
+      expect(await expiries(store)).toEqual([]);
+      // The standby owns the partition from the first command it takes.
+      await suite.publisher.publish(partition, [b.place("wake", "ask", "1000", "1")]);
+      await eventually(
+        "every order expired",
+        async () => (await expiries(store)).length >= 20,
+        15_000,
+      );
+      await eventually(
+        "the switch fired",
+        async () => (await switchEffects(store)).cancelled.size >= 5,
+        15_000,
+      );
+      await Bun.sleep(300);
+      const all = await expiries(store);
+      expect(all.map((e) => e.orderId).sort()).toEqual(gtd.map((_, i) => b.id(`g${i}`)).sort());
+      const { cancelled, fired } = await switchEffects(store);
+      expect(fired).toHaveLength(1);
+      expect([...cancelled.values()]).toEqual([1, 1, 1, 1, 1]);
+      expect(await store.bookSizes(partition)).toEqual({ bids: 0, asks: 2 });
+      expect(await standby.stop()).toBe(0);
     } finally {
       await removePartition(store, suite.publisher, partition);
     }

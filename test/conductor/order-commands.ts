@@ -109,6 +109,11 @@ export class OrderCommands {
     );
   }
 
+  /** The dead-man's switch of `userId` (0 disarms). */
+  cancelAfter(userId: string, timeoutMs: number): CommandEnvelope {
+    return this.envelope("session.cancel-after", { userId, timeoutMs });
+  }
+
   halt(reason = "maintenance"): CommandEnvelope {
     return this.envelope("pair.halt", { pairId: this.pairId, reason });
   }

@@ -27,6 +27,7 @@ export const eventExchanges = {
   "order.amended.v1": "messages:order:update",
   "pair.halted.v1": "messages:pair:update",
   "pair.resumed.v1": "messages:pair:update",
+  "session.triggered.v1": "messages:session:update",
 } as const satisfies Record<EventType, string>;
 
 export const allEventExchanges: readonly string[] = [...new Set(Object.values(eventExchanges))];

@@ -47,6 +47,10 @@ export interface PartitionKeys {
   durabilityProbe: string;
   /** Extension: the engine's time (epoch ms) as the last batch that moved it recorded it. */
   clock: string;
+  /** Extension: hash of user ids to their armed dead-man's switch's deadline (epoch ms). */
+  cancelAfter: string;
+  /** Extension: hash of user ids whose switch fired, to its deadline, while orders remain. */
+  cancelAfterSweeps: string;
 }
 
 export const outboxConsumerGroup = "matching-outbox-v1";
@@ -77,5 +81,7 @@ export function partitionKeys(partition: number): PartitionKeys {
     outboxReadBarrier: `${prefix}outbox-read-barrier`,
     durabilityProbe: `${prefix}durability-probe`,
     clock: `${prefix}clock`,
+    cancelAfter: `${prefix}cancel-after`,
+    cancelAfterSweeps: `${prefix}cancel-after:sweeps`,
   };
 }
