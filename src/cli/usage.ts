@@ -37,6 +37,7 @@ commands:
 client commands (speak the wire contract to a running conductor and outbox):
   order       place | cancel | amend | cancel-all: send a command and print its durable result
   pair        halt | resume: an operator's command (MATCHING_OPERATOR_USERS)
+  session     cancel-after: arm, renew or disarm a user's dead-man's switch
   book        a pair's depth ladder, from the conductor
   watch       a pair's live ladder and trades, from the feed
   result      a command's stored result, from the conductor

@@ -56,6 +56,7 @@ export const clientCommandNames = [
   "order cancel-all",
   "pair halt",
   "pair resume",
+  "session cancel-after",
   "events",
   "book",
   "watch",
@@ -182,7 +183,7 @@ export const settings = [
   {
     key: "partition",
     readBy: ["conductor", "outbox", "feed", "check", "bench"],
-    readByClients: ["order cancel-all"],
+    readByClients: ["order cancel-all", "session cancel-after"],
     env: "MATCHING_PARTITION",
     flag: "--partition",
     accepted:

@@ -334,6 +334,63 @@ describe("client commands", () => {
     expect(again.stdout).toMatch(/^accepted ok \(0\), cancelled 0, 0 events, command /);
   }, 60_000);
 
+  test("a gtd order from --expire-at expires; a switch from session cancel-after fires", async () => {
+    const user = ["--user", "dave"];
+    const place = (price: string, more: string[]) =>
+      matchd([
+        "order",
+        "place",
+        "--pair",
+        String(pair),
+        "--side",
+        "bid",
+        "--price",
+        price,
+        "--volume",
+        "1",
+        "--json",
+        ...user,
+        ...more,
+      ]);
+    const gtd = JSON.parse((await place("50", ["--expire-at", "+1500ms"])).stdout) as {
+      orderId: string;
+      code: number;
+    };
+    expect(gtd.code).toBe(100);
+    const plain = JSON.parse((await place("51", [])).stdout) as { orderId: string };
+    const armed = await matchd([
+      "session",
+      "cancel-after",
+      "--pair",
+      String(pair),
+      "--timeout",
+      "1s",
+      "--json",
+      ...user,
+    ]);
+    expect(armed.code).toBe(0);
+    expect(JSON.parse(armed.stdout)).toMatchObject({ code: 0, codeName: "ok" });
+    expect(JSON.parse(armed.stdout).triggerAt).toBeGreaterThan(Date.now() - 1000);
+    const gone = async (id: string) =>
+      (await fetch(`${conductor.url}/orders/${id}`)).status === 404;
+    await eventually(
+      "both orders went",
+      async () => (await gone(gtd.orderId)) && (await gone(plain.orderId)),
+      15_000,
+    );
+    const bad = await matchd([
+      "session",
+      "cancel-after",
+      "--pair",
+      String(pair),
+      "--timeout",
+      "10ms",
+      ...user,
+    ]);
+    expect(bad.code).toBe(6);
+    expect(bad.stderr).toContain("rejected bad-timeout (212)");
+  }, 60_000);
+
   test("pair halt is not-authorised unless the conductor lists the broker URL's user", async () => {
     const refused = await matchd(["pair", "halt", "--pair", String(pair), "--reason", "test"]);
     expect(refused.code).toBe(6);

@@ -40,6 +40,7 @@ test("the numbers are stable: consumers store them, so a code is never renumbere
     [209, "unsupported-combination"],
     [210, "pair-precision-mismatch"],
     [211, "volume-exceeds-total"],
+    [212, "bad-timeout"],
     [300, "post-only-would-take"],
     [301, "unknown-order"],
     [302, "order-already-finished"],

@@ -8,6 +8,7 @@ import type { z } from "zod";
 import type { AmendOrderPayload, CommandEnvelope, PlaceOrderPayload } from "../../domain/index";
 import type {
   amendSchema,
+  cancelAfterSchema,
   cancelAllSchema,
   cancelSchema,
   pairSchema,
@@ -110,6 +111,21 @@ export function cancelAllCommand(
     ...envelopeBase(pairId, partitionCount, stamp),
     type: "order.cancel-all",
     payload: onePair === undefined ? { userId: o["--user"] } : { userId: o["--user"], pairId },
+  };
+}
+
+/** Sent like a cancel-all: to `partition`, or to --pair's; the switch covers the partition. */
+export function cancelAfterCommand(
+  o: z.output<typeof cancelAfterSchema>,
+  partition: number,
+  partitionCount: number,
+  stamp: Stamp,
+): CommandEnvelope {
+  const pairId = o["--pair"] ?? (partition === 0 ? partitionCount : partition);
+  return {
+    ...envelopeBase(pairId, partitionCount, stamp),
+    type: "session.cancel-after",
+    payload: { userId: o["--user"], timeoutMs: o["--timeout"] },
   };
 }
 

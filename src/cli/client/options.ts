@@ -134,6 +134,28 @@ export const cancelAllSchema = z.object({
   "--pair": pair.optional(),
 });
 
+/**
+ * A dead-man's switch timeout: 0 (disarm) or a whole number with a unit (ms, s, m, h);
+ * the range is the engine's check.
+ */
+const timeout = z.string().transform((text, context) => {
+  const match = /^(\d+)(ms|s|m|h)$/.exec(text);
+  const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+  if (text === "0") return 0;
+  if (match !== null) return Number(match[1]) * units[match[2]!]!;
+  context.addIssue({ code: "custom", message: "not a timeout: 0, or e.g. 1500ms, 60s, 5m, 1h" });
+  return z.NEVER;
+});
+
+/** `session cancel-after`: without --pair, every pair of the partition, as cancel-all. */
+export const cancelAfterSchema = z.object({
+  ...common,
+  ...rpc,
+  "--user": id,
+  "--timeout": timeout,
+  "--pair": pair.optional(),
+});
+
 /** `pair halt|resume`: the broker user of the URL sends it, so --user has no place here. */
 export const pairSchema = z.object({
   ...common,

@@ -16,6 +16,7 @@ import { helpHint } from "../usage";
 import { ClientError, rejectedExitCode } from "./client-error";
 import {
   amendCommand,
+  cancelAfterCommand,
   cancelAllCommand,
   cancelCommand,
   pairCommand,
@@ -26,6 +27,7 @@ import { bookLadder, resultLine } from "./format";
 import {
   amendSchema,
   bookSchema,
+  cancelAfterSchema,
   cancelAllSchema,
   cancelSchema,
   eventsSchema,
@@ -57,6 +59,7 @@ const schemas: Record<string, z.ZodType> = {
   "order cancel-all": cancelAllSchema,
   "pair halt": pairSchema,
   "pair resume": pairSchema,
+  "session cancel-after": cancelAfterSchema,
   book: bookSchema,
   watch: watchSchema,
   result: resultSchema,
@@ -67,6 +70,7 @@ const schemas: Record<string, z.ZodType> = {
 const actionsOf: Record<string, string[]> = {
   order: ["place", "cancel", "amend", "cancel-all"],
   pair: ["halt", "resume"],
+  session: ["cancel-after"],
 };
 
 /** Positionals each command takes after its name (and after its action). */
@@ -77,6 +81,7 @@ const positionalsOf: Record<string, string[]> = {
   "order cancel-all": [],
   "pair halt": [],
   "pair resume": [],
+  "session cancel-after": [],
   book: ["PAIR"],
   watch: ["PAIR"],
   result: ["COMMAND_ID"],
@@ -117,8 +122,10 @@ export async function runClient(command: string, argv: string[], io: Io): Promis
     ...(parsed.ok ? [] : parsed.problems),
     ...names.slice(args.positionals.length).map((name) => `${key} needs ${name}`),
     ...args.positionals.slice(names.length).map((extra) => `unexpected argument ${extra}`),
-    ...(key === "order cancel-all" && ownFlags.has("--pair") && settingFlags.has("--partition")
-      ? ["--partition: names the partition of a cancel-all without --pair; give one of them"]
+    ...((key === "order cancel-all" || key === "session cancel-after") &&
+    ownFlags.has("--pair") &&
+    settingFlags.has("--partition")
+      ? [`--partition: names the partition of a ${action} without --pair; give one of them`]
       : []),
     ...((command === "book" || command === "watch") &&
     args.positionals[0] !== undefined &&
@@ -173,7 +180,8 @@ async function runParsed(
     case "order amend":
     case "order cancel-all":
     case "pair halt":
-    case "pair resume": {
+    case "pair resume":
+    case "session cancel-after": {
       const envelope = commandOf(key, positionals, options, config, stamp);
       const wait = options["--no-wait"] !== true;
       const result = await sendCommand(envelope, {
@@ -242,6 +250,13 @@ function commandOf(
     case "order cancel-all":
       return cancelAllCommand(
         options as z.output<typeof cancelAllSchema>,
+        config.partition,
+        count,
+        stamp,
+      );
+    case "session cancel-after":
+      return cancelAfterCommand(
+        options as z.output<typeof cancelAfterSchema>,
         config.partition,
         count,
         stamp,

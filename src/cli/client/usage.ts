@@ -69,6 +69,20 @@ ${rpcFlags.split("\n").slice(1).join("\n")}
 The precisions are the bench's; every order of a pair must use the same ones.
 
 ${settingsUsage((flag) => clientSettingsRead["order place"]!.includes(flag), "client")}`,
+  session: `usage: matchd session cancel-after --user U --timeout T [--pair P]
+
+Arms (or renews) the user's dead-man's switch on one partition: unless another one comes
+within the timeout, every order and stop of the user on the partition's pairs is cancelled.
+--timeout 0 disarms it. Prints the durable result: triggerAt is the deadline (epoch ms).
+
+flags:
+  --user U             whose switch (required)
+  --timeout T          0 (disarm), or 1s..24h as e.g. 1500ms, 60s, 5m, 1h (required)
+  --pair P             a pair of the partition to send it to [default --partition's]
+  --partition N        without --pair: the partition (MATCHING_PARTITION) [default 0]
+${rpcFlags.split("\n").slice(1).join("\n")}
+
+${settingsUsage((flag) => clientSettingsRead["session cancel-after"]!.includes(flag), "client")}`,
   pair: `usage: matchd pair halt --pair P --reason TEXT [--no-wait] [--json]
        matchd pair resume --pair P --reason TEXT [--no-wait] [--json]
 
