@@ -21,7 +21,7 @@ import { killPoint } from "../infra/kill-point";
 import type { PartitionKeys } from "../infra/valkey/keys";
 import { tickFor } from "./clock";
 import { CommitBuilder } from "./commit-script";
-import type { Delivery } from "./consumer";
+import { type Delivery, NUDGE_HEADER } from "./consumer";
 import type { ConductorMetrics } from "./metrics";
 import { commandOrderId, NetChanges } from "./net-changes";
 import type { ConductorStore, DedupLookup } from "./store";
@@ -49,7 +49,8 @@ type Decoded =
       correlationId: string | undefined;
       outcome: () => CommandOutcome;
     }
-  | { kind: "unreadable"; reason: string; commandId?: string };
+  | { kind: "unreadable"; reason: string; commandId?: string }
+  | { kind: "nudge" };
 
 export interface BatchContext {
   config: Config;
@@ -210,6 +211,11 @@ function stageItem(
   delivery: Delivery,
   { stored, accepted }: DedupLookup,
 ): void {
+  // A conductor's nudge: acknowledged with the batch, nothing stored, nothing replied.
+  if (item.kind === "nudge") {
+    stage.items.push({ delivery, fresh: false });
+    return;
+  }
   if (item.kind === "unreadable") {
     // A request (replyTo) still gets an answer: its client would otherwise wait for ever.
     const resultJson = JSON.stringify(unreadableResult(item.reason, item.commandId));
@@ -234,7 +240,7 @@ interface ItemIds {
 function stageRedelivery(
   { keys, unacknowledged }: BatchContext,
   stage: BatchStage,
-  item: Exclude<Decoded, { kind: "unreadable" }>,
+  item: Exclude<Decoded, { kind: "unreadable" } | { kind: "nudge" }>,
   ids: ItemIds,
   earlier: string,
 ): void {
@@ -262,7 +268,7 @@ function stageRedelivery(
 function stageFresh(
   context: BatchContext,
   stage: BatchStage,
-  item: Exclude<Decoded, { kind: "unreadable" }>,
+  item: Exclude<Decoded, { kind: "unreadable" } | { kind: "nudge" }>,
   ids: ItemIds,
   accepted: ReadonlySet<string>,
 ): void {
@@ -301,7 +307,7 @@ function stageEvents(stage: BatchStage, keys: PartitionKeys, outcome: CommandOut
  */
 function applyItem(
   engine: MatchingEngine,
-  item: Exclude<Decoded, { kind: "unreadable" }>,
+  item: Exclude<Decoded, { kind: "unreadable" } | { kind: "nudge" }>,
   commandId: string,
   accepted: ReadonlySet<string>,
 ): { outcome: CommandOutcome; amended: RestingOrder | undefined } {
@@ -417,6 +423,7 @@ function decodeDeliveryUnguarded(context: BatchContext, delivery: Delivery): Dec
   const { config, metrics } = context;
   // Checked before any parsing: a huge body would hold the partition's event loop (and its
   // memory) for as long as it takes to parse.
+  if (delivery.message.properties.headers?.[NUDGE_HEADER] !== undefined) return { kind: "nudge" };
   const size = delivery.message.content.length;
   if (size > config.commandMaxBytes) {
     return {

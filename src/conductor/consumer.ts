@@ -29,6 +29,9 @@ export interface Delivery {
 /** Broker reconnect pacing: 100 ms doubling, jittered, at most 5 s apart. */
 const reconnectBackoff = { baseMs: 100, capMs: 5000 };
 
+/** The AMQP header of a conductor's nudge (see CommandConsumer.nudge): no command, no result. */
+export const NUDGE_HEADER = "x-matchd-nudge";
+
 /** How long closing waits for each of the broker's close-ok replies. */
 const closeTimeoutMs = 2000;
 
@@ -210,6 +213,23 @@ export class CommandConsumer {
     } catch (error) {
       // A closing channel: the client can still read its result at GET /commands/:commandId.
       this.log.warn("reply on a closing channel", { error, correlationId });
+    }
+  }
+
+  /**
+   * Puts an empty message with the NUDGE_HEADER on the partition's own queue: whichever
+   * conductor is its active consumer takes it as a batch of no command, so a conductor that
+   * has had no delivery since it started claims the partition and ticks (see clock.ts).
+   * Best effort: unconfirmed, and sent again later if still due.
+   */
+  nudge(): void {
+    try {
+      this.output?.sendToQueue(this.queue, Buffer.alloc(0), {
+        persistent: false,
+        headers: { [NUDGE_HEADER]: 1 },
+      });
+    } catch (error) {
+      this.log.warn("nudge on a closing channel", { error });
     }
   }
 

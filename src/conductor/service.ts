@@ -41,6 +41,9 @@ export const failureClearsWhenIdleMs = 10_000;
 /** Batches committed but not yet acknowledged at once: one waiting for durability, one matching. */
 const pipelineDepth = 2;
 
+/** How often a conductor that does not own the partition looks for due deadlines. */
+const NUDGE_EVERY_MS = 1000;
+
 /** How often a held loop looks at the Sentinels' verdict again (the watch reads it every 200 ms). */
 const sentinelHoldPollMs = 50;
 
@@ -107,6 +110,8 @@ export class Conductor {
   clock: () => number = Date.now;
   /** When the last batch was committed (this.clock()), for the idle tick's spacing. */
   private lastBatchMs = 0;
+  /** When this conductor last looked for a due deadline it cannot tick (nudgeIfDue). */
+  private lastNudgeMs = 0;
   /** Batches wait while the Sentinels fail the writer's primary over (heldBySentinels). */
   private readonly sentinelHold: SentinelHold;
 
@@ -237,6 +242,7 @@ export class Conductor {
         }
         if (!this.tickDue()) {
           this.noteIdle();
+          await this.nudgeIfDue();
           await this.idle();
           continue;
         }
@@ -352,6 +358,27 @@ export class Conductor {
       this.role() === "active" &&
       this.claimedGeneration === this.consumer.channelGeneration
     );
+  }
+
+  /**
+   * A conductor that does not own the partition yet (it started, or became the queue's active
+   * consumer, and has had no delivery since) cannot tick. When a stored deadline is due and no
+   * batch has recorded a time past it, it nudges the queue, at most every NUDGE_EVERY_MS: the
+   * active consumer takes the nudge as a batch of no command, claims the partition and ticks.
+   */
+  private async nudgeIfDue(): Promise<void> {
+    if (!this.running || !this.loaded || this.halted !== undefined || this.mayTick()) return;
+    const now = this.clock();
+    if (now - this.lastNudgeMs < NUDGE_EVERY_MS) return;
+    this.lastNudgeMs = now;
+    try {
+      const due = await this.store.earliestDeadline();
+      if (due === undefined || due > now || (await this.store.loadClock()) >= due) return;
+      this.log.info("a stored deadline is due and no batch passed it: nudging the queue", { due });
+      this.consumer.nudge();
+    } catch (error) {
+      this.log.warn("could not read the stored deadlines", { error });
+    }
   }
 
   /** True when an idle conductor should commit a batch of no command, to expire what is due. */

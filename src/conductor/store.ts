@@ -326,17 +326,24 @@ export class ConductorStore {
   stageRestingOrder(batch: CommitBuilder, order: RestingOrder): void {
     batch.replaceOrderHash(this.keys.order(order.id), encodeOrder(order));
     batch.zadd(this.keys.bookRates(order.pairId, order.side), order.price, bookMember(order));
+    if (order.expireAt !== undefined) {
+      batch.zadd(this.keys.deadlines, String(order.expireAt), `order:${order.id}`);
+    }
   }
 
   stageStopOrder(batch: CommitBuilder, stop: StopOrder): void {
     batch.replaceStopHash(this.keys.stopOrder(stop.id), encodeStop(stop));
     // Rescored when an amend makes the stop arrive anew: the member is the order id alone.
     batch.zadd(this.keys.stopBook(stop.pairId), String(stop.sequence), stop.id);
+    if (stop.expireAt !== undefined) {
+      batch.zadd(this.keys.deadlines, String(stop.expireAt), `stop:${stop.id}`);
+    }
   }
 
   stageRemovedStop(batch: CommitBuilder, stop: StopOrder): void {
     batch.zrem(this.keys.stopBook(stop.pairId), stop.id);
     batch.del(this.keys.stopOrder(stop.id));
+    if (stop.expireAt !== undefined) batch.zrem(this.keys.deadlines, `stop:${stop.id}`);
   }
 
   stageHalt(batch: CommitBuilder, pairId: number, reason: string): void {
@@ -350,8 +357,20 @@ export class ConductorStore {
   /** A dead-man's switch's deadline, or its removal (undefined); `sweep`: a fired one's. */
   stageSession(batch: CommitBuilder, sweep: boolean, userId: string, deadline?: number): void {
     const key = sweep ? this.keys.cancelAfterSweeps : this.keys.cancelAfter;
-    if (deadline === undefined) batch.hdel(key, userId);
-    else batch.hset(key, userId, String(deadline));
+    const member = `${sweep ? "sweep" : "switch"}:${userId}`;
+    if (deadline === undefined) {
+      batch.hdel(key, userId);
+      batch.zrem(this.keys.deadlines, member);
+    } else {
+      batch.hset(key, userId, String(deadline));
+      batch.zadd(this.keys.deadlines, String(deadline), member);
+    }
+  }
+
+  /** The earliest armed deadline of the partition as stored (undefined: none). */
+  async earliestDeadline(): Promise<number | undefined> {
+    const [, score] = await this.writer.zrange(this.keys.deadlines, 0, 0, "WITHSCORES");
+    return score === undefined ? undefined : Number(score);
   }
 
   /** Armed switches (`sweep` false) or fired ones still sweeping, user id to deadline. */
@@ -407,6 +426,7 @@ export class ConductorStore {
   stageRemovedOrder(batch: CommitBuilder, order: RestingOrder): void {
     batch.zrem(this.keys.bookRates(order.pairId, order.side), bookMember(order));
     batch.del(this.keys.order(order.id));
+    if (order.expireAt !== undefined) batch.zrem(this.keys.deadlines, `order:${order.id}`);
   }
 
   /**

@@ -51,6 +51,11 @@ export interface PartitionKeys {
   cancelAfter: string;
   /** Extension: hash of user ids whose switch fired, to its deadline, while orders remain. */
   cancelAfterSweeps: string;
+  /**
+   * Extension: every armed deadline, scored by it: `order:<id>`, `stop:<id>` (good-till-date),
+   * `switch:<userId>`, `sweep:<userId>`. Any conductor reads the earliest in one call.
+   */
+  deadlines: string;
 }
 
 export const outboxConsumerGroup = "matching-outbox-v1";
@@ -83,5 +88,6 @@ export function partitionKeys(partition: number): PartitionKeys {
     clock: `${prefix}clock`,
     cancelAfter: `${prefix}cancel-after`,
     cancelAfterSweeps: `${prefix}cancel-after:sweeps`,
+    deadlines: `${prefix}deadlines`,
   };
 }
