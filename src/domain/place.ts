@@ -33,7 +33,8 @@ export function place(
   }
   const parsed = s.validator.validate(payload, command.pairId);
   if ("code" in parsed) return reject(command, parsed.code, parsed.reason);
-  if (parsed.expireAt !== 0) {
+  // By timeInForce, not expireAt: an expireAt of 0 is a deadline too (always past).
+  if (parsed.timeInForce === "gtd") {
     const refused = expiryRefusal(s, parsed.expireAt);
     if (refused !== undefined) return reject(command, refused.code, refused.reason);
   }

@@ -17,8 +17,11 @@ import {
   type StopOrder,
 } from "../../src/domain/index";
 import { assertProperty, propertySeed } from "../support/property";
+import { tick } from "./helpers";
 import {
   MAX_CANCEL_ALL,
+  MAX_EXPIRIES,
+  MAX_EXPIRY_AHEAD,
   MAX_TRIGGERED_STOPS,
   ReferenceBook,
   type RefLiveOrder,
@@ -51,8 +54,14 @@ const users = ["u1", "u2", "u3"];
 const stps = ["none", "none", "cancel-taker", "cancel-maker", "cancel-both"] as const;
 const reasons = ["maintenance", "audit", "x"];
 
-/** The highest op kind; kinds 0..22 are today's commands, 23.. the commands of docs/orders.md. */
-const MAX_KIND = 44;
+/**
+ * The highest op kind; kinds 0..22 are today's commands, 23..44 the commands of docs/orders.md,
+ * 45..51 good-till-date orders and clock.tick.
+ */
+const MAX_KIND = 51;
+
+/** A realistic epoch (ms) the clock jumps to from 0, so deadlines are sized as in production. */
+const T0 = 1_800_000_000_000;
 
 const opArb = fc.record({
   kind: fc.integer({ min: 0, max: MAX_KIND }),
@@ -104,6 +113,21 @@ function toCommand(
     partition: 0,
   };
   const refId = ids.length > 0 ? ids[op.ref % ids.length]! : "missing";
+  if (op.kind === 50 || op.kind === 51) {
+    const now = tickTime(op, book);
+    return {
+      command: {
+        ...base,
+        // As the conductor builds it: no pair, no correlation, submitted at its own time.
+        correlationId: "",
+        submittedAt: new Date(now).toISOString(),
+        pairId: 0,
+        type: "clock.tick",
+        payload: { now },
+      },
+      alreadyAccepted: false,
+    };
+  }
   if (op.kind === 17 || op.kind === 18) {
     const userId = op.kind === 18 ? users[op.user]! : "u1";
     return {
@@ -257,6 +281,66 @@ function toCommand(
       payload.stopPrice = prices[op.stop]!;
       if (op.alt % 5 === 0) payload.timeInForce = "fok";
       break;
+    case 45:
+    case 46:
+      // A good-till-date limit order (kind 46: post-only half the time); one in six was
+      // executed in part before.
+      payload.timeInForce = "gtd";
+      payload.expireAt = deadline(op, book);
+      if (op.kind === 46 && op.alt % 2 === 0) payload.postOnly = true;
+      if (op.alt % 6 === 5) payload.volumeTotal = "9.99";
+      break;
+    case 47:
+      // A good-till-date stop-limit.
+      payload.type = "stop-limit";
+      payload.stopPrice = prices[op.stop]!;
+      payload.timeInForce = "gtd";
+      payload.expireAt = deadline(op, book);
+      if (op.alt % 6 === 5) payload.volumeTotal = "9.99";
+      break;
+    case 48:
+      // A good-till-date stop-market, one in three a quote-sized bid.
+      payload.type = "stop-market";
+      payload.price = "0";
+      payload.stopPrice = prices[op.stop]!;
+      payload.timeInForce = "gtd";
+      payload.expireAt = deadline(op, book);
+      if (op.alt % 3 === 0) {
+        payload.side = "bid";
+        payload.volume = "0";
+        payload.volumeTotal = "0";
+        payload.quoteVolume = ["10", "25.37", "0.07", "100"][op.volume % 4]!;
+      }
+      break;
+    case 49: {
+      // gtd and expireAt that do not go together, and which check speaks first.
+      const variant = op.alt % 9;
+      payload.timeInForce = "gtd";
+      payload.expireAt = deadline(op, book);
+      if (variant === 0) delete payload.expireAt; // gtd needs expireAt
+      if (variant === 1) delete payload.timeInForce; // expireAt needs gtd
+      if (variant === 2) payload.timeInForce = op.side ? "ioc" : "fok";
+      if (variant === 3 || variant === 4) {
+        // A market order cannot be gtd; variant 4 a quote-sized bid.
+        payload.type = "market";
+        payload.price = "0";
+        if (variant === 4) {
+          payload.side = "bid";
+          payload.volume = "0";
+          payload.volumeTotal = "0";
+          payload.quoteVolume = "10";
+        }
+      }
+      if (variant === 5) {
+        payload.type = "stop-limit"; // post-only cannot be a stop, gtd or not
+        payload.stopPrice = prices[op.stop]!;
+        payload.postOnly = true;
+      }
+      if (variant === 6) payload.amountDecimals = 3; // the pair's precisions differ too
+      if (variant === 7) payload.price = badDecimals[op.bad]!; // a 2xx before the deadline
+      if (variant === 8) payload.type = "stop-market"; // no stopPrice: bad-envelope first
+      break;
+    }
     case 28: {
       // Stops the checks refuse, and a stopPrice on a limit order (ignored).
       const variant = op.alt % 7;
@@ -274,6 +358,67 @@ function toCommand(
   return { command: { ...base, type: "order.place", payload }, alreadyAccepted: false };
 }
 
+/**
+ * An expireAt for a good-till-date order, against the reference's clock: mostly a few
+ * milliseconds ahead (so the next ticks expire it), sometimes another live order's deadline
+ * (a tie), the engine's time itself or before it (expiry-in-past), exactly 90 days ahead, or
+ * past that (expiry-too-far). Drawn from `op.bad`, which gtd kinds do not otherwise use.
+ */
+function deadline(op: Op, book: ReferenceBook): number {
+  const now = book.now();
+  const live = book
+    .liveOrders()
+    .map((o) => o.expireAt)
+    .filter((at): at is number => at !== undefined && at > now);
+  switch (op.bad % 17) {
+    case 10:
+      return live.length > 0 ? live[op.ref % live.length]! : now + 1;
+    case 11:
+      return Math.max(0, now - (op.alt % 3) * 3); // not after now: 0 included
+    case 12:
+      return now + MAX_EXPIRY_AHEAD;
+    case 13:
+      return now + MAX_EXPIRY_AHEAD + 1 + (op.alt % 1000);
+    case 14:
+      return now + 1;
+    case 15:
+    case 16:
+      return now + 50 + (op.alt % 500);
+    default:
+      return now + 1 + (op.alt % 40);
+  }
+}
+
+/**
+ * A clock.tick's `now`: mostly a small step forward (0 to 39 ms, so orders placed a few
+ * milliseconds ahead expire), sometimes exactly a live deadline or one millisecond before it,
+ * a step back (time must not move), the same time, a day ahead (from 0: to T0) or 90 days.
+ */
+function tickTime(op: Op, book: ReferenceBook): number {
+  const now = book.now();
+  const live = book
+    .liveOrders()
+    .map((o) => o.expireAt)
+    .filter((at): at is number => at !== undefined);
+  const aLive = live.length > 0 ? live[op.ref % live.length] : undefined;
+  switch (op.alt % 12) {
+    case 6:
+      return aLive ?? now + 1;
+    case 7:
+      return aLive !== undefined ? Math.max(0, aLive - 1) : now;
+    case 8:
+      return Math.max(0, now - 1 - (op.ref % 50));
+    case 9:
+      return now === 0 ? T0 : now + 86_400_000;
+    case 10:
+      return now;
+    case 11:
+      return now + MAX_EXPIRY_AHEAD;
+    default:
+      return now + (op.ref % 40);
+  }
+}
+
 /** Kinds 29..37: amends and cancels, mostly of live orders and stops. */
 function liveCommand(
   op: Op,
@@ -284,14 +429,17 @@ function liveCommand(
   const live = book.liveOrders();
   const stops = live.filter((o) => o.kind !== "limit");
   const postOnly = live.filter((o) => o.postOnly);
-  // One in three aims at a stop when there is one, one in six at a post-only order; kind 37 at
-  // any id used so far.
+  const gtd = live.filter((o) => o.expireAt !== undefined);
+  // One in three aims at a stop when there is one, one in six at a post-only order, one in six
+  // at a good-till-date order or stop; kind 37 at any id used so far.
   const pool =
     op.ref % 3 === 0 && stops.length > 0
       ? stops
       : op.ref % 6 === 1 && postOnly.length > 0
         ? postOnly
-        : live;
+        : op.ref % 6 === 2 && gtd.length > 0
+          ? gtd
+          : live;
   const target: RefLiveOrder | undefined =
     op.kind === 37 || pool.length === 0 ? undefined : pool[op.ref % pool.length];
   const id = target?.id ?? refId;
@@ -475,6 +623,8 @@ test(`engine agrees with the reference book (seed ${propertySeed})`, () => {
         expect(engine.digest()).toBe(reference.digest());
         expect(engine.restingOrderCount()).toBe(reference.restingCount());
         expect(engine.stopOrderCount()).toBe(reference.stopCount());
+        expect(engine.now()).toBe(reference.now());
+        expect(engine.nextExpiry()).toBe(reference.nextExpiry());
         mirror.apply(actual.changes);
         mirror.expectMatches(engine);
       });
@@ -507,11 +657,15 @@ test(`an engine reloaded from its changes agrees with the reference book (seed $
         let reloads = 0;
         ops.forEach((op, index) => {
           if (reloadAt.has(index)) {
+            const time = engine.now();
             engine = mirror.load();
+            // The conductor restores the time its last batch recorded.
+            engine.loadClock(time);
             engine.check();
             engine.checkDigest();
             expect(engine.digest()).toBe(reference.digest());
             mirror.expectMatches(engine);
+            expect(engine.nextExpiry()).toBe(reference.nextExpiry());
             reloads++;
           }
           const { command, alreadyAccepted } = toCommand(op, index, ids, reference);
@@ -869,6 +1023,165 @@ describe("the reference book follows docs/orders.md", () => {
   });
 });
 
+describe("the reference book follows docs/orders.md: good-till-date and the clock", () => {
+  const gtd = (id: string, expireAt: number, extra: Partial<PlaceOrderPayload> = {}) =>
+    limit(id, "u1", "bid", "9.5", "1", { timeInForce: "gtd", expireAt, ...extra });
+  const refusal = (outcome: { result: { code: number; reason?: string } }) => [
+    outcome.result.code,
+    outcome.result.reason,
+  ];
+
+  test("gtd and expireAt go together; the deadline is checked after the 2xx checks, before the halt", () => {
+    const book = new ReferenceBook();
+    book.apply(tick(T0));
+    expect(book.now()).toBe(T0);
+    const at = T0 + 10;
+    expect(
+      refusal(book.apply(limit("a", "u1", "bid", "9.5", "1", { timeInForce: "gtd" }))),
+    ).toEqual([209, "gtd needs expireAt"]);
+    expect(refusal(book.apply(limit("b", "u1", "bid", "9.5", "1", { expireAt: at })))).toEqual([
+      209,
+      "expireAt needs timeInForce gtd",
+    ]);
+    expect(refusal(book.apply(gtd("c", at, { type: "market", price: "0" })))).toEqual([
+      209,
+      "a market order cannot be gtd: it never rests",
+    ]);
+    expect(
+      refusal(book.apply(gtd("d", at, { type: "stop-limit", stopPrice: "10", postOnly: true }))),
+    ).toEqual([209, "post-only cannot be a stop order"]);
+    expect(refusal(book.apply(gtd("e", T0)))).toEqual([309, `expireAt ${T0} is not after ${T0}`]);
+    const far = T0 + MAX_EXPIRY_AHEAD + 1;
+    expect(refusal(book.apply(gtd("f", far)))).toEqual([
+      310,
+      `expireAt ${far} is more than 90 days after ${T0}`,
+    ]);
+    // A 2xx first; the deadline before the halt.
+    expect(book.apply(gtd("g", T0, { price: "abc" })).result.code).toBe(202);
+    book.apply({ ...envelope(), type: "pair.halt", payload: { pairId: 1, reason: "x" } });
+    expect(book.apply(gtd("h", T0 - 1)).result.code).toBe(309);
+    expect(book.apply(gtd("i", at)).result.code).toBe(304);
+    book.apply({ ...envelope(), type: "pair.resume", payload: { pairId: 1, reason: "x" } });
+    // Exactly 90 days is accepted; a post-only order may be gtd.
+    expect(book.apply(gtd("j", T0 + MAX_EXPIRY_AHEAD)).result.code).toBe(100);
+    const k = book.apply(gtd("k", at, { postOnly: true, side: "ask", price: "10" }));
+    expect(k.result.code).toBe(100);
+    expect(k.events[0]!.payload).toEqual({
+      orderId: "k",
+      userId: "u1",
+      pairId: 1,
+      side: "ask",
+      price: "10",
+      volume: "1",
+      volumeTotal: "1",
+      executedVolume: "0",
+      timestamp: k.events[0]!.payload.timestamp,
+      stp: "none",
+      expireAt: at,
+    });
+    const s = book.apply(gtd("s", at, { type: "stop-market", price: "0", stopPrice: "10.5" }));
+    expect(Object.entries(s.events[0]!.payload).slice(-3)).toEqual([
+      ["stp", "none"],
+      ["timestamp", s.events[0]!.payload.timestamp],
+      ["expireAt", at],
+    ]);
+    expect(s.events[0]!.payload.timeInForce).toBe("gtd");
+  });
+
+  test("a tick expires what is due: deadline, then time priority, each on its own pair", () => {
+    const book = new ReferenceBook();
+    book.apply(tick(T0));
+    book.apply(gtd("late", T0 + 20));
+    book.apply(gtd("b", T0 + 10, { pairId: 2 }));
+    book.apply(
+      gtd("q", T0 + 10, {
+        type: "stop-market",
+        price: "0",
+        volume: "0",
+        volumeTotal: "0",
+        quoteVolume: "10",
+        stopPrice: "10.5",
+      }),
+    );
+    book.apply(gtd("a", T0 + 10, { pairId: 3, ...precisions(3) }));
+    book.apply(gtd("never", T0 + 30));
+    book.apply(limit("x", "u2", "ask", "9.5", "0.25", { pairId: 2 })); // b fills in part
+    expect(book.nextExpiry()).toBe(T0 + 10);
+    expect(book.apply(tick(T0 + 9)).result).toMatchObject({ expiredOrders: 0, events: 0 });
+    const out = book.apply(tick(T0 + 20));
+    expect(out.result).toEqual({
+      commandId: out.result.commandId,
+      status: "accepted",
+      code: 0,
+      codeName: "ok",
+      expiredOrders: 4,
+      events: 4,
+    });
+    expect(out.events.map((e) => [e.type, e.pairId, e.payload.orderId])).toEqual([
+      ["order.expired.v1", 2, "b"],
+      ["order.expired.v1", 1, "q"],
+      ["order.expired.v1", 3, "a"],
+      ["order.expired.v1", 1, "late"],
+    ]);
+    expect(out.events[0]!.payload).toEqual({
+      orderId: "b",
+      userId: "u1",
+      pairId: 2,
+      side: "bid",
+      price: "9.5",
+      volume: "0.75",
+      volumeTotal: "1",
+      executedVolume: "0.25",
+      expireAt: T0 + 10,
+    });
+    expect(out.events[1]!.payload).toEqual({
+      orderId: "q",
+      userId: "u1",
+      pairId: 1,
+      side: "bid",
+      price: "0",
+      volume: "0",
+      volumeTotal: "0",
+      executedVolume: "0",
+      expireAt: T0 + 10,
+      quoteVolume: "10",
+      stopPrice: "10.5",
+    });
+    // Time never goes back; an expired order is finished.
+    book.apply(tick(T0 + 5));
+    expect(book.now()).toBe(T0 + 20);
+    expect(book.nextExpiry()).toBe(T0 + 30);
+    const c = book.apply({
+      ...envelope(),
+      type: "order.cancel",
+      payload: { id: "late", userId: "u1", pairId: 1 },
+    });
+    expect(c.result.code).toBe(302);
+  });
+
+  test("an amend keeps the deadline; one that loses priority counts from then", () => {
+    const book = new ReferenceBook();
+    book.apply(tick(T0));
+    book.apply(
+      gtd("stop", T0 + 10, { type: "stop-limit", stopPrice: "9.8", price: "10", side: "ask" }),
+    );
+    book.apply(gtd("first", T0 + 10));
+    book.apply(gtd("second", T0 + 10));
+    book.apply(amend({ id: "first", userId: "u1", volume: "2" })); // grows: to the back
+    // Triggered, the stop-limit rests with its deadline, and counts from then.
+    book.apply(limit("m", "u2", "ask", "9.8", "1"));
+    const trade = book.apply(limit("t", "u3", "bid", "9.8", "1"));
+    expect(trade.result.triggeredStops).toBe(1);
+    expect(book.liveOrders().find((o) => o.id === "stop")).toMatchObject({
+      kind: "limit",
+      expireAt: T0 + 10,
+    });
+    const out = book.apply(tick(T0 + 10));
+    expect(out.events.map((e) => e.payload.orderId)).toEqual(["second", "first", "stop"]);
+    expect(out.events[1]!.payload).toMatchObject({ volume: "2", volumeTotal: "2" });
+  });
+});
+
 /**
  * Runs a script through the engine and the reference: events and results agree at every step,
  * digests and changes after every step too, or, for long scripts, at the end.
@@ -956,4 +1269,69 @@ test("engine agrees: an amend that re-matches and finishes removes the order in 
     amend({ id: "b2", userId: "u1", price: "9.8" }),
   ]);
   expect(stopped[3]).toMatchObject({ code: 105, orderStatus: "cancelled", executedVolume: "1" });
+});
+
+test(`engine agrees at the expiry bound: ${MAX_EXPIRIES} a tick, the rest in order`, () => {
+  const gtd = (id: string, expireAt: number, extra: Partial<PlaceOrderPayload> = {}) =>
+    limit(id, "u1", "bid", "9.5", "0.01", { timeInForce: "gtd", expireAt, ...extra });
+  const results = expectAgreement(
+    [
+      tick(T0),
+      // Two deadlines interleaved, over two pairs: some of the later one is left over.
+      ...Array.from({ length: MAX_EXPIRIES + 3 }, (_, i) =>
+        gtd(`g${i}`, T0 + (i % 2 === 0 ? 10 : 5), { pairId: 1 + (i % 2), price: "9.5" }),
+      ),
+      gtd("sl", T0 + 10, {
+        type: "stop-limit",
+        stopPrice: "10",
+        price: "10.1",
+        volume: "2",
+        volumeTotal: "2",
+      }),
+      gtd("sm", T0 + 10, { type: "stop-market", price: "0", stopPrice: "10.5" }),
+      tick(T0 + 20),
+      // Due but not yet expired, a stop still triggers; a stop-limit rests with its deadline.
+      limit("a", "u2", "ask", "10", "2"),
+      limit("t", "u3", "bid", "10", "1"),
+      tick(T0 + 20),
+      tick(T0 + 21),
+    ],
+    false,
+  );
+  const at = (i: number) => results.at(i)!;
+  expect(at(MAX_EXPIRIES + 6)).toMatchObject({ code: 0, expiredOrders: MAX_EXPIRIES });
+  expect(at(-3)).toMatchObject({ triggeredStops: 1 });
+  // g998, g1000 and g1002 (T0 + 10), sm, then sl, which rested after them.
+  expect(at(-2)).toMatchObject({ code: 0, expiredOrders: 5 });
+  expect(at(-1)).toMatchObject({ code: 0, expiredOrders: 0, events: 0 });
+});
+
+test("engine agrees: a gtd order re-matched by an amend, refusals, expiry on a halted pair", () => {
+  expectAgreement([
+    tick(T0),
+    limit("g1", "u1", "bid", "9.5", "2", { timeInForce: "gtd", expireAt: T0 + 5 }),
+    limit("g2", "u2", "ask", "10.1", "1", { timeInForce: "gtd", expireAt: T0 + 5 }),
+    amend({ id: "g1", userId: "u1", price: "10.1" }), // re-matches, rests with its deadline
+    { ...envelope(), type: "pair.halt", payload: { pairId: 1, reason: "x" } },
+    limit("g3", "u1", "bid", "9.5", "1", { timeInForce: "gtd", expireAt: T0 }), // 309 first
+    tick(T0 + 5), // halted pairs expire too
+    { ...envelope(), type: "pair.resume", payload: { pairId: 1, reason: "x" } },
+    limit("g4", "u1", "bid", "9.5", "1", { timeInForce: "gtd", expireAt: T0 + 4 }),
+    tick(T0 + 2),
+  ]);
+});
+
+// An expireAt of 0 is a deadline like any other (always past), never "none": a gtd order
+// with it is refused, and a gtd stop with it never reaches the stop book.
+test("engine agrees: expireAt 0 is not after the engine's time (309)", () => {
+  const results = expectAgreement([
+    limit("z", "u1", "bid", "9.5", "1", { timeInForce: "gtd", expireAt: 0 }),
+    limit("zs", "u1", "bid", "9.5", "1", {
+      type: "stop-limit",
+      stopPrice: "10",
+      timeInForce: "gtd",
+      expireAt: 0,
+    }),
+  ]);
+  expect(results.map((r) => r.code)).toEqual([309, 309]);
 });

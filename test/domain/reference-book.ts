@@ -1,12 +1,14 @@
 // A deliberately naive reference book for differential tests: plain arrays re-sorted on every
 // step and decimal.js arithmetic. Slow and obvious, so disagreements point at the fast engine.
-// Stops, amends, cancel-alls and halts follow docs/orders.md, written from the page alone.
+// Stops, amends, cancel-alls, halts, good-till-date orders and the clock follow docs/orders.md,
+// written from the page alone.
 
 import DecimalJs from "decimal.js";
 import {
   type AmendOrderCommand,
   type CancelAllCommand,
   type CancelOrderCommand,
+  type ClockTickCommand,
   type CommandEnvelope,
   type CommandResult,
   type DigestOrder,
@@ -16,6 +18,8 @@ import {
   type EventType,
   type OrderAmendedPayload,
   type OrderCancelledPayload,
+  type OrderExpiredPayload,
+  type OrderRestedPayload,
   type OrderStatus,
   type PairControlCommand,
   type PairControlEventPayload,
@@ -48,6 +52,8 @@ interface RefOrder {
   qd: number;
   stp: StpMode;
   postOnly: boolean;
+  /** A good-till-date order's deadline (epoch ms); undefined for every other order. */
+  expireAt?: number;
 }
 
 interface RefStop {
@@ -70,6 +76,8 @@ interface RefStop {
   pd: number;
   ad: number;
   qd: number;
+  /** A good-till-date stop's deadline (epoch ms); undefined for every other stop. */
+  expireAt?: number;
 }
 
 /** An incoming order about to match: a place, a triggered stop or a re-matching amend. */
@@ -93,6 +101,8 @@ interface Taker {
   ad: number;
   qd: number;
   postOnly: boolean;
+  /** The deadline it rests with: a gtd order's, a triggered gtd stop's, an amended order's. */
+  expireAt?: number;
 }
 
 interface TakerOutcome {
@@ -124,13 +134,22 @@ export interface RefLiveOrder {
   executed: string;
   quoteSized: boolean;
   postOnly: boolean;
+  /** Only on good-till-date orders and stops. */
+  expireAt?: number;
 }
 
-type Emit = (type: EventType, payload: Record<string, unknown>) => void;
+/**
+ * `pairId`: the event envelope's pair when not the command's (a clock.tick's expiry, a
+ * cancellation of a cancel-all that spans pairs).
+ */
+type Emit = (type: EventType, payload: Record<string, unknown>, pairId?: number) => void;
 
 /** The bounds of docs/orders.md. */
 export const MAX_TRIGGERED_STOPS = 64;
 export const MAX_CANCEL_ALL = 1_000;
+export const MAX_EXPIRIES = 1_000;
+/** How far past the engine's time an expireAt may lie: 90 days. */
+export const MAX_EXPIRY_AHEAD = 7_776_000_000;
 
 const text = (d: Dec): string => d.toFixed();
 
@@ -185,16 +204,18 @@ export class ReferenceBook {
   private halts = new Map<number, string>();
   private finished = new Set<string>();
   private seq = 0;
+  /** The engine's time: the latest clock.tick's `now`, 0 before one. */
+  private time = 0;
 
   apply(command: CommandEnvelope, alreadyAccepted = false): RefOutcome {
     const events: EventEnvelope[] = [];
-    const emit: Emit = (type, payload) => {
+    const emit: Emit = (type, payload, pairId = command.pairId) => {
       events.push({
         schemaVersion: 1,
         eventId: `${command.commandId}:${events.length}:${type}`,
         type,
         partition: command.partition,
-        pairId: command.pairId,
+        pairId,
         commandId: command.commandId,
         correlationId: command.correlationId,
         ordinal: events.length,
@@ -240,6 +261,12 @@ export class ReferenceBook {
       case "pair.halt":
       case "pair.resume":
         return this.pairControl({ ...ctx, command });
+      case "clock.tick":
+        return this.tick({ ...ctx, command });
+      case "session.cancel-after":
+        // Not modelled yet (docs/orders.md, "The dead-man's switch"): the tick above expires
+        // good-till-date orders only, which is all it does while no switch is armed.
+        throw new Error("the reference book does not model session.cancel-after");
     }
   }
 
@@ -301,18 +328,24 @@ export class ReferenceBook {
     this.orders = this.orders.filter((o) => o !== order);
     this.finished.add(order.id);
     const executed = text(order.volumeTotal.minus(order.remaining));
-    emit("order.cancelled.v1", {
-      orderId: order.id,
-      userId: order.userId,
-      pairId: order.pairId,
-      side: order.side,
-      price: text(order.price),
-      volume: text(order.remaining),
-      volumeTotal: text(order.volumeTotal),
-      executedVolume: executed,
-      reason,
-      code: 0,
-    } satisfies OrderCancelledPayload);
+    emit(
+      "order.cancelled.v1",
+      {
+        orderId: order.id,
+        userId: order.userId,
+        pairId: order.pairId,
+        side: order.side,
+        price: text(order.price),
+        volume: text(order.remaining),
+        volumeTotal: text(order.volumeTotal),
+        executedVolume: executed,
+        reason,
+        code: 0,
+      } satisfies OrderCancelledPayload,
+      // On the order's own pair: a cancel-all of the partition spans pairs. (The docs say so
+      // of a tick's cancellations; of a cancel-all only the commit d0373de does.)
+      order.pairId,
+    );
     return { executed, remaining: text(order.remaining) };
   }
 
@@ -340,7 +373,7 @@ export class ReferenceBook {
     // is left of it (see the report: the page names only stopPrice).
     if (stopQuoteSized(stop)) payload.quoteVolume = text(stop.quoteVolume);
     payload.stopPrice = text(stop.stopPrice);
-    emit("order.cancelled.v1", { ...payload });
+    emit("order.cancelled.v1", { ...payload }, stop.pairId); // as cancelOrder
     return { executed, remaining: text(stop.volume) };
   }
 
@@ -421,8 +454,8 @@ export class ReferenceBook {
     const tif = p.timeInForce ?? "gtc";
     if (p.postOnly === true && stopType)
       return reject(ResultCodes.unsupportedCombination, "post-only cannot be a stop order");
-    if (p.postOnly === true && (!limit || tif !== "gtc"))
-      return reject(ResultCodes.unsupportedCombination, "post-only needs a GTC limit order");
+    if (p.postOnly === true && (!limit || (tif !== "gtc" && tif !== "gtd")))
+      return reject(ResultCodes.unsupportedCombination, "post-only needs a GTC or GTD limit order");
     if (quoteSized && volume.gt(0))
       return reject(
         ResultCodes.unsupportedCombination,
@@ -430,6 +463,27 @@ export class ReferenceBook {
       );
     if (quoteSized && tif === "fok")
       return reject(ResultCodes.unsupportedCombination, "fok needs a base-volume order");
+    // gtd and expireAt go together, and never on a market order (it never rests).
+    const gtd = tif === "gtd";
+    if (gtd && p.expireAt === undefined)
+      return reject(ResultCodes.unsupportedCombination, "gtd needs expireAt");
+    if (!gtd && p.expireAt !== undefined)
+      return reject(ResultCodes.unsupportedCombination, "expireAt needs timeInForce gtd");
+    if (gtd && p.type === "market")
+      return reject(
+        ResultCodes.unsupportedCombination,
+        "a market order cannot be gtd: it never rests",
+      );
+    // The deadline against the engine's time: after the checks above, before the halt check.
+    // (The pair-precision check, 210, stays after the halt check, where it always was.)
+    const expireAt = p.expireAt;
+    if (expireAt !== undefined && expireAt <= this.time)
+      return reject(ResultCodes.expiryInPast, `expireAt ${expireAt} is not after ${this.time}`);
+    if (expireAt !== undefined && expireAt > this.time + MAX_EXPIRY_AHEAD)
+      return reject(
+        ResultCodes.expiryTooFar,
+        `expireAt ${expireAt} is more than 90 days after ${this.time}`,
+      );
     if (this.halts.has(command.pairId)) return reject(ResultCodes.pairHalted, "pair is halted");
     const differs = (o: { pd: number; ad: number; qd: number }) =>
       o.pd !== p.priceDecimals || o.ad !== p.amountDecimals || o.qd !== p.quoteDecimals;
@@ -463,6 +517,7 @@ export class ReferenceBook {
         pd: p.priceDecimals,
         ad: p.amountDecimals,
         qd: p.quoteDecimals,
+        expireAt,
       };
       this.stops.push(stop);
       emit("order.stop-accepted.v1", {
@@ -479,6 +534,7 @@ export class ReferenceBook {
         timeInForce: stop.tif,
         stp: stop.stp,
         timestamp: stop.timestamp,
+        ...(expireAt === undefined ? {} : { expireAt }),
       } satisfies StopAcceptedPayload);
       return {
         result: {
@@ -514,6 +570,7 @@ export class ReferenceBook {
       ad: p.amountDecimals,
       qd: p.quoteDecimals,
       postOnly: p.postOnly === true,
+      expireAt,
     };
     if (p.postOnly === true) {
       const best = this.makersFor(taker)[0];
@@ -716,7 +773,8 @@ export class ReferenceBook {
       cancelTaker("stp", ResultCodes.stpCancelled);
       return finish("cancelled", ResultCodes.stpCancelled);
     }
-    if (t.limit && tif === "gtc") {
+    // A gtd order rests as a gtc one does, with its deadline.
+    if (t.limit && (tif === "gtc" || tif === "gtd")) {
       const order: RefOrder = {
         id: t.id,
         userId: t.userId,
@@ -732,6 +790,7 @@ export class ReferenceBook {
         qd: t.qd,
         stp,
         postOnly: t.postOnly,
+        expireAt: t.expireAt,
       };
       this.orders.push(order);
       emit("order.rested.v1", {
@@ -745,7 +804,8 @@ export class ReferenceBook {
         executedVolume: text(volumeTotal.minus(remaining)),
         timestamp: t.timestamp,
         stp,
-      });
+        ...(t.expireAt === undefined ? {} : { expireAt: t.expireAt }),
+      } satisfies OrderRestedPayload);
       const partial = executed.gt(0);
       return finish(
         partial ? "partially-filled-rested" : "rested",
@@ -822,6 +882,8 @@ export class ReferenceBook {
           ad: s.ad,
           qd: s.qd,
           postOnly: false,
+          // Triggered, a gtd stop-limit rests with the deadline it waited with.
+          expireAt: s.expireAt,
         },
         emit,
         false,
@@ -924,6 +986,8 @@ export class ReferenceBook {
       ad: order.ad,
       qd: order.qd,
       postOnly: order.postOnly,
+      // An amend keeps the deadline, also when the order re-matches and rests again.
+      expireAt: order.expireAt,
     };
     const best = taker && this.makersFor(taker)[0];
     const wouldTake = taker !== undefined && best !== undefined && this.crosses(taker, best);
@@ -1086,7 +1150,71 @@ export class ReferenceBook {
     };
   }
 
+  // --- clock.tick -------------------------------------------------------------------------
+
+  private tick(ctx: Ctx<ClockTickCommand>): RefOutcome {
+    const { command, emit, reject, events } = ctx;
+    const now = command.payload.now;
+    // The engine's own guard (a tick is the conductor's, never decoded from the wire).
+    if (!Number.isSafeInteger(now) || now < 0)
+      return reject(ResultCodes.badEnvelope, "clock.tick: now must be epoch milliseconds");
+    // Time never goes back.
+    this.time = Math.max(this.time, now);
+    // Every order and stop due, earliest deadline first, then time priority (the current
+    // sequence: an amend that lost priority or a stop-limit that rested counts from then).
+    const due = [...this.orders, ...this.stops]
+      .filter((x) => x.expireAt !== undefined && x.expireAt <= this.time)
+      .sort((a, b) => a.expireAt! - b.expireAt! || a.seq - b.seq)
+      .slice(0, MAX_EXPIRIES);
+    for (const x of due) {
+      const stop = "stopPrice" in x ? x : undefined;
+      const unfilled = "remaining" in x ? x.remaining : x.volume;
+      this.orders = this.orders.filter((o) => o !== x);
+      this.stops = this.stops.filter((s) => s !== x);
+      this.finished.add(x.id);
+      const payload: OrderExpiredPayload = {
+        orderId: x.id,
+        userId: x.userId,
+        pairId: x.pairId,
+        side: x.side,
+        price: text(x.price),
+        volume: text(unfilled),
+        volumeTotal: text(x.volumeTotal),
+        executedVolume: text(x.volumeTotal.minus(unfilled)),
+        expireAt: x.expireAt!,
+      };
+      if (stop && stopQuoteSized(stop)) payload.quoteVolume = text(stop.quoteVolume);
+      if (stop) payload.stopPrice = text(stop.stopPrice);
+      // Each in its own pair's envelope: a tick spans the partition's pairs.
+      emit("order.expired.v1", { ...payload }, x.pairId);
+    }
+    return {
+      result: {
+        commandId: command.commandId,
+        status: "accepted",
+        code: 0,
+        codeName: "ok",
+        expiredOrders: due.length,
+        events: events.length,
+      },
+      events,
+    };
+  }
+
   // --- views ------------------------------------------------------------------------------
+
+  /** The engine's time as the ticks set it. */
+  now(): number {
+    return this.time;
+  }
+
+  /** The earliest deadline of a live good-till-date order or stop; undefined: none. */
+  nextExpiry(): number | undefined {
+    const deadlines = [...this.orders, ...this.stops]
+      .map((x) => x.expireAt)
+      .filter((at): at is number => at !== undefined);
+    return deadlines.length === 0 ? undefined : Math.min(...deadlines);
+  }
 
   restingCount(): number {
     return this.orders.length;
@@ -1117,6 +1245,7 @@ export class ReferenceBook {
           executed: text(o.volumeTotal.minus(o.remaining)),
           quoteSized: false,
           postOnly: o.postOnly,
+          ...(o.expireAt === undefined ? {} : { expireAt: o.expireAt }),
         }),
       );
     const stops = [...this.stops]
@@ -1135,6 +1264,7 @@ export class ReferenceBook {
           executed: text(s.volumeTotal.minus(s.volume)),
           quoteSized: stopQuoteSized(s),
           postOnly: false,
+          ...(s.expireAt === undefined ? {} : { expireAt: s.expireAt }),
         }),
       );
     return [...resting, ...stops];
@@ -1167,6 +1297,7 @@ export class ReferenceBook {
         amountDecimals: o.ad,
         quoteDecimals: o.qd,
         ...(o.postOnly ? { postOnly: true } : {}),
+        ...(o.expireAt === undefined ? {} : { expireAt: o.expireAt }),
       }),
     );
     const stops = [...this.stops]
@@ -1189,6 +1320,7 @@ export class ReferenceBook {
           priceDecimals: s.pd,
           amountDecimals: s.ad,
           quoteDecimals: s.qd,
+          ...(s.expireAt === undefined ? {} : { expireAt: s.expireAt }),
         }),
       );
     const halts = [...this.halts]

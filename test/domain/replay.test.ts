@@ -1,10 +1,17 @@
 // Replay determinism: the same workload twice gives a byte-identical event transcript and digest,
-// and reloading the resting orders into a fresh engine reproduces the digest.
+// and reloading the resting orders into a fresh engine reproduces the digest. With recorded
+// times too: clock.ticks in the script, good-till-date orders expiring, and a reload mid-way
+// (books, stops, halts and the clock) that goes on exactly as the engine that never stopped.
 
-import { expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { createWorkload, workloadNames } from "../../bench/workloads";
-import { MatchingEngine, type PlaceOrderPayload } from "../../src/domain/index";
-import { place } from "./helpers";
+import {
+  type CommandEnvelope,
+  MAX_EXPIRY_AHEAD_MS,
+  MatchingEngine,
+  type PlaceOrderPayload,
+} from "../../src/domain/index";
+import { amend, cancel, cancelAll, pairControl, place, tick } from "./helpers";
 
 function run(name: string, commands: number): { transcript: string; engine: MatchingEngine } {
   const engine = new MatchingEngine();
@@ -66,4 +73,194 @@ test("the digest tells books apart that differ only where a field's text could p
   );
   // Same book, same digest.
   expect(digestOf([{ id: "p" }])).toBe(digestOf([{ id: "p" }]));
+});
+
+// --- recorded times: good-till-date orders and clock.tick ----------------------------------
+
+/** mulberry32: a small seeded generator, so the script is the same on every run. */
+function random(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+const T0 = 1_800_000_000_000;
+
+/**
+ * A script as the conductor would have recorded it: its clock.ticks carry the times the batches
+ * had (mostly a few milliseconds apart, now and then the same time or an older one), between
+ * good-till-date limit orders and stops that expire a few milliseconds to a few hundred later
+ * (some refused: in the past, beyond 90 days), GTC orders that trade with them, amends,
+ * cancels, cancel-alls and halts on three pairs.
+ */
+function timedScript(seed: number, length: number): CommandEnvelope[] {
+  const next = random(seed);
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
+  const users = ["u1", "u2", "u3", "u4"];
+  const prices = ["99", "99.5", "100", "100.5", "101"];
+  const volumes = ["0.5", "1", "2", "3"];
+  const ids: string[] = [];
+  let now = T0;
+  const commands: CommandEnvelope[] = [tick(now)];
+  for (let i = 0; i < length; i++) {
+    const r = next();
+    const pairId = 1 + Math.floor(next() * 3);
+    const order = {
+      id: `o${i}`,
+      pairId,
+      userId: pick(users),
+      side: pick(["bid", "ask"] as const),
+      price: pick(prices),
+      volume: pick(volumes),
+    };
+    const deadline = () => {
+      const d = next();
+      if (d < 0.03) return now - Math.floor(next() * 3); // expiry-in-past
+      if (d < 0.05) return now + MAX_EXPIRY_AHEAD_MS + 1; // expiry-too-far
+      if (d < 0.07) return now + MAX_EXPIRY_AHEAD_MS;
+      return now + 1 + Math.floor(next() * (d < 0.8 ? 40 : 400));
+    };
+    if (r < 0.16) {
+      const step = next();
+      if (step < 0.05) {
+        commands.push(tick(now - 1 - Math.floor(next() * 20))); // older: time stays
+      } else if (step < 0.1) {
+        commands.push(tick(now));
+      } else {
+        now += 1 + Math.floor(next() * 30);
+        commands.push(tick(now));
+      }
+      continue;
+    }
+    if (r < 0.5) {
+      ids.push(order.id);
+      commands.push(place({ ...order, timeInForce: "gtd", expireAt: deadline() }));
+    } else if (r < 0.64) {
+      ids.push(order.id);
+      commands.push(place(order));
+    } else if (r < 0.72) {
+      ids.push(order.id);
+      const stop = next() < 0.5 ? "stop-limit" : "stop-market";
+      commands.push(
+        place({
+          ...order,
+          type: stop,
+          price: stop === "stop-limit" ? order.price : "0",
+          stopPrice: pick(prices),
+          timeInForce: "gtd",
+          expireAt: deadline(),
+        }),
+      );
+    } else if (r < 0.76) {
+      commands.push(place({ ...order, type: "market", price: "0", timeInForce: "ioc" }));
+    } else if (r < 0.86 && ids.length > 0) {
+      const id = pick(ids);
+      const change = next() < 0.5 ? { price: pick(prices) } : { volume: pick(volumes) };
+      // The owner is unknown here; another user's amend is refused the same way each time.
+      commands.push(amend(id, change, pick(users), pairId));
+    } else if (r < 0.94 && ids.length > 0) {
+      commands.push(cancel(pick(ids), pick(users), pairId));
+    } else if (r < 0.97) {
+      commands.push(cancelAll(pick(users), next() < 0.5 ? pairId : undefined, pairId));
+    } else {
+      // Mostly resumes, so a pair is halted about a sixth of the time.
+      commands.push(pairControl(next() < 0.15 ? "pair.halt" : "pair.resume", pairId));
+    }
+  }
+  // Past every deadline: everything good-till-date goes, a tick's 1,000 at a time.
+  commands.push(tick(now + MAX_EXPIRY_AHEAD_MS), tick(now + MAX_EXPIRY_AHEAD_MS + 1));
+  return commands;
+}
+
+/**
+ * Applies `commands` as the conductor does, with its accepted-order markers (so an engine
+ * reloaded without the finished ids it remembered answers as one that never stopped), and
+ * returns the transcript of results and events.
+ */
+function feed(engine: MatchingEngine, commands: CommandEnvelope[], accepted: Set<string>): string {
+  const parts: string[] = [];
+  for (const command of commands) {
+    const id = "id" in command.payload ? command.payload.id : undefined;
+    const outcome = engine.apply(command, id !== undefined && accepted.has(id));
+    if (outcome.acceptedOrderId !== undefined) accepted.add(outcome.acceptedOrderId);
+    parts.push(JSON.stringify(outcome.result), JSON.stringify(outcome.events));
+  }
+  return parts.join("\n");
+}
+
+/** A fresh engine loaded as the conductor reloads: books, stops, halts and the clock. */
+function reload(from: MatchingEngine): MatchingEngine {
+  const engine = new MatchingEngine();
+  for (const order of [...from.restingOrders()].reverse()) engine.loadRestingOrder(order);
+  for (const stop of [...from.stopOrders()].reverse()) engine.loadStopOrder(stop);
+  for (const halt of from.haltedPairs()) engine.loadHalt(halt.pairId, halt.reason);
+  engine.loadClock(from.now());
+  return engine;
+}
+
+describe("a script with recorded times", () => {
+  const commands = timedScript(11, 4000);
+
+  test("replays byte-identically, expiries included", () => {
+    const first = new MatchingEngine();
+    const second = new MatchingEngine();
+    const transcript = feed(first, commands, new Set());
+    expect(feed(second, commands, new Set())).toBe(transcript);
+    expect(second.digest()).toBe(first.digest());
+    expect(second.now()).toBe(first.now());
+    first.check();
+    // The script did what it is for: orders and stops expired, deadlines were refused, stops
+    // triggered.
+    const count = (text: string) => transcript.split(text).length - 1;
+    expect(count('"type":"order.expired.v1"')).toBeGreaterThan(300);
+    expect(count('"codeName":"expiry-in-past"')).toBeGreaterThan(10);
+    expect(count('"codeName":"expiry-too-far"')).toBeGreaterThan(10);
+    expect(count('"triggeredStops"')).toBeGreaterThan(10);
+    // The last ticks took every good-till-date order and stop.
+    expect(first.nextExpiry()).toBeUndefined();
+    expect([...first.restingOrders()].every((o) => o.expireAt === undefined)).toBe(true);
+  });
+
+  test.each([1, 700, 1500, 2222, 3333])(
+    "an engine reloaded after command %i goes on as the uninterrupted one",
+    (at) => {
+      const whole = new MatchingEngine();
+      const accepted = new Set<string>();
+      feed(whole, commands.slice(0, at), accepted);
+      const reloaded = reload(whole);
+      reloaded.check();
+      expect(reloaded.digest()).toBe(whole.digest());
+      expect(reloaded.now()).toBe(whole.now());
+      expect(reloaded.nextExpiry()).toBe(whole.nextExpiry());
+      const rest = commands.slice(at);
+      const expected = feed(whole, rest, new Set(accepted));
+      expect(feed(reloaded, rest, accepted)).toBe(expected);
+      reloaded.check();
+      expect(reloaded.digest()).toBe(whole.digest());
+    },
+  );
+});
+
+test("the digest tells apart books that differ only in a deadline", () => {
+  const digestOf = (payload: Partial<PlaceOrderPayload>): string => {
+    const engine = new MatchingEngine();
+    engine.apply(tick(T0));
+    const outcome = engine.apply(place({ id: "p", timestamp: 1_704_067_200_000, ...payload }));
+    expect(outcome.result.status).toBe("accepted");
+    return engine.digest();
+  };
+  const gtc = digestOf({});
+  const at = (expireAt: number) => digestOf({ timeInForce: "gtd", expireAt });
+  expect(at(T0 + 1)).not.toBe(gtc);
+  expect(at(T0 + 1)).not.toBe(at(T0 + 2));
+  expect(at(T0 + 1)).toBe(at(T0 + 1));
+  const stop = { type: "stop-limit" as const, stopPrice: "200" };
+  expect(digestOf({ ...stop, timeInForce: "gtd", expireAt: T0 + 1 })).not.toBe(
+    digestOf({ ...stop, timeInForce: "gtd", expireAt: T0 + 2 }),
+  );
 });
