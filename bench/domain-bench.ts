@@ -6,7 +6,7 @@ import { intFlag } from "./boundary";
 import { environmentFacts, machineEnvironment } from "./environment";
 import { LatencyHistogram } from "./histogram";
 import { type BenchReport, renderReport } from "./report";
-import { createWorkload, type Workload } from "./workloads";
+import { createWorkload, DOMAIN_CLOCK, type Workload } from "./workloads";
 
 export interface DomainBenchOptions {
   workload: string;
@@ -44,9 +44,12 @@ const machineFacts = (): Record<string, string> =>
 function warmUp(name: string, seed: number, warmup: number): void {
   if (warmup <= 0) return;
   const warm = new MatchingEngine();
-  const warmWorkload = createWorkload(name, { seed: seed + 1 });
+  const warmWorkload = createWorkload(name, { seed: seed + 1, clock: DOMAIN_CLOCK });
   for (const command of warmWorkload.prefill()) warm.apply(command);
-  for (let i = 0; i < warmup; i++) warm.apply(warmWorkload.next(i));
+  for (let i = 0; i < warmup; i++) {
+    if (i % BATCH === 0 && warmWorkload.tick !== undefined) warm.apply(warmWorkload.tick(i));
+    warm.apply(warmWorkload.next(i));
+  }
 }
 
 /**
@@ -55,7 +58,7 @@ function warmUp(name: string, seed: number, warmup: number): void {
  */
 function timeCommands(engine: MatchingEngine, workload: Workload, commands: number) {
   const histogram = new LatencyHistogram();
-  const counts = { events: 0, accepted: 0, rejected: 0, duplicate: 0, deals: 0 };
+  const counts = { events: 0, accepted: 0, rejected: 0, duplicate: 0, deals: 0, ticks: 0 };
   let timedNs = 0;
   let slowestBatchNs = 0;
   let sampled = 0;
@@ -67,7 +70,13 @@ function timeCommands(engine: MatchingEngine, workload: Workload, commands: numb
     for (let k = 0; k < size; k++) batch[k] = workload.next(start + k);
     const phase = batchIndex % LATENCY_STRIDE;
     let timed = 0;
+    const tick = workload.tick?.(start);
     const batchStart = now();
+    // As a conductor does before each batch: the clock, and whatever it expires or fires.
+    if (tick !== undefined) {
+      counts.events += engine.apply(tick).events.length;
+      counts.ticks++;
+    }
     for (let k = 0; k < size; k++) {
       let outcome: CommandOutcome;
       if (k % LATENCY_STRIDE === phase) {
@@ -123,7 +132,7 @@ export function runDomainBench(options: DomainBenchOptions): BenchReport {
   warmUp(name, seed, warmup);
   Bun.gc(true);
   const engine = new MatchingEngine();
-  const workload = createWorkload(name, { seed });
+  const workload = createWorkload(name, { seed, clock: DOMAIN_CLOCK });
   for (const command of workload.prefill()) engine.apply(command);
   const prefilled = engine.restingOrderCount();
   const { histogram, counts, timedNs, slowestBatchNs, sampled } = timeCommands(
@@ -161,6 +170,8 @@ export function runDomainBench(options: DomainBenchOptions): BenchReport {
       accepted: counts.accepted,
       rejected: counts.rejected,
       duplicate: counts.duplicate,
+      // Applied in the timed region, one before each batch, as a conductor does.
+      clockTicks: counts.ticks,
       prefilledOrders: prefilled,
       restingOrders: resting,
       digest: engine.digest(),

@@ -1,5 +1,6 @@
 // The "exchange" workload: the command mix of a busy order book, where most messages manage
-// orders rather than trade: limits, markets, cancels, amends and stop orders on one pair.
+// orders rather than trade: limits, markets, cancels, amends and stop orders on one pair;
+// with a clock, good-till-date orders and the market makers' dead-man's switches too.
 
 import type { CommandEnvelope, Side } from "../src/domain/index";
 import {
@@ -12,6 +13,7 @@ import {
   STREAM_TIMED,
   volumeText,
   type Workload,
+  type WorkloadClock,
 } from "./workload-parts";
 
 /** The command mix, in percent of timed commands (stated in every report). */
@@ -26,6 +28,14 @@ export const exchangeMix = {
 
 /** Market makers: they place a tenth of the limits and send the cancel-alls. */
 const MAKERS = 10;
+
+/**
+ * With a clock: a fifth of the limits and stops are good till 0.1-5 s after they are placed,
+ * and a market maker's cancel-all is, one time in two, a renewal of its dead-man's switch
+ * instead (timeout 1.5 s, about one a second each at 1,000 commands a second: some lapse).
+ */
+const GTD_SHARE = 0.2;
+const SWITCH_TIMEOUT_MS = 1500;
 
 /** Orders an amend or cancel may name: the most recent limit and stop orders placed. */
 const POOL = 2000;
@@ -42,8 +52,15 @@ export function exchange(
   pairId: number,
   seed: number,
   orderId: OrderIdOf,
+  clock?: WorkloadClock,
 ): Workload {
   const random = mulberry32(seed ^ 0x68e31da4);
+  const timeOf = (i: number) => (clock === undefined ? 0 : clock.epochMs + i * clock.msPerCommand);
+  // Drawn only with a clock, so a run without one makes today's commands, byte for byte.
+  const expiry = (i: number): number | undefined =>
+    clock !== undefined && random() < GTD_SHARE
+      ? timeOf(i) + 100 + Math.floor(random() * 4900)
+      : undefined;
   const pool: Placed[] = [];
   // Recent orders are the likeliest to rest still: the pick leans towards the end.
   const pick = (): Placed | undefined =>
@@ -61,7 +78,12 @@ export function exchange(
       `or stop price), ${m.cancel}% cancels, both of recent stops and limits placed behind the ` +
       `touch (some filled meanwhile: those are rejected), ${m.cancelAll}% cancel-alls by one of ` +
       `${MAKERS} market makers, who place a tenth of the limits; prefilled with 10,000 orders ` +
-      "on 1,000 levels",
+      "on 1,000 levels" +
+      (clock === undefined
+        ? ""
+        : `; a fifth of the limits and stops good till 0.1-5 s later, and half the ` +
+          `cancel-alls a maker's dead-man's switch renewal (timeout ${SWITCH_TIMEOUT_MS} ms), ` +
+          `${1 / clock.msPerCommand} commands a virtual millisecond, a clock.tick every batch`),
     pairIds: [pairId],
     prefill: () => prefillLevels(factory, pairId, seed, orderId),
     next: (i) => {
@@ -72,7 +94,12 @@ export function exchange(
       const volume = volumeText(1 + Math.floor(random() * 300));
       // A market maker pulling its quotes, often when it has none left: a silent command.
       const maker = `mm${Math.floor(random() * MAKERS)}`;
-      if (roll >= 100 - m.cancelAll) return factory.cancelAll(STREAM_TIMED, i, pairId, maker);
+      if (roll >= 100 - m.cancelAll) {
+        if (clock !== undefined && random() < 0.5) {
+          return factory.cancelAfter(STREAM_TIMED, i, pairId, maker, SWITCH_TIMEOUT_MS);
+        }
+        return factory.cancelAll(STREAM_TIMED, i, pairId, maker);
+      }
       if (roll >= m.limit + m.market + m.stop) {
         const target = pick();
         if (target !== undefined) {
@@ -101,14 +128,23 @@ export function exchange(
           price,
           volume,
           postOnly,
+          expireAt: expiry(i),
         });
       }
       if (roll < m.limit + m.market) {
         const spec = { id, userId, side, type: "market" as const, pairId, price: "0", volume };
         return factory.place(STREAM_TIMED, i, spec);
       }
-      return stopOrder(factory, i, { id, userId, side, pairId, volume }, random, remember);
+      const expireAt = expiry(i);
+      return stopOrder(
+        factory,
+        i,
+        { id, userId, side, pairId, volume, expireAt },
+        random,
+        remember,
+      );
     },
+    ...(clock === undefined ? {} : { tick: (i: number) => factory.tick(timeOf(i)) }),
   };
 }
 
@@ -116,7 +152,14 @@ export function exchange(
 function stopOrder(
   factory: CommandFactory,
   i: number,
-  order: { id: string; userId: string; side: Side; pairId: number; volume: string },
+  order: {
+    id: string;
+    userId: string;
+    side: Side;
+    pairId: number;
+    volume: string;
+    expireAt?: number;
+  },
   random: () => number,
   remember: (placed: Placed) => void,
 ): CommandEnvelope {

@@ -3,6 +3,7 @@
 
 import type {
   AmendOrderPayload,
+  ClockTickCommand,
   CommandEnvelope,
   OrderKind,
   PlaceOrderPayload,
@@ -24,7 +25,22 @@ export interface WorkloadOptions {
   partitionCount?: number;
   /** Number of pairs for multi-pair (default 8). */
   pairs?: number;
+  /**
+   * A clock of the workload's own, for a run that applies clock.tick itself (the domain
+   * bench): the exchange workload then mixes in good-till-date orders and dead-man's
+   * switches. A conductor ticks by the wall clock, so pipeline runs go without one.
+   */
+  clock?: WorkloadClock;
 }
+
+/** Command i happens at epochMs + i * msPerCommand. */
+export interface WorkloadClock {
+  epochMs: number;
+  msPerCommand: number;
+}
+
+/** The domain bench's clock: 1,000 commands a second from 2027-01-15 (a fixed epoch). */
+export const DOMAIN_CLOCK: WorkloadClock = { epochMs: 1_800_000_000_000, msPerCommand: 1 };
 
 export interface Workload {
   name: WorkloadName;
@@ -39,6 +55,8 @@ export interface Workload {
    * Stateful workloads answer for the commands generated so far: call it after them.
    */
   expectedAfter?(commands: number): { events: number; resting: number };
+  /** With a clock: the clock.tick due before command i. */
+  tick?(i: number): ClockTickCommand;
 }
 
 /** 2024-01-01T00:00:00Z: commands are stamped epoch + index milliseconds, never with a clock. */
@@ -89,6 +107,8 @@ export interface PlaceSpec {
   quoteVolume?: string;
   postOnly?: boolean;
   stopPrice?: string;
+  /** Makes the order good-till-date. */
+  expireAt?: number;
 }
 
 /** Builds envelopes for one workload: ids and times come from (seed, partition, stream, index). */
@@ -140,6 +160,10 @@ export class CommandFactory {
     };
     if (spec.postOnly) payload.postOnly = true;
     if (spec.stopPrice !== undefined) payload.stopPrice = spec.stopPrice;
+    if (spec.expireAt !== undefined) {
+      payload.timeInForce = "gtd";
+      payload.expireAt = spec.expireAt;
+    }
     return { ...base, type: "order.place", payload };
   }
 
@@ -151,6 +175,32 @@ export class CommandFactory {
   amend(stream: number, index: number, payload: AmendOrderPayload): CommandEnvelope {
     const { ms: _ms, ...base } = this.envelopeBase(stream, index, payload.pairId);
     return { ...base, type: "order.amend", payload };
+  }
+
+  /** A session.cancel-after on `pairId`'s partition. */
+  cancelAfter(
+    stream: number,
+    index: number,
+    pairId: number,
+    userId: string,
+    timeoutMs: number,
+  ): CommandEnvelope {
+    const { ms: _ms, ...base } = this.envelopeBase(stream, index, pairId);
+    return { ...base, type: "session.cancel-after", payload: { userId, timeoutMs } };
+  }
+
+  /** The conductor's clock.tick at `nowMs`, as a run without a conductor applies it. */
+  tick(nowMs: number): ClockTickCommand {
+    return {
+      schemaVersion: 1,
+      commandId: `clock.tick:${this.partition}:${nowMs}`,
+      correlationId: "",
+      type: "clock.tick",
+      submittedAt: new Date(nowMs).toISOString(),
+      pairId: 0,
+      partition: this.partition,
+      payload: { now: nowMs },
+    };
   }
 
   cancel(

@@ -48,7 +48,13 @@ export function createWorkload(name: string, options: WorkloadOptions = {}): Wor
     case "multi-pair":
       return multiPair(factory, partitionPairIds(partition, partitionCount, pairs), seed, orderId);
     case "exchange":
-      return exchange(factory, partitionPairIds(partition, partitionCount, 1)[0]!, seed, orderId);
+      return exchange(
+        factory,
+        partitionPairIds(partition, partitionCount, 1)[0]!,
+        seed,
+        orderId,
+        options.clock,
+      );
     default:
       throw new Error(`unknown workload ${name}; known: ${workloadNames.join(", ")}`);
   }
