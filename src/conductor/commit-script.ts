@@ -28,6 +28,9 @@ export const orderHashFields = [
   "postOnly",
   // Epoch milliseconds of a good-till-date order, "0" for others; absent in older hashes.
   "expireAt",
+  // An iceberg's volume shown at a time and its hidden volume; "0" and "0" for others.
+  "displayVolume",
+  "hiddenVolume",
 ] as const;
 
 /** The fields of a stop order's hash, in the order the `P` op sends their values. */
@@ -73,7 +76,7 @@ function hashArgs(fields: readonly string[]): string {
  *                last commit (or as it read it with the books)
  * ARGV[6+nm+ne..] ops, each an op code followed by its arguments (k: a KEYS index):
  *                S k ttl value        SET KEYS[k] value EX ttl
- *                O k v1 .. v15        HSET an order hash: every field of orderHashFields
+ *                O k v1 .. v17        HSET an order hash: every field of orderHashFields
  *                                     (an order hash always has the same fields, so no
  *                                     stale field survives)
  *                P k v1 .. v18        HSET a stop order's hash: every field of stopHashFields

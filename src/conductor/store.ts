@@ -466,6 +466,8 @@ function encodeOrder(order: RestingOrder): string[] {
     order.stp,
     order.postOnly === true ? "1" : "0",
     String(order.expireAt ?? 0),
+    order.displayVolume ?? "0",
+    order.hiddenVolume ?? "0",
   ];
 }
 
@@ -546,8 +548,8 @@ function decodeStop(values: (string | null)[]): StopOrder {
 
 /** A book member without its order hash means the keyspace changed under us: fail the load loudly. */
 function decodeOrder(values: (string | null)[]): RestingOrder {
-  // The last fields, postOnly and expireAt, are absent from hashes written before they were kept.
-  if (values.some((value, i) => value === null && i < orderHashFields.length - 2)) {
+  // The last fields, from postOnly on, are absent from hashes written before they were kept.
+  if (values.some((value, i) => value === null && i < orderHashFields.indexOf("postOnly"))) {
     throw new Error(`order hash incomplete while loading books: ${JSON.stringify(values)}`);
   }
   // HMGET answered in orderHashFields' order.
@@ -567,6 +569,8 @@ function decodeOrder(values: (string | null)[]): RestingOrder {
     stp,
     postOnly,
     expireAt,
+    displayVolume,
+    hiddenVolume,
   ] = values as string[];
   const order: RestingOrder = {
     id: id!,
@@ -587,6 +591,10 @@ function decodeOrder(values: (string | null)[]): RestingOrder {
   if (postOnly === "1") order.postOnly = true;
   if (expireAt !== null && expireAt !== undefined && expireAt !== "0") {
     order.expireAt = Number(expireAt);
+  }
+  if (displayVolume !== null && displayVolume !== undefined && displayVolume !== "0") {
+    order.displayVolume = displayVolume;
+    order.hiddenVolume = hiddenVolume ?? "0";
   }
   return order;
 }

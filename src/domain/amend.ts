@@ -1,13 +1,15 @@
 // order.amend: the rules of docs/orders.md for resting orders (priority kept or lost,
 // re-matched when a new price crosses) and for stops. No I/O, no clock.
 
+import { amendIceberg } from "./amend-iceberg";
 import { cancelResting, findOwnOrder } from "./cancel";
 import { formatValue, type Scaled, subScaled } from "./decimal-scale";
 import type { EngineState } from "./engine-state";
-import { emitRested, emitTakerCancel } from "./match";
+import { emitTakerCancel } from "./match";
 import { type OrderNode, type PairBook, toRestingOrder } from "./order-book";
 import { accepted, reject } from "./outcomes";
 import { crosses } from "./quote-math";
+import { emitRested } from "./rested";
 import { type ResultCode, ResultCodes } from "./result-codes";
 import { type StopNode, toStopOrder } from "./stop-book";
 import { cancelStop, triggerStops } from "./stops";
@@ -45,6 +47,7 @@ function amendResting(s: EngineState, command: AmendOrderCommand, node: OrderNod
   if (parsed.stopPrice !== undefined) {
     return reject(command, ResultCodes.unsupportedCombination, "only stop orders have a stopPrice");
   }
+  if (node.display !== 0) return amendIceberg(s, command, node, parsed.price, parsed.volume);
   const executed = subScaled(node.volumeTotal, node.remaining);
   const total = parsed.volume ?? node.volumeTotal;
   const price = parsed.price ?? node.price;

@@ -1,9 +1,9 @@
 // order.cancel and order.cancel-all, and finding the order or stop a cancel or amend names.
 // No I/O, no clock.
 
-import { formatValue, subScaled } from "./decimal-scale";
 import type { EngineState } from "./engine-state";
 import type { CancelReason, EventLog } from "./events";
+import { executedText, unfilledText } from "./iceberg";
 import { type OrderNode, type PairBook, toRestingOrder } from "./order-book";
 import { FINISHED } from "./order-index";
 import { accepted, reject } from "./outcomes";
@@ -75,7 +75,9 @@ export function cancelResting(
   const state = toRestingOrder(node);
   book.remove(node);
   s.orders.finishResting(node);
-  const executed = formatValue(subScaled(node.volumeTotal, node.remaining), node.amountDecimals);
+  const executed = executedText(node);
+  // An iceberg's hidden part goes too: the volume cancelled is all it had unfilled.
+  const volume = unfilledText(node);
   changes.push({ op: "remove", order: state });
   // On the order's own pair: a cancel-all of the partition, or a fired switch, spans pairs.
   log.pushOnPair(node.pairId, "order.cancelled.v1", {
@@ -84,13 +86,13 @@ export function cancelResting(
     pairId: node.pairId,
     side: node.side,
     price: node.priceText,
-    volume: state.volume,
+    volume,
     volumeTotal: node.volumeTotalText,
     executedVolume: executed,
     reason,
     code: ResultCodes.ok,
   });
-  return { executed, remaining: state.volume };
+  return { executed, remaining: volume };
 }
 
 export function cancel(

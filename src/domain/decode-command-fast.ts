@@ -105,6 +105,7 @@ function isPlacePayload(p: Fields): boolean {
     (p.role === undefined || typeof p.role === "string") &&
     isOptional(p.timeInForce, timesInForce) &&
     (p.expireAt === undefined || isNonNegativeInt(p.expireAt)) &&
+    (p.displayVolume === undefined || typeof p.displayVolume === "string") &&
     (p.postOnly === undefined || typeof p.postOnly === "boolean") &&
     isOptional(p.stp, stpModes)
   );

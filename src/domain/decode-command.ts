@@ -44,6 +44,7 @@ const placePayload = z
     // Checked only on stop orders (below): a limit or market order ignores it, as it always
     // ignored extra fields, so today's commands decode as before (and the fast path agrees).
     stopPrice: z.unknown().optional(),
+    displayVolume: z.string().optional(),
   })
   .superRefine((payload, context) => {
     const stop = payload.type === "stop-limit" || payload.type === "stop-market";

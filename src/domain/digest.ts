@@ -81,6 +81,9 @@ export interface DigestOrder {
   postOnly?: boolean;
   /** Hashed only when present, for the same reason. */
   expireAt?: number;
+  /** An iceberg's: hashed only when present, as above. */
+  displayVolume?: string;
+  hiddenVolume?: string;
 }
 
 /** Feeds one order's defining fields to a hash. */
@@ -97,6 +100,9 @@ export function hashOrder(hash: Fnv1a64, order: DigestOrder): void {
   hash.text(`${order.priceDecimals}/${order.amountDecimals}/${order.quoteDecimals}`);
   if (order.postOnly === true) hash.text("post-only");
   if (order.expireAt !== undefined) hash.text(`expires ${order.expireAt}`);
+  if (order.displayVolume !== undefined) {
+    hash.text(`iceberg ${order.displayVolume}/${order.hiddenVolume ?? "0"}`);
+  }
 }
 
 /** The fields of a stop order that define state; its arrival order counts through the list. */

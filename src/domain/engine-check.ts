@@ -17,6 +17,12 @@ export function checkState(s: EngineState): void {
     seen++;
     invariant(node.id === id && node.level !== null, () => `index entry ${id} not resting`);
     invariant(s.books.get(node.pairId) !== undefined, () => `order ${id} has no book`);
+    // An iceberg shows at most its display, and hides nothing while it shows less than it
+    // may unless a fill took part of what it shows; a plain order hides nothing.
+    invariant(
+      node.display === 0 ? node.hidden === 0 : node.remaining <= node.display && node.hidden >= 0,
+      () => `order ${id} shows ${node.remaining} of display ${node.display}, hides ${node.hidden}`,
+    );
   }
   invariant(seen === indexed, () => `index counts ${indexed} resting orders, holds ${seen}`);
   let stops = 0;

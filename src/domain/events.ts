@@ -55,6 +55,9 @@ export interface OrderRestedPayload {
   stp: StpMode;
   /** Only on a good-till-date order. */
   expireAt?: number;
+  /** Only on an iceberg: the volume it shows at a time, and what it hides now. */
+  displayVolume?: string;
+  hiddenVolume?: string;
 }
 
 /** Payload of order.filled.v1 and order.updated.v1: one fill of one order. */
@@ -74,6 +77,8 @@ export interface OrderFillPayload {
   fillQuoteVolume: string;
   /** Quote budget left, only on quote-sized market bids. */
   quoteVolume?: string;
+  /** Only on an iceberg maker: the unfilled volume it still hides. */
+  hiddenVolume?: string;
 }
 
 export type CancelReason =
@@ -167,6 +172,8 @@ export interface AmendTerms {
   volume: string;
   volumeTotal: string;
   stopPrice?: string;
+  /** An iceberg's hidden volume (its `volume` is the part shown). */
+  hiddenVolume?: string;
 }
 
 export interface OrderAmendedPayload {

@@ -4,11 +4,12 @@
 import { formatValue, subScaled } from "./decimal-scale";
 import type { EngineState } from "./engine-state";
 import type { EventLog } from "./events";
+import { executedText, unfilledText } from "./iceberg";
 import { type OrderNode, toRestingOrder } from "./order-book";
 import { accepted, reject } from "./outcomes";
 import { ResultCodes } from "./result-codes";
-import type { StopNode } from "./stop-book";
 import { fireSwitch, sweep } from "./sessions";
+import type { StopNode } from "./stop-book";
 import { removeStop } from "./stops";
 import type { BookChange, ClockTickCommand, CommandOutcome } from "./types";
 
@@ -72,9 +73,9 @@ function expireResting(s: EngineState, node: OrderNode, log: EventLog, changes: 
     pairId: node.pairId,
     side: node.side,
     price: node.priceText,
-    volume: state.volume,
+    volume: unfilledText(node),
     volumeTotal: node.volumeTotalText,
-    executedVolume: formatValue(subScaled(node.volumeTotal, node.remaining), node.amountDecimals),
+    executedVolume: executedText(node),
     expireAt: node.expireAt,
   });
 }

@@ -11,11 +11,12 @@ import {
   type Scaled,
   subScaled,
 } from "./decimal-scale";
+import type { EngineState } from "./engine-state";
 import type { EventLog } from "./events";
 import { MatchingInvariantError } from "./invariant-error";
 import { type OrderNode, type PairBook, type PriceLevel, toRestingOrder } from "./order-book";
-import type { OrderIndex } from "./order-index";
 import { quoteOf, quoteRoundedOnce } from "./quote-math";
+import { refresh } from "./rested";
 import type { Taker } from "./taker";
 import type { BookChange } from "./types";
 
@@ -164,7 +165,7 @@ export function applyFill(
  * more.
  */
 export function fill(
-  orders: OrderIndex,
+  s: EngineState,
   book: PairBook,
   level: PriceLevel,
   maker: OrderNode,
@@ -185,7 +186,7 @@ export function fill(
         : formatValue(plan.volume, amountDecimals);
   const quoteText = formatValue(plan.quote, maker.quoteDecimals);
   applyFill(book, level, maker, taker, plan, amountDecimals);
-  return emitFill(orders, book, maker, taker, volumeText, quoteText, log, changes);
+  return emitFill(s, book, maker, taker, volumeText, quoteText, log, changes);
 }
 
 /**
@@ -193,7 +194,7 @@ export function fill(
  * arguments: an object per fill would be garbage on the hottest path (see scratch above).
  */
 function emitFill(
-  orders: OrderIndex,
+  s: EngineState,
   book: PairBook,
   maker: OrderNode,
   taker: Taker,
@@ -202,13 +203,15 @@ function emitFill(
   log: EventLog,
   changes: BookChange[],
 ): boolean {
-  const makerDone = maker.remaining === 0;
+  // An iceberg whose shown part filled shows its next part (below): updated, not filled.
+  const refreshes = maker.remaining === 0 && maker.hidden !== 0;
+  const makerDone = maker.remaining === 0 && !refreshes;
   const makerState = toRestingOrder(maker);
   if (makerDone) {
     book.remove(maker);
-    orders.finishResting(maker);
+    s.orders.finishResting(maker);
     changes.push({ op: "remove", order: makerState });
-  } else {
+  } else if (!refreshes) {
     changes.push({ op: "put", order: makerState });
   }
   log.push(makerDone ? "order.filled.v1" : "order.updated.v1", {
@@ -223,6 +226,7 @@ function emitFill(
     fillPrice: maker.priceText,
     fillVolume: volumeText,
     fillQuoteVolume: quoteText,
+    hiddenVolume: makerState.hiddenVolume,
   });
   const takerDone = taker.quoteSized ? taker.budget === 0 : taker.remaining === 0;
   if (takerDone) {
@@ -254,5 +258,6 @@ function emitFill(
     takerSide: taker.side,
     timestamp: taker.timestamp,
   });
+  if (refreshes) refresh(s, book, maker, log, changes);
   return takerDone;
 }

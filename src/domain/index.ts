@@ -20,9 +20,9 @@ export {
   MAX_EXPIRIES,
   MAX_EXPIRY_AHEAD_MS,
   MAX_STOP_TRIGGERS,
-  MIN_CANCEL_AFTER_MS,
   MatchingEngine,
   type MatchingEngineOptions,
+  MIN_CANCEL_AFTER_MS,
   type RejectTarget,
 } from "./matching-engine";
 export * from "./result-codes";

@@ -1,7 +1,7 @@
 // Rebuilding the engine from the datastore: resting orders, stops and halts, each checked as
 // strictly as a placed order was; a stored value that breaks a rule halts the load.
 
-import { formatValue, parseScaledValue } from "./decimal-scale";
+import { addScaled, formatValue, parseScaledValue, type Scaled } from "./decimal-scale";
 import type { EngineState } from "./engine-state";
 import { MatchingInvariantError } from "./invariant-error";
 import type { OrderNode } from "./order-book";
@@ -37,6 +37,7 @@ export function loadRestingOrder(s: EngineState, order: RestingOrder): void {
   if (remaining > volumeTotal) loadFailure(order, "volume above volumeTotal");
   const expireAt = order.expireAt ?? 0;
   if (!Number.isSafeInteger(expireAt) || expireAt < 0) loadFailure(order, "bad expireAt");
+  const { display, hidden } = icebergOf(order, remaining, volumeTotal);
   const book = s.books.get(order.pairId) ?? s.createBook(order.pairId);
   if (book.precisionDiffers(order.priceDecimals, order.amountDecimals, order.quoteDecimals)) {
     loadFailure(order, "precisions differ from the pair's other orders");
@@ -61,6 +62,8 @@ export function loadRestingOrder(s: EngineState, order: RestingOrder): void {
     stp: order.stp,
     postOnly: order.postOnly === true,
     expireAt,
+    display,
+    hidden,
     level: null,
     handle: -1,
     prev: null,
@@ -128,6 +131,24 @@ export function loadHalt(s: EngineState, pairId: number, reason: string): void {
   }
   s.halts.set(pairId, reason);
   s.recountExtras();
+}
+
+/** A stored iceberg's shown size and hidden volume, checked; zeros for a plain order. */
+function icebergOf(
+  order: RestingOrder,
+  shown: Scaled,
+  volumeTotal: Scaled,
+): { display: Scaled; hidden: Scaled } {
+  if (order.displayVolume === undefined) return { display: 0, hidden: 0 };
+  const display = parseScaledValue(order.displayVolume, order.amountDecimals);
+  const hidden = parseScaledValue(order.hiddenVolume ?? "0", order.amountDecimals);
+  if (typeof display === "object" || display <= 0) loadFailure(order, "bad displayVolume");
+  if (typeof hidden === "object") loadFailure(order, "bad hiddenVolume");
+  if (shown > display) loadFailure(order, "shows more than its displayVolume");
+  if (addScaled(shown, hidden) > volumeTotal) {
+    loadFailure(order, "volume and hiddenVolume above volumeTotal");
+  }
+  return { display, hidden };
 }
 
 const stpModes: ReadonlySet<string> = new Set([

@@ -5,7 +5,9 @@
 import { formatValue, type Scaled, subScaled } from "./decimal-scale";
 import type { EngineState } from "./engine-state";
 import type { CancelReason, EventLog } from "./events";
+import { showNext } from "./iceberg";
 import { type OrderNode, type PairBook, toRestingOrder } from "./order-book";
+import { emitRested } from "./rested";
 import { type ResultCode, ResultCodes, resultCodeName } from "./result-codes";
 import { fokCanFill, sweep } from "./sweep";
 import type { Taker } from "./taker";
@@ -117,34 +119,19 @@ function restTaker(
     stp: parsed.stp,
     postOnly: parsed.postOnly,
     expireAt: parsed.expireAt,
+    display: parsed.display,
+    hidden: 0,
     level: null,
     handle: -1,
     prev: null,
     next: null,
   };
+  // An iceberg shows part of what is left; a plain order all of it.
+  if (node.display !== 0) showNext(node, taker.remaining);
   book.insert(node);
   s.orders.rest(node, taker.idHash);
   s.armExpiry(node);
   emitRested(node, log, changes);
-}
-
-/** A resting order's put and its order.rested.v1. */
-export function emitRested(node: OrderNode, log: EventLog, changes: BookChange[]): void {
-  const state = toRestingOrder(node);
-  changes.push({ op: "put", order: state });
-  log.push("order.rested.v1", {
-    orderId: node.id,
-    userId: node.userId,
-    pairId: node.pairId,
-    side: node.side,
-    price: node.priceText,
-    volume: state.volume,
-    volumeTotal: node.volumeTotalText,
-    executedVolume: formatValue(subScaled(node.volumeTotal, node.remaining), node.amountDecimals),
-    timestamp: node.timestamp,
-    stp: node.stp,
-    expireAt: node.expireAt !== 0 ? node.expireAt : undefined,
-  });
 }
 
 /** The taker's order.cancelled.v1 for what it leaves unfilled. */

@@ -8,7 +8,6 @@ import { checkDigest, checkState, digest, digestStep } from "./engine-check";
 import { EngineState, type MatchingEngineOptions } from "./engine-state";
 import type { EventSource } from "./events";
 import { tick } from "./expire";
-import { cancelAfter } from "./sessions";
 import { pairControl } from "./halts";
 import {
   loadClock,
@@ -22,6 +21,7 @@ import { type RejectTarget, reject } from "./outcomes";
 import { place } from "./place";
 import * as queries from "./queries";
 import { type ResultCode, ResultCodes } from "./result-codes";
+import { cancelAfter } from "./sessions";
 import type {
   CommandEnvelope,
   CommandOutcome,

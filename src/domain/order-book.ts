@@ -1,7 +1,7 @@
 // In-memory order book of one pair: price levels per side, each a FIFO linked list of resting
 // orders. Best prices sit at the end of each sorted array so consuming the touch is a pop.
 
-import { addScaled, type Scaled, subScaled } from "./decimal-scale";
+import { addScaled, formatValue, type Scaled, subScaled } from "./decimal-scale";
 import { invariant } from "./invariant-error";
 import type { LevelDigests } from "./level-digests";
 import { StopBook } from "./stop-book";
@@ -32,6 +32,12 @@ export interface OrderNode {
   postOnly: boolean;
   /** A good-till-date order's deadline, epoch milliseconds; 0 for every other order. */
   expireAt: number;
+  /**
+   * An iceberg's volume shown at a time (0 for every other order): then `remaining` is the
+   * part shown and `hidden` the rest of its unfilled volume (see iceberg.ts).
+   */
+  display: Scaled;
+  hidden: Scaled;
   level: PriceLevel | null;
   /** The order's place in the engine's id index while it rests (-1 otherwise). */
   handle: number;
@@ -72,6 +78,10 @@ export function toRestingOrder(node: OrderNode): RestingOrder {
   // Only when set: every other order keeps the shape (and digest) it always had.
   if (node.postOnly) order.postOnly = true;
   if (node.expireAt !== 0) order.expireAt = node.expireAt;
+  if (node.display !== 0) {
+    order.displayVolume = formatValue(node.display, node.amountDecimals);
+    order.hiddenVolume = node.hidden === 0 ? "0" : formatValue(node.hidden, node.amountDecimals);
+  }
   return order;
 }
 

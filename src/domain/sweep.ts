@@ -6,6 +6,7 @@ import { addScaled, formatValue, type Scaled, subScaled } from "./decimal-scale"
 import type { EngineState } from "./engine-state";
 import type { EventLog } from "./events";
 import { fill } from "./fill";
+import { executedText, unfilledText } from "./iceberg";
 import { type OrderNode, type PairBook, toRestingOrder } from "./order-book";
 import { crosses } from "./quote-math";
 import { ResultCodes } from "./result-codes";
@@ -39,12 +40,14 @@ export function sweep(
         maker = next;
         continue;
       }
-      const done = fill(s.orders, book, level, maker, taker, amountDecimals, log, changes);
+      const sequence = maker.sequence;
+      const done = fill(s, book, level, maker, taker, amountDecimals, log, changes);
       if (done) return false;
       // A maker left partly filled means the taker can afford no more of it: a quote-sized
       // bid's budget left is below one smallest volume unit at this price (a base-sized
-      // taker that fills short of the maker is done), and later makers cost no less.
-      if (maker.remaining !== 0) return false;
+      // taker that fills short of the maker is done), and later makers cost no less. An
+      // iceberg that showed its next part (a new sequence, last in the level) was taken whole.
+      if (maker.remaining !== 0 && maker.sequence === sequence) return false;
       maker = next;
     }
   }
@@ -68,12 +71,9 @@ function cancelMakerForStp(
     pairId: maker.pairId,
     side: maker.side,
     price: maker.priceText,
-    volume: state.volume,
+    volume: unfilledText(maker),
     volumeTotal: maker.volumeTotalText,
-    executedVolume: formatValue(
-      subScaled(maker.volumeTotal, maker.remaining),
-      maker.amountDecimals,
-    ),
+    executedVolume: executedText(maker),
     reason: "stp",
     code: ResultCodes.stpCancelled,
   });
@@ -94,7 +94,9 @@ export function fokCanFill(book: PairBook, taker: Taker, parsed: ParsedPlace): b
         if (parsed.stp === "cancel-maker") continue;
         return false;
       }
+      // An iceberg's hidden part is reached too: each part it shows goes to the level's back.
       available = addScaled(available, maker.remaining);
+      if (maker.hidden !== 0) available = addScaled(available, maker.hidden);
       if (available >= taker.remaining) return true;
     }
   }

@@ -35,6 +35,8 @@ export interface PlaceOrderPayload {
   stopPrice?: string;
   /** Epoch milliseconds; required with timeInForce "gtd" and refused without it. */
   expireAt?: number;
+  /** An iceberg: the volume shown at a time (a GTC or GTD limit order only). */
+  displayVolume?: string;
 }
 
 export interface CancelOrderPayload {
@@ -157,6 +159,12 @@ export interface RestingOrder {
   postOnly?: true;
   /** Present only on a good-till-date order: epoch milliseconds. */
   expireAt?: number;
+  /**
+   * Present only on an iceberg: the volume it shows at a time, and the unfilled volume it
+   * hides (`volume` is the part shown).
+   */
+  displayVolume?: string;
+  hiddenVolume?: string;
 }
 
 /** A stop order waiting in its pair's stop book, as the engine reports and loads it. */

@@ -89,6 +89,8 @@ export class ParsedPlace {
   timeInForce: TimeInForce = "gtc";
   /** A good-till-date order's deadline, epoch milliseconds; 0 for every other order. */
   expireAt = 0;
+  /** An iceberg's volume shown at a time; 0 for every other order. */
+  display: Scaled = 0;
   postOnly = false;
   stp: StpMode = "none";
 }
@@ -127,6 +129,21 @@ function expiryReason(kind: string, timeInForce: string, expireAt: unknown): str
   return undefined;
 }
 
+/** Why an iceberg's fields do not go together; undefined: they do (or it is no iceberg). */
+function icebergReason(
+  kind: string,
+  timeInForce: string,
+  display: Scaled,
+  volume: Scaled,
+): string | undefined {
+  if (display === 0) return undefined;
+  if (kind !== "limit" || (timeInForce !== "gtc" && timeInForce !== "gtd")) {
+    return "an iceberg is a GTC or GTD limit order";
+  }
+  if (display >= volume) return "displayVolume must be below volume";
+  return undefined;
+}
+
 /**
  * Validates order.place payloads. Check order: envelope/payload pair, precisions, price (a
  * decimal for every order, positive for a limit), a stop's stopPrice, volume, volumeTotal,
@@ -139,6 +156,7 @@ export class PlaceValidator {
   private readonly volumeTotalMemo = new DecimalMemo();
   private readonly quoteMemo = new DecimalMemo();
   private readonly stopPriceMemo = new DecimalMemo();
+  private readonly displayMemo = new DecimalMemo();
   private readonly result = new ParsedPlace();
 
   /** The returned ParsedPlace is overwritten by the next call. */
@@ -186,11 +204,19 @@ export class PlaceValidator {
         return { code: ResultCodes.volumeExceedsTotal, reason: "volume exceeds volumeTotal" };
       }
     }
+    let display: Scaled = 0;
+    if (payload.displayVolume !== undefined) {
+      const parsed = this.displayMemo.parse(payload.displayVolume, amountDecimals);
+      if (typeof parsed === "object") return decimalReject("displayVolume", parsed);
+      if (parsed === 0) return { code: ResultCodes.nonPositive, reason: "displayVolume: zero" };
+      display = parsed;
+    }
     const timeInForce = payload.timeInForce ?? "gtc";
     const postOnly = payload.postOnly === true;
     const combination =
       combinationReason(stop, isLimit, quoteSized, volume, timeInForce, postOnly) ??
-      expiryReason(kind, timeInForce, payload.expireAt);
+      expiryReason(kind, timeInForce, payload.expireAt) ??
+      icebergReason(kind, timeInForce, display, volume);
     if (combination !== undefined) {
       return { code: ResultCodes.unsupportedCombination, reason: combination };
     }
@@ -204,6 +230,7 @@ export class PlaceValidator {
     result.quoteSized = quoteSized;
     result.timeInForce = timeInForce;
     result.expireAt = payload.expireAt ?? 0;
+    result.display = display;
     result.postOnly = postOnly;
     result.stp = payload.stp ?? "none";
     result.stop = stop;

@@ -57,6 +57,7 @@ export function placeCommand(
     role: "taker",
   };
   if (o["--tif"] !== undefined) payload.timeInForce = o["--tif"];
+  if (o["--display-volume"] !== undefined) payload.displayVolume = o["--display-volume"];
   if (o["--expire-at"] !== undefined) {
     payload.timeInForce = "gtd";
     payload.expireAt = o["--expire-at"];

@@ -68,6 +68,7 @@ export const placeSchema = z
     "--quote-volume": decimal.optional(),
     "--tif": z.enum(["gtc", "ioc", "fok", "gtd"]).optional(),
     "--expire-at": expiry.optional(),
+    "--display-volume": decimal.optional(),
     "--post-only": z.boolean().default(false),
     "--stp": z.enum(["none", "cancel-taker", "cancel-maker", "cancel-both"]).optional(),
     "--price-decimals": whole(0, 18).default(defaultPrecisions.priceDecimals),

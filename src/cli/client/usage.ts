@@ -40,6 +40,7 @@ place flags:
   --quote-volume Q     a market (or stop-market) bid's quote budget
   --tif T              gtc | ioc | fok | gtd [default gtc for limit; market orders never rest]
   --expire-at T        a gtd order's expiry: epoch ms, ISO-8601 or +N(ms|s|m|h|d) from now
+  --display-volume D   an iceberg: show D of the volume at a time (a GTC or GTD limit order)
   --post-only          refuse to take liquidity
   --stp M              none | cancel-taker | cancel-maker | cancel-both [default none]
   --id ID              the order id [default a new UUID]
