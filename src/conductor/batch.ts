@@ -23,7 +23,7 @@ import { tickFor } from "./clock";
 import { CommitBuilder } from "./commit-script";
 import { type Delivery, NUDGE_HEADER } from "./consumer";
 import type { ConductorMetrics } from "./metrics";
-import { commandOrderId, NetChanges } from "./net-changes";
+import { commandOrderId, commandOrderIds, NetChanges } from "./net-changes";
 import type { ConductorStore, DedupLookup } from "./store";
 import { encodeStoredResult } from "./stored-result";
 import { CommandFaultError } from "./unmendable";
@@ -194,8 +194,7 @@ function idsToLookUp(decoded: readonly Decoded[]): { commandIds: string[]; order
       commandIds.push(item.command.commandId);
       // A place's id for the duplicate check, a cancel's or amend's target to tell a finished
       // order from an unknown one after a restart (the engine's memory of finished ids is lost).
-      const orderId = commandOrderId(item.command);
-      if (orderId !== undefined) orderIds.push(orderId);
+      orderIds.push(...commandOrderIds(item.command));
     } else if (item.kind === "invalid") {
       commandIds.push(item.commandId);
     }
@@ -251,8 +250,8 @@ function stageRedelivery(
   // longer than the dedup retention (a long replica outage under aof-replicated) would
   // otherwise find them expired at a later redelivery and be applied a second time.
   stage.batch.expire(keys.processedCommand(commandId), stage.ttl);
-  const orderId = item.kind === "command" ? commandOrderId(item.command) : undefined;
-  if (orderId !== undefined) stage.batch.expire(keys.acceptedOrder(orderId), stage.ttl);
+  const orderIds = item.kind === "command" ? commandOrderIds(item.command) : [];
+  for (const orderId of orderIds) stage.batch.expire(keys.acceptedOrder(orderId), stage.ttl);
   if (ownEvents !== undefined) {
     // This process committed it but never acknowledged it: count it now, once.
     stage.tally.events += ownEvents;
@@ -279,10 +278,15 @@ function stageFresh(
   stage.batchResults.set(commandId, resultJson);
   const { batch, ttl } = stage;
   batch.setWithTtl(keys.processedCommand(commandId), encodeStoredResult(outcome.result), ttl);
+  if (outcome.alsoAcceptedOrderId !== undefined) {
+    batch.setWithTtl(keys.acceptedOrder(outcome.alsoAcceptedOrderId), "1", ttl);
+  }
   if (outcome.acceptedOrderId !== undefined) {
     batch.setWithTtl(keys.acceptedOrder(outcome.acceptedOrderId), "1", ttl);
   }
-  for (const change of outcome.changes) stage.net.add(change, outcome.acceptedOrderId, amended);
+  for (const change of outcome.changes) {
+    stage.net.add(change, outcome.acceptedOrderId, amended, outcome.alsoAcceptedOrderId);
+  }
   stageEvents(stage, keys, outcome);
   countOutcome(stage.tally, outcome.result);
   stage.committed.push([commandId, outcome.events.length]);
@@ -314,10 +318,12 @@ function applyItem(
   try {
     if (item.kind !== "command") return { outcome: item.outcome(), amended: undefined };
     const command = item.command;
-    const orderId = commandOrderId(command);
     const amended =
       command.type === "order.amend" ? engine.getOrder(command.payload.id) : undefined;
-    const outcome = engine.apply(command, orderId !== undefined && accepted.has(orderId));
+    const outcome = engine.apply(
+      command,
+      commandOrderIds(command).some((orderId) => accepted.has(orderId)),
+    );
     return { outcome, amended };
   } catch (error) {
     // A broken invariant: the commit is never staged nor sent, so nothing of this batch

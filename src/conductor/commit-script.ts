@@ -31,6 +31,9 @@ export const orderHashFields = [
   // An iceberg's volume shown at a time and its hidden volume; "0" and "0" for others.
   "displayVolume",
   "hiddenVolume",
+  // A one-cancels-other leg's list id and other leg's order id; "" for others.
+  "listId",
+  "linkedOrderId",
 ] as const;
 
 /** The fields of a stop order's hash, in the order the `P` op sends their values. */
@@ -54,6 +57,8 @@ export const stopHashFields = [
   "quoteDecimals",
   // As in orderHashFields: "0" unless a good-till-date stop; absent in older hashes.
   "expireAt",
+  "listId",
+  "linkedOrderId",
 ] as const;
 
 /** HSET's field/value arguments for an op whose values follow its key index. */
@@ -76,10 +81,10 @@ function hashArgs(fields: readonly string[]): string {
  *                last commit (or as it read it with the books)
  * ARGV[6+nm+ne..] ops, each an op code followed by its arguments (k: a KEYS index):
  *                S k ttl value        SET KEYS[k] value EX ttl
- *                O k v1 .. v17        HSET an order hash: every field of orderHashFields
+ *                O k v1 .. v19        HSET an order hash: every field of orderHashFields
  *                                     (an order hash always has the same fields, so no
  *                                     stale field survives)
- *                P k v1 .. v18        HSET a stop order's hash: every field of stopHashFields
+ *                P k v1 .. v20        HSET a stop order's hash: every field of stopHashFields
  *                H k field value      HSET KEYS[k] field value
  *                F k field            HDEL KEYS[k] field
  *                Z k score member     ZADD KEYS[k] score member

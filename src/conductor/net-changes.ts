@@ -7,16 +7,25 @@ import type { BookChange, CommandEnvelope, RestingOrder, StopOrder } from "../do
 import type { CommitBuilder } from "./commit-script";
 import type { ConductorStore } from "./store";
 
-/** The order a command names: a place's, a cancel's or an amend's; none for the others. */
+/** The order a command names: a place's, a cancel's or an amend's, a list's first leg. */
 export function commandOrderId(command: CommandEnvelope): string | undefined {
   switch (command.type) {
     case "order.place":
     case "order.cancel":
     case "order.amend":
       return command.payload.id;
+    case "order.place-oco":
+      return command.payload.legs[0]?.id;
     default:
       return undefined;
   }
+}
+
+/** Every order id a command names: a one-cancels-other list names its two legs. */
+export function commandOrderIds(command: CommandEnvelope): string[] {
+  if (command.type === "order.place-oco") return command.payload.legs.map((leg) => leg.id);
+  const id = commandOrderId(command);
+  return id === undefined ? [] : [id];
 }
 
 interface OrderNet {
@@ -55,7 +64,12 @@ export class NetChanges {
    * before its command, which is what was stored when the order's first change in the batch
    * is that command's.
    */
-  add(change: BookChange, acceptedOrderId: string | undefined, amended?: RestingOrder): void {
+  add(
+    change: BookChange,
+    acceptedOrderId: string | undefined,
+    amended?: RestingOrder,
+    alsoAccepted?: string,
+  ): void {
     switch (change.op) {
       case "put":
       case "remove": {
@@ -66,7 +80,7 @@ export class NetChanges {
           this.orders.set(order.id, {
             change,
             // Accepted by this very command: it cannot have rested before this batch.
-            created: acceptedOrderId === order.id,
+            created: acceptedOrderId === order.id || alsoAccepted === order.id,
             rested: change.op === "put",
             // A fill or a cancel keeps the sequence, so the change's is the stored one.
             storedSequence: before.sequence,
@@ -84,7 +98,7 @@ export class NetChanges {
         if (prior === undefined) {
           this.stops.set(stop.id, {
             change,
-            created: acceptedOrderId === stop.id,
+            created: acceptedOrderId === stop.id || alsoAccepted === stop.id,
             armed: change.op === "stop-put",
           });
         } else {

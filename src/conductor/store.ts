@@ -468,6 +468,8 @@ function encodeOrder(order: RestingOrder): string[] {
     String(order.expireAt ?? 0),
     order.displayVolume ?? "0",
     order.hiddenVolume ?? "0",
+    order.listId ?? "",
+    order.linkedOrderId ?? "",
   ];
 }
 
@@ -492,13 +494,15 @@ function encodeStop(stop: StopOrder): string[] {
     String(stop.amountDecimals),
     String(stop.quoteDecimals),
     String(stop.expireAt ?? 0),
+    stop.listId ?? "",
+    stop.linkedOrderId ?? "",
   ];
 }
 
 /** As decodeOrder: a stop book member without its whole hash fails the load loudly. */
 function decodeStop(values: (string | null)[]): StopOrder {
-  // The last field, expireAt, is absent from hashes written before it was kept.
-  if (values.some((value, i) => value === null && i < stopHashFields.length - 1)) {
+  // The last fields, from expireAt on, are absent from hashes written before they were kept.
+  if (values.some((value, i) => value === null && i < stopHashFields.indexOf("expireAt"))) {
     throw new Error(`stop order hash incomplete while loading books: ${JSON.stringify(values)}`);
   }
   const [
@@ -520,6 +524,8 @@ function decodeStop(values: (string | null)[]): StopOrder {
     ad,
     qd,
     expireAt,
+    listId,
+    linkedOrderId,
   ] = values as string[];
   const stop: StopOrder = {
     id: id!,
@@ -542,6 +548,10 @@ function decodeStop(values: (string | null)[]): StopOrder {
   };
   if (expireAt !== null && expireAt !== undefined && expireAt !== "0") {
     stop.expireAt = Number(expireAt);
+  }
+  if (linkedOrderId) {
+    stop.listId = listId ?? "";
+    stop.linkedOrderId = linkedOrderId;
   }
   return stop;
 }
@@ -571,6 +581,8 @@ function decodeOrder(values: (string | null)[]): RestingOrder {
     expireAt,
     displayVolume,
     hiddenVolume,
+    listId,
+    linkedOrderId,
   ] = values as string[];
   const order: RestingOrder = {
     id: id!,
@@ -595,6 +607,10 @@ function decodeOrder(values: (string | null)[]): RestingOrder {
   if (displayVolume !== null && displayVolume !== undefined && displayVolume !== "0") {
     order.displayVolume = displayVolume;
     order.hiddenVolume = hiddenVolume ?? "0";
+  }
+  if (linkedOrderId) {
+    order.listId = listId ?? "";
+    order.linkedOrderId = linkedOrderId;
   }
   return order;
 }

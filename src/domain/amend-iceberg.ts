@@ -2,7 +2,6 @@
 // off the hidden part first, then off the part shown. A new price or a larger volume would
 // have to show a new part somewhere: cancel and place instead. No I/O, no clock.
 
-import { cancelResting } from "./cancel";
 import { addScaled, formatValue, type Scaled, subScaled } from "./decimal-scale";
 import type { EngineState } from "./engine-state";
 import type { AmendTerms } from "./events";
@@ -11,6 +10,7 @@ import { toRestingOrder } from "./order-book";
 import { accepted, reject } from "./outcomes";
 import { ResultCodes } from "./result-codes";
 import type { AmendOrderCommand, BookChange, CommandOutcome } from "./types";
+import { cancelResting } from "./withdraw";
 
 /** `price` and `total` as parsed from the amend (undefined: not named). */
 export function amendIceberg(

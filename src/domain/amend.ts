@@ -2,7 +2,7 @@
 // re-matched when a new price crosses) and for stops. No I/O, no clock.
 
 import { amendIceberg } from "./amend-iceberg";
-import { cancelResting, findOwnOrder } from "./cancel";
+import { findOwnOrder } from "./cancel";
 import { formatValue, type Scaled, subScaled } from "./decimal-scale";
 import type { EngineState } from "./engine-state";
 import { emitTakerCancel } from "./match";
@@ -12,10 +12,11 @@ import { crosses } from "./quote-math";
 import { emitRested } from "./rested";
 import { type ResultCode, ResultCodes } from "./result-codes";
 import { type StopNode, toStopOrder } from "./stop-book";
-import { cancelStop, triggerStops } from "./stops";
+import { triggerStops } from "./stops";
 import { sweep } from "./sweep";
 import type { AmendOrderCommand, BookChange, CommandOutcome, OrderStatus } from "./types";
 import { parseAmend } from "./validate-amend";
+import { cancelResting, cancelStop } from "./withdraw";
 
 export function amend(
   s: EngineState,

@@ -9,7 +9,6 @@ import { FINISHED } from "./order-index";
 import { accepted, reject } from "./outcomes";
 import { ResultCodes } from "./result-codes";
 import type { StopNode } from "./stop-book";
-import { cancelStop } from "./stops";
 import type {
   BookChange,
   CancelAllCommand,
@@ -17,6 +16,7 @@ import type {
   CommandEnvelope,
   CommandOutcome,
 } from "./types";
+import { cancelResting, cancelStop } from "./withdraw";
 
 /** Orders one order.cancel-all may cancel; past it the result says cancel-all-partial. */
 export const MAX_CANCEL_ALL = 1000;
@@ -61,38 +61,6 @@ export function findOwnOrder(
     };
   }
   return { outcome: reject(command, ResultCodes.unknownOrder, "no such resting order") };
-}
-
-/** Takes a resting order out of the book with its order.cancelled.v1. */
-export function cancelResting(
-  s: EngineState,
-  node: OrderNode,
-  reason: CancelReason,
-  log: EventLog,
-  changes: BookChange[],
-): { executed: string; remaining: string } {
-  const book = s.bookOf(node.pairId)!;
-  const state = toRestingOrder(node);
-  book.remove(node);
-  s.orders.finishResting(node);
-  const executed = executedText(node);
-  // An iceberg's hidden part goes too: the volume cancelled is all it had unfilled.
-  const volume = unfilledText(node);
-  changes.push({ op: "remove", order: state });
-  // On the order's own pair: a cancel-all of the partition, or a fired switch, spans pairs.
-  log.pushOnPair(node.pairId, "order.cancelled.v1", {
-    orderId: node.id,
-    userId: node.userId,
-    pairId: node.pairId,
-    side: node.side,
-    price: node.priceText,
-    volume,
-    volumeTotal: node.volumeTotalText,
-    executedVolume: executed,
-    reason,
-    code: ResultCodes.ok,
-  });
-  return { executed, remaining: volume };
 }
 
 export function cancel(

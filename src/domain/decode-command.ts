@@ -80,6 +80,13 @@ const cancelAfterPayload = z.looseObject({
   timeoutMs: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
 });
 
+const placeOcoPayload = z.looseObject({
+  listId: idText,
+  userId: userIdText,
+  pairId,
+  legs: z.array(placePayload).length(2),
+});
+
 /** Every command type the contract knows; any other is unknown-command-type, not a bad envelope. */
 const commandTypes: ReadonlySet<unknown> = new Set([
   "order.place",
@@ -89,6 +96,7 @@ const commandTypes: ReadonlySet<unknown> = new Set([
   "pair.halt",
   "pair.resume",
   "session.cancel-after",
+  "order.place-oco",
 ]);
 
 const base = {
@@ -108,6 +116,7 @@ const envelopeSchema = z.discriminatedUnion("type", [
   z.object({ ...base, type: z.literal("pair.halt"), payload: pairControlPayload }),
   z.object({ ...base, type: z.literal("pair.resume"), payload: pairControlPayload }),
   z.object({ ...base, type: z.literal("session.cancel-after"), payload: cancelAfterPayload }),
+  z.object({ ...base, type: z.literal("order.place-oco"), payload: placeOcoPayload }),
 ]);
 
 export type DecodeResult =

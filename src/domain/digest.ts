@@ -84,6 +84,9 @@ export interface DigestOrder {
   /** An iceberg's: hashed only when present, as above. */
   displayVolume?: string;
   hiddenVolume?: string;
+  /** A one-cancels-other leg's: hashed only when present, as above. */
+  listId?: string;
+  linkedOrderId?: string;
 }
 
 /** Feeds one order's defining fields to a hash. */
@@ -103,6 +106,13 @@ export function hashOrder(hash: Fnv1a64, order: DigestOrder): void {
   if (order.displayVolume !== undefined) {
     hash.text(`iceberg ${order.displayVolume}/${order.hiddenVolume ?? "0"}`);
   }
+  if (order.linkedOrderId !== undefined) hashLink(hash, order.listId ?? "", order.linkedOrderId);
+}
+
+function hashLink(hash: Fnv1a64, listId: string, linked: string): void {
+  hash.text("oco");
+  hash.text(listId);
+  hash.text(linked);
 }
 
 /** The fields of a stop order that define state; its arrival order counts through the list. */
@@ -125,6 +135,7 @@ function hashStop(hash: Fnv1a64, stop: DigestStop): void {
   hash.text(String(stop.timestamp));
   hash.text(`${stop.priceDecimals}/${stop.amountDecimals}/${stop.quoteDecimals}`);
   if (stop.expireAt !== undefined) hash.text(`expires ${stop.expireAt}`);
+  if (stop.linkedOrderId !== undefined) hashLink(hash, stop.listId ?? "", stop.linkedOrderId);
 }
 
 /**

@@ -4,6 +4,7 @@
 import { addHaltsDigest, addSessionsDigest, addStopsDigest, digestBooks } from "./digest";
 import type { EngineState } from "./engine-state";
 import { invariant } from "./invariant-error";
+import { FINISHED } from "./order-index";
 import { haltedPairs, restingOrders, stopOrders } from "./queries";
 
 /** Validates every book and the id index; throws MatchingInvariantError on the first fault. */
@@ -47,9 +48,28 @@ export function checkState(s: EngineState): void {
     }
   }
   checkExpiries(s);
+  checkLinks(s);
   for (const [userId, deadline] of s.switches) {
     const armed = s.switchDeadlines.entries().some((e) => e.id === userId && e.at === deadline);
     invariant(armed, () => `the switch of ${userId} (${deadline}) is not armed`);
+  }
+}
+
+/** Every one-cancels-other leg's other leg waits too, linked back, of the same user and list. */
+function checkLinks(s: EngineState): void {
+  const nodes = [...[...s.orders.restingNodes()].map(([, node]) => node), ...s.stops.values()];
+  for (const node of nodes) {
+    if (node.linked === "") continue;
+    const resting = s.orders.get(node.linked);
+    const other =
+      resting !== undefined && resting !== FINISHED ? resting : s.stops.get(node.linked);
+    invariant(
+      other !== undefined &&
+        other.linked === node.id &&
+        other.userId === node.userId &&
+        other.listId === node.listId,
+      () => `order ${node.id} is linked to ${node.linked}, which is not linked back`,
+    );
   }
 }
 

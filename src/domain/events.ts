@@ -89,7 +89,8 @@ export type CancelReason =
   | "stp"
   | "amend"
   | "cancel-all"
-  | "cancel-after";
+  | "cancel-after"
+  | "oco";
 
 export interface OrderCancelledPayload {
   orderId: string;

@@ -10,8 +10,8 @@ import { accepted, reject } from "./outcomes";
 import { ResultCodes } from "./result-codes";
 import { fireSwitch, sweep } from "./sessions";
 import type { StopNode } from "./stop-book";
-import { removeStop } from "./stops";
 import type { BookChange, ClockTickCommand, CommandOutcome } from "./types";
+import { breakLink, removeStop } from "./withdraw";
 
 /** Orders one tick may expire or cancel; the rest are due at once and go in the next ticks. */
 export const MAX_EXPIRIES = 1000;
@@ -78,6 +78,7 @@ function expireResting(s: EngineState, node: OrderNode, log: EventLog, changes: 
     executedVolume: executedText(node),
     expireAt: node.expireAt,
   });
+  breakLink(s, node, log, changes);
 }
 
 function expireStop(s: EngineState, stop: StopNode, log: EventLog, changes: BookChange[]) {
@@ -96,4 +97,5 @@ function expireStop(s: EngineState, stop: StopNode, log: EventLog, changes: Book
     quoteVolume: stop.quoteSized ? stop.quoteVolumeText : undefined,
     stopPrice: stop.stopPriceText,
   });
+  breakLink(s, stop, log, changes);
 }

@@ -19,6 +19,7 @@ import { quoteOf, quoteRoundedOnce } from "./quote-math";
 import { refresh } from "./rested";
 import type { Taker } from "./taker";
 import type { BookChange } from "./types";
+import { breakLink } from "./withdraw";
 
 /** A fill's figures: what it trades and what each side holds after it. */
 export interface FillPlan {
@@ -259,5 +260,7 @@ function emitFill(
     timestamp: taker.timestamp,
   });
   if (refreshes) refresh(s, book, maker, log, changes);
+  // A one-cancels-other leg that fills, even partly, cancels the other.
+  if (maker.linked !== "") breakLink(s, maker, log, changes);
   return takerDone;
 }

@@ -64,6 +64,8 @@ export function loadRestingOrder(s: EngineState, order: RestingOrder): void {
     expireAt,
     display,
     hidden,
+    listId: order.listId ?? "",
+    linked: order.linkedOrderId ?? "",
     level: null,
     handle: -1,
     prev: null,

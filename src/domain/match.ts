@@ -121,6 +121,8 @@ function restTaker(
     expireAt: parsed.expireAt,
     display: parsed.display,
     hidden: 0,
+    listId: "",
+    linked: "",
     level: null,
     handle: -1,
     prev: null,

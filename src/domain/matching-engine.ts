@@ -17,6 +17,7 @@ import {
   loadSweep,
   loadSwitch,
 } from "./load";
+import { placeOco } from "./oco";
 import { type RejectTarget, reject } from "./outcomes";
 import { place } from "./place";
 import * as queries from "./queries";
@@ -67,6 +68,7 @@ export class MatchingEngine {
     }
     if (command.type === "clock.tick") return tick(s, command);
     if (command.type === "session.cancel-after") return cancelAfter(s, command);
+    if (command.type === "order.place-oco") return placeOco(s, command, alreadyAccepted);
     const unknown = command as { type?: unknown };
     return reject(
       command,

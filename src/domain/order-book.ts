@@ -38,6 +38,9 @@ export interface OrderNode {
    */
   display: Scaled;
   hidden: Scaled;
+  /** A one-cancels-other leg's list id and the other leg's order id; "" for other orders. */
+  listId: string;
+  linked: string;
   level: PriceLevel | null;
   /** The order's place in the engine's id index while it rests (-1 otherwise). */
   handle: number;
@@ -78,6 +81,10 @@ export function toRestingOrder(node: OrderNode): RestingOrder {
   // Only when set: every other order keeps the shape (and digest) it always had.
   if (node.postOnly) order.postOnly = true;
   if (node.expireAt !== 0) order.expireAt = node.expireAt;
+  if (node.linked !== "") {
+    order.listId = node.listId;
+    order.linkedOrderId = node.linked;
+  }
   if (node.display !== 0) {
     order.displayVolume = formatValue(node.display, node.amountDecimals);
     order.hiddenVolume = node.hidden === 0 ? "0" : formatValue(node.hidden, node.amountDecimals);

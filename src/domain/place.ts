@@ -71,7 +71,7 @@ export function place(
 export const MAX_EXPIRY_AHEAD_MS = 90 * 24 * 3600 * 1000;
 
 /** Why an expireAt cannot be armed at the engine's time; undefined: it can. */
-function expiryRefusal(s: EngineState, expireAt: number): PlaceReject | undefined {
+export function expiryRefusal(s: EngineState, expireAt: number): PlaceReject | undefined {
   if (expireAt <= s.now) {
     return { code: ResultCodes.expiryInPast, reason: `expireAt ${expireAt} is not after ${s.now}` };
   }

@@ -2,14 +2,14 @@
 // clock.tick past its deadline fires it, and the user's orders and stops are then cancelled,
 // at most as many a tick as the tick has room for, until none is left. No I/O, no clock.
 
-import { cancelResting, pickUsersOrders } from "./cancel";
+import { pickUsersOrders } from "./cancel";
 import type { EngineState } from "./engine-state";
 import type { OrderNode } from "./order-book";
 import { accepted, reject } from "./outcomes";
 import { ResultCodes } from "./result-codes";
 import type { StopNode } from "./stop-book";
-import { cancelStop } from "./stops";
 import type { BookChange, CancelAfterCommand, CommandOutcome } from "./types";
+import { cancelResting, cancelStop } from "./withdraw";
 
 /** The shortest timeout a switch may have. */
 export const MIN_CANCEL_AFTER_MS = 1000;

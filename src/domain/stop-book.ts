@@ -34,6 +34,9 @@ export interface StopNode {
   quoteDecimals: number;
   /** A good-till-date stop's deadline, epoch milliseconds; 0 for every other stop. */
   expireAt: number;
+  /** A one-cancels-other leg's list id and the other leg's order id; "" for other stops. */
+  listId: string;
+  linked: string;
 }
 
 export function toStopOrder(node: StopNode): StopOrder {
@@ -58,6 +61,10 @@ export function toStopOrder(node: StopNode): StopOrder {
   };
   // Only when set: every other stop keeps the shape (and digest) it always had.
   if (node.expireAt !== 0) stop.expireAt = node.expireAt;
+  if (node.linked !== "") {
+    stop.listId = node.listId;
+    stop.linkedOrderId = node.linked;
+  }
   return stop;
 }
 

@@ -20,6 +20,7 @@ import type {
   StopKind,
 } from "./types";
 import { ParsedPlace } from "./validate-place";
+import { breakLink, removeStop } from "./withdraw";
 
 /** Stops one command may trigger, cascades included; the rest stay armed (docs/orders.md). */
 export const MAX_STOP_TRIGGERS = 64;
@@ -58,6 +59,8 @@ export function acceptStop(
     amountDecimals: payload.amountDecimals,
     quoteDecimals: payload.quoteDecimals,
     expireAt: parsed.expireAt,
+    listId: "",
+    linked: "",
   };
   book.stops.insert(stop);
   s.stops.set(stop.id, stop);
@@ -111,6 +114,8 @@ export function triggerStops(
           ...stopTerms(stop),
           triggerPrice: taker.tradeLastText,
         });
+        // A one-cancels-other leg that triggers cancels the other at once.
+        breakLink(s, stop, s.eventLog, outcome.changes);
         pending.push(stop);
         triggered++;
       }
@@ -178,42 +183,6 @@ function parsedOf(stop: StopNode): ParsedPlace {
   parsed.expireAt = stop.expireAt;
   parsed.stp = stop.stp;
   return parsed;
-}
-
-/** Takes a stop out of its stop book and the index, with its book change. */
-export function removeStop(s: EngineState, stop: StopNode, changes: BookChange[]): void {
-  s.bookOf(stop.pairId)!.stops.remove(stop);
-  s.stops.delete(stop.id);
-  s.recountExtras();
-  changes.push({ op: "stop-remove", stop: toStopOrder(stop) });
-}
-
-/** Takes a stop out of its stop book with its order.cancelled.v1. */
-export function cancelStop(
-  s: EngineState,
-  stop: StopNode,
-  reason: CancelReason,
-  log: EventLog,
-  changes: BookChange[],
-): { executed: string; remaining: string } {
-  removeStop(s, stop, changes);
-  s.orders.finish(stop.id);
-  const executed = formatValue(subScaled(stop.volumeTotal, stop.volume), stop.amountDecimals);
-  log.pushOnPair(stop.pairId, "order.cancelled.v1", {
-    orderId: stop.id,
-    userId: stop.userId,
-    pairId: stop.pairId,
-    side: stop.side,
-    price: stop.priceText,
-    volume: stop.volumeText,
-    volumeTotal: stop.volumeTotalText,
-    executedVolume: executed,
-    reason,
-    code: ResultCodes.ok,
-    quoteVolume: stop.quoteSized ? stop.quoteVolumeText : undefined,
-    stopPrice: stop.stopPriceText,
-  });
-  return { executed, remaining: stop.volumeText };
 }
 
 /** The fields that open both stop events' payloads, in their order. */

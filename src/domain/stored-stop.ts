@@ -74,5 +74,7 @@ export function parseStoredStop(stop: StopOrder): StopNode {
     amountDecimals: stop.amountDecimals,
     quoteDecimals: stop.quoteDecimals,
     expireAt,
+    listId: stop.listId ?? "",
+    linked: stop.linkedOrderId ?? "",
   };
 }

@@ -13,6 +13,7 @@ import { ResultCodes } from "./result-codes";
 import type { Taker } from "./taker";
 import type { BookChange, StpMode } from "./types";
 import type { ParsedPlace } from "./validate-place";
+import { breakLink } from "./withdraw";
 
 /**
  * Matches the taker against the opposite side, best price first and FIFO within a level, at the
@@ -31,13 +32,16 @@ export function sweep(
   while (levels.length > 0) {
     const level = levels[levels.length - 1]!;
     if (taker.limit && !crosses(taker.side, taker.price, level.price)) return false;
+    // The maker is always the level's head: each one before it left the level (filled, or
+    // cancelled by self-trade prevention) or went to its back (an iceberg's next part); and
+    // the head, read again after each, is right even when a one-cancels-other leg that left
+    // took its other leg, further down this level, with it.
     let maker = level.head;
     while (maker !== null) {
-      const next = maker.next;
       if (stp !== "none" && maker.userId === taker.userId) {
         if (stp !== "cancel-taker") cancelMakerForStp(s, book, maker, log, changes);
         if (stp !== "cancel-maker") return true;
-        maker = next;
+        maker = level.head;
         continue;
       }
       const sequence = maker.sequence;
@@ -48,7 +52,7 @@ export function sweep(
       // taker that fills short of the maker is done), and later makers cost no less. An
       // iceberg that showed its next part (a new sequence, last in the level) was taken whole.
       if (maker.remaining !== 0 && maker.sequence === sequence) return false;
-      maker = next;
+      maker = level.head;
     }
   }
   return false;
@@ -77,6 +81,7 @@ function cancelMakerForStp(
     reason: "stp",
     code: ResultCodes.stpCancelled,
   });
+  breakLink(s, maker, log, changes);
 }
 
 /**
@@ -86,6 +91,8 @@ function cancelMakerForStp(
 export function fokCanFill(book: PairBook, taker: Taker, parsed: ParsedPlace): boolean {
   const levels = taker.side === "bid" ? book.asks : book.bids;
   let available: Scaled = 0;
+  // One leg of a one-cancels-other pair counts: filling it cancels the other.
+  let legs: Set<string> | undefined;
   for (let i = levels.length - 1; i >= 0; i--) {
     const level = levels[i]!;
     if (taker.limit && !crosses(taker.side, taker.price, level.price)) return false;
@@ -93,6 +100,11 @@ export function fokCanFill(book: PairBook, taker: Taker, parsed: ParsedPlace): b
       if (parsed.stp !== "none" && maker.userId === taker.userId) {
         if (parsed.stp === "cancel-maker") continue;
         return false;
+      }
+      if (maker.linked !== "") {
+        legs ??= new Set();
+        if (legs.has(maker.linked)) continue;
+        legs.add(maker.id);
       }
       // An iceberg's hidden part is reached too: each part it shows goes to the level's back.
       available = addScaled(available, maker.remaining);

@@ -101,6 +101,23 @@ export interface PairControlCommand extends EnvelopeBase {
   payload: PairControlPayload;
 }
 
+/**
+ * One-cancels-other: two orders in one command, each a limit (GTC or GTD) or a stop, of one
+ * user on one pair. When either fills, even partly, triggers, or is cancelled or expires,
+ * the other is cancelled in the same command (docs/orders.md).
+ */
+export interface PlaceOcoPayload {
+  listId: string;
+  userId: string;
+  pairId: number;
+  legs: PlaceOrderPayload[];
+}
+
+export interface PlaceOcoCommand extends EnvelopeBase {
+  type: "order.place-oco";
+  payload: PlaceOcoPayload;
+}
+
 /** `timeoutMs` 0 disarms; otherwise 1,000..86,400,000 (docs/orders.md). */
 export interface CancelAfterPayload {
   userId: string;
@@ -135,6 +152,7 @@ export type CommandEnvelope =
   | CancelAllCommand
   | PairControlCommand
   | CancelAfterCommand
+  | PlaceOcoCommand
   | ClockTickCommand;
 
 export type CommandType = CommandEnvelope["type"];
@@ -165,6 +183,9 @@ export interface RestingOrder {
    */
   displayVolume?: string;
   hiddenVolume?: string;
+  /** Present only on a one-cancels-other leg: its list and the other leg's order id. */
+  listId?: string;
+  linkedOrderId?: string;
 }
 
 /** A stop order waiting in its pair's stop book, as the engine reports and loads it. */
@@ -192,6 +213,9 @@ export interface StopOrder {
   quoteDecimals: number;
   /** Present only on a good-till-date stop: epoch milliseconds. */
   expireAt?: number;
+  /** Present only on a one-cancels-other leg: its list and the other leg's order id. */
+  listId?: string;
+  linkedOrderId?: string;
 }
 
 export interface HaltedPair {
@@ -270,6 +294,18 @@ export interface CommandResult {
   expiredOrders?: number;
   /** session.cancel-after: when the switch fires unless renewed (absent: disarmed). */
   triggerAt?: number;
+  /** order.place-oco: its list id and each leg's outcome, in the order given. */
+  listId?: string;
+  legs?: OcoLegResult[];
+}
+
+export interface OcoLegResult {
+  orderId: string;
+  code: number;
+  codeName: string;
+  orderStatus?: OrderStatus;
+  executedVolume?: string;
+  remainingVolume?: string;
 }
 
 export interface CommandOutcome {
@@ -278,6 +314,8 @@ export interface CommandOutcome {
   changes: BookChange[];
   /** Set when a place command was accepted: the shell writes the accepted-order marker. */
   acceptedOrderId?: string;
+  /** The second order an order.place-oco accepted (its other leg), marked the same way. */
+  alsoAcceptedOrderId?: string;
 }
 
 export interface DepthLevel {

@@ -109,6 +109,17 @@ export class OrderCommands {
     );
   }
 
+  /** A one-cancels-other list of two legs, each as place() would make it (user "maker"). */
+  oco(listName: string, legs: CommandEnvelope[]): CommandEnvelope {
+    const payloads = legs.map((leg) => leg.payload as PlaceOrderPayload);
+    return this.envelope("order.place-oco", {
+      listId: this.id(listName),
+      userId: payloads[0]!.userId,
+      pairId: this.pairId,
+      legs: payloads,
+    });
+  }
+
   /** The dead-man's switch of `userId` (0 disarms). */
   cancelAfter(userId: string, timeoutMs: number): CommandEnvelope {
     return this.envelope("session.cancel-after", { userId, timeoutMs });

@@ -1,0 +1,112 @@
+// Taking an order out without a trade: a resting order's or a stop's cancel with its
+// order.cancelled.v1, and the end of a one-cancels-other pair, whose other leg is cancelled
+// in the same command whatever ended the first (a fill, a trigger, a cancel, an expiry).
+// No I/O, no clock.
+
+import { formatValue, subScaled } from "./decimal-scale";
+import type { EngineState } from "./engine-state";
+import type { CancelReason, EventLog } from "./events";
+import { executedText, unfilledText } from "./iceberg";
+import { type OrderNode, toRestingOrder } from "./order-book";
+import { FINISHED } from "./order-index";
+import { ResultCodes } from "./result-codes";
+import { type StopNode, toStopOrder } from "./stop-book";
+import type { BookChange } from "./types";
+
+/** Takes a resting order out of the book with its order.cancelled.v1. */
+export function cancelResting(
+  s: EngineState,
+  node: OrderNode,
+  reason: CancelReason,
+  log: EventLog,
+  changes: BookChange[],
+): { executed: string; remaining: string } {
+  const book = s.bookOf(node.pairId)!;
+  const state = toRestingOrder(node);
+  book.remove(node);
+  s.orders.finishResting(node);
+  const executed = executedText(node);
+  // An iceberg's hidden part goes too: the volume cancelled is all it had unfilled.
+  const volume = unfilledText(node);
+  changes.push({ op: "remove", order: state });
+  // On the order's own pair: a cancel-all of the partition, or a fired switch, spans pairs.
+  log.pushOnPair(node.pairId, "order.cancelled.v1", {
+    orderId: node.id,
+    userId: node.userId,
+    pairId: node.pairId,
+    side: node.side,
+    price: node.priceText,
+    volume,
+    volumeTotal: node.volumeTotalText,
+    executedVolume: executed,
+    reason,
+    code: ResultCodes.ok,
+  });
+  breakLink(s, node, log, changes);
+  return { executed, remaining: volume };
+}
+
+/** Takes a stop out of its stop book and the index, with its book change. */
+export function removeStop(s: EngineState, stop: StopNode, changes: BookChange[]): void {
+  s.bookOf(stop.pairId)!.stops.remove(stop);
+  s.stops.delete(stop.id);
+  s.recountExtras();
+  changes.push({ op: "stop-remove", stop: toStopOrder(stop) });
+}
+
+/** Takes a stop out of its stop book with its order.cancelled.v1. */
+export function cancelStop(
+  s: EngineState,
+  stop: StopNode,
+  reason: CancelReason,
+  log: EventLog,
+  changes: BookChange[],
+): { executed: string; remaining: string } {
+  removeStop(s, stop, changes);
+  s.orders.finish(stop.id);
+  const executed = formatValue(subScaled(stop.volumeTotal, stop.volume), stop.amountDecimals);
+  log.pushOnPair(stop.pairId, "order.cancelled.v1", {
+    orderId: stop.id,
+    userId: stop.userId,
+    pairId: stop.pairId,
+    side: stop.side,
+    price: stop.priceText,
+    volume: stop.volumeText,
+    volumeTotal: stop.volumeTotalText,
+    executedVolume: executed,
+    reason,
+    code: ResultCodes.ok,
+    quoteVolume: stop.quoteSized ? stop.quoteVolumeText : undefined,
+    stopPrice: stop.stopPriceText,
+  });
+  breakLink(s, stop, log, changes);
+  return { executed, remaining: stop.volumeText };
+}
+
+/**
+ * Ends `node`'s one-cancels-other pair, if it has one: the link goes from both legs first (so
+ * the other's cancel does not come back here), then the other leg is cancelled, reason oco.
+ * Called when a leg fills (even partly), triggers, is cancelled or expires.
+ */
+export function breakLink(
+  s: EngineState,
+  node: OrderNode | StopNode,
+  log: EventLog,
+  changes: BookChange[],
+): void {
+  if (node.linked === "") return;
+  const otherId = node.linked;
+  node.linked = "";
+  node.listId = "";
+  // A leg still resting (partly filled) is stored again, without its link.
+  if (!("stopPrice" in node) && s.orders.get(node.id) === node) {
+    changes.push({ op: "put", order: toRestingOrder(node) });
+  }
+  const resting = s.orders.get(otherId);
+  const other = resting !== undefined && resting !== FINISHED ? resting : s.stops.get(otherId);
+  if (other === undefined || other.linked !== node.id) return;
+  other.linked = "";
+  other.listId = "";
+  if ("stopPrice" in other) cancelStop(s, other, "oco", log, changes);
+  else cancelResting(s, other, "oco", log, changes);
+}
