@@ -16,7 +16,7 @@ import { triggerStops } from "./stops";
 import { sweep } from "./sweep";
 import type { AmendOrderCommand, BookChange, CommandOutcome, OrderStatus } from "./types";
 import { parseAmend } from "./validate-amend";
-import { cancelResting, cancelStop } from "./withdraw";
+import { breakLink, cancelResting, cancelStop } from "./withdraw";
 
 export function amend(
   s: EngineState,
@@ -161,6 +161,11 @@ function rematch(
       node.remainingText,
       changes,
     );
+  }
+  // A one-cancels-other leg that traded as it re-matched cancels the other, as a fill does.
+  if (taker.traded && node.linked !== "") {
+    breakLink(s, node, log, outcome.changes);
+    outcome.result.events = log.events.length;
   }
   triggerStops(s, book, command, outcome);
   return outcome;

@@ -8,7 +8,7 @@ import {
   type PlaceOcoCommand,
   type PlaceOrderPayload,
 } from "../../src/domain/index";
-import { cancel, place, tick } from "./helpers";
+import { amend, cancel, place, tick } from "./helpers";
 
 let n = 0;
 function oco(legs: Partial<PlaceOrderPayload>[], listId = `list-${++n}`): PlaceOcoCommand {
@@ -207,4 +207,22 @@ describe("one-cancels-other", () => {
       ["order.cancelled.v1", "b-1", "oco"],
     ]);
   });
+});
+
+test("an amend that re-matches a leg into a trade cancels the other leg", () => {
+  const engine = new MatchingEngine();
+  engine.apply(place({ id: "m", side: "bid", price: "105", userId: "u2" }));
+  engine.apply(
+    oco(
+      [
+        { side: "ask", price: "110" },
+        { side: "ask", price: "111" },
+      ],
+      "am",
+    ),
+  );
+  const moved = engine.apply(amend("am-0", { price: "105" }));
+  expect(types(moved.events).at(-1)).toEqual(["order.cancelled.v1", "am-1", "oco"]);
+  expect(moved.result.events).toBe(moved.events.length);
+  engine.check();
 });
