@@ -16,7 +16,7 @@ import type {
   CommandEnvelope,
   CommandOutcome,
 } from "./types";
-import { cancelResting, cancelStop } from "./withdraw";
+import { cancelResting, cancelStop, waiting } from "./withdraw";
 
 /** Orders one order.cancel-all may cancel; past it the result says cancel-all-partial. */
 export const MAX_CANCEL_ALL = 1000;
@@ -115,6 +115,8 @@ export function cancelAll(s: EngineState, command: CancelAllCommand): CommandOut
   log.reset(command);
   const changes: BookChange[] = [];
   for (const pick of picks) {
+    // A list's other leg went with the first (reason oco): counted, not cancelled twice.
+    if (!waiting(s, pick)) continue;
     if ("stopPrice" in pick) cancelStop(s, pick, "cancel-all", log, changes);
     else cancelResting(s, pick, "cancel-all", log, changes);
   }

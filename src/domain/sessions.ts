@@ -9,7 +9,7 @@ import { accepted, reject } from "./outcomes";
 import { ResultCodes } from "./result-codes";
 import type { StopNode } from "./stop-book";
 import type { BookChange, CancelAfterCommand, CommandOutcome } from "./types";
-import { cancelResting, cancelStop } from "./withdraw";
+import { cancelResting, cancelStop, waiting } from "./withdraw";
 
 /** The shortest timeout a switch may have. */
 export const MIN_CANCEL_AFTER_MS = 1000;
@@ -70,6 +70,7 @@ export function sweep(s: EngineState, room: number, changes: BookChange[]): numb
       if (more) break;
     }
     for (const pick of picks) {
+      if (!waiting(s, pick)) continue;
       if ("stopPrice" in pick) cancelStop(s, pick, "cancel-after", s.eventLog, changes);
       else cancelResting(s, pick, "cancel-after", s.eventLog, changes);
     }

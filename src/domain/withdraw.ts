@@ -83,6 +83,11 @@ export function cancelStop(
   return { executed, remaining: stop.volumeText };
 }
 
+/** True while an order or stop still waits: an earlier cancel may have taken its list's leg. */
+export function waiting(s: EngineState, node: OrderNode | StopNode): boolean {
+  return "stopPrice" in node ? s.stops.get(node.id) === node : s.orders.get(node.id) === node;
+}
+
 /**
  * Ends `node`'s one-cancels-other pair, if it has one: the link goes from both legs first (so
  * the other's cancel does not come back here), then the other leg is cancelled, reason oco.

@@ -226,3 +226,24 @@ test("an amend that re-matches a leg into a trade cancels the other leg", () => 
   expect(moved.result.events).toBe(moved.events.length);
   engine.check();
 });
+
+test("a cancel-all takes both legs once: the second goes as the first's other leg", () => {
+  const engine = new MatchingEngine();
+  engine.apply(bracket("ca"));
+  const all = engine.apply({
+    schemaVersion: 1,
+    commandId: "ca-all",
+    correlationId: "c",
+    type: "order.cancel-all",
+    submittedAt: "2027-01-15T08:00:00.000Z",
+    pairId: 1,
+    partition: 0,
+    payload: { userId: "u1", pairId: 1 },
+  });
+  expect(types(all.events)).toEqual([
+    ["order.cancelled.v1", "ca-0", "cancel-all"],
+    ["order.cancelled.v1", "ca-1", "oco"],
+  ]);
+  expect(all.result.cancelledOrders).toBe(2);
+  engine.check();
+});
