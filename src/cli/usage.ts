@@ -35,7 +35,7 @@ commands:
   check       run the datastore and broker checks of the durability policy, start nothing
 
 client commands (speak the wire contract to a running conductor and outbox):
-  order       place | cancel | amend | cancel-all: send a command and print its durable result
+  order       place | oco | cancel | amend | cancel-all: send a command, print its durable result
   pair        halt | resume: an operator's command (MATCHING_OPERATOR_USERS)
   session     cancel-after: arm, renew or disarm a user's dead-man's switch
   book        a pair's depth ladder, from the conductor

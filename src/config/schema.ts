@@ -54,6 +54,7 @@ export const clientCommandNames = [
   "order cancel",
   "order amend",
   "order cancel-all",
+  "order oco",
   "pair halt",
   "pair resume",
   "session cancel-after",
@@ -66,7 +67,7 @@ export type ClientCommandName = (typeof clientCommandNames)[number];
 
 /** The client commands that publish a command: they need the broker and the partition count. */
 const publishingClients = clientCommandNames.filter(
-  (name) => name.startsWith("order ") || name.startsWith("pair "),
+  (name) => name.startsWith("order ") || name.startsWith("pair ") || name.startsWith("session "),
 );
 /** The client commands that speak AMQP. */
 const amqpClients = [...publishingClients, "events"] as const;

@@ -391,6 +391,47 @@ describe("client commands", () => {
     expect(bad.stderr).toContain("rejected bad-timeout (212)");
   }, 60_000);
 
+  test("order oco places a take-profit and a stop; a fill of one cancels the other", async () => {
+    const user = ["--user", "erin"];
+    const list = await matchd([
+      "order",
+      "oco",
+      "--pair",
+      String(pair),
+      "--side",
+      "ask",
+      "--volume",
+      "1",
+      "--price",
+      "300",
+      "--stop-price",
+      "20",
+      "--list-id",
+      "erin-1",
+      "--json",
+      ...user,
+    ]);
+    expect(list.stderr).toBe("");
+    expect(JSON.parse(list.stdout)).toMatchObject({
+      code: 0,
+      listId: "erin-1",
+      legs: [
+        { orderId: "erin-1-tp", codeName: "rested" },
+        { orderId: "erin-1-sl", codeName: "stop-accepted" },
+      ],
+    });
+    const take = await placeOrder(pair, "bid", "300", "0.5", ["--user", "frank"]);
+    expect(take.code).toBe(0);
+    expect((await fetch(`${conductor.url}/orders/erin-1-sl`)).status).toBe(404);
+    const tp = (await (await fetch(`${conductor.url}/orders/erin-1-tp`)).json()) as Record<
+      string,
+      unknown
+    >;
+    expect(tp).toMatchObject({ volume: "0.5" });
+    expect(tp.linkedOrderId).toBeUndefined();
+    await matchd(["order", "cancel", "erin-1-tp", "--pair", String(pair), ...user]);
+  }, 60_000);
+
   test("pair halt is not-authorised unless the conductor lists the broker URL's user", async () => {
     const refused = await matchd(["pair", "halt", "--pair", String(pair), "--reason", "test"]);
     expect(refused.code).toBe(6);
@@ -482,7 +523,7 @@ describe("client commands", () => {
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain("matchd: pair needs halt or resume");
     const orderUnknown = await matchd(["order", "replace"]);
-    expect(orderUnknown.stderr).toContain("matchd: order needs place, cancel, amend or cancel-all");
+    expect(orderUnknown.stderr).toContain("matchd: order needs place, oco, cancel, amend or cancel-all");
     const help = await matchd(["pair", "--help"]);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain("usage: matchd pair halt --pair P --reason TEXT");

@@ -10,6 +10,7 @@ import type {
   amendSchema,
   cancelAfterSchema,
   cancelAllSchema,
+  ocoSchema,
   cancelSchema,
   pairSchema,
   placeSchema,
@@ -112,6 +113,48 @@ export function cancelAllCommand(
     ...envelopeBase(pairId, partitionCount, stamp),
     type: "order.cancel-all",
     payload: onePair === undefined ? { userId: o["--user"] } : { userId: o["--user"], pairId },
+  };
+}
+
+/** A take-profit limit and a stop, one-cancels-other; the legs' ids end -tp and -sl. */
+export function ocoCommand(
+  o: z.output<typeof ocoSchema>,
+  partitionCount: number,
+  stamp: Stamp,
+): CommandEnvelope {
+  const pairId = o["--pair"];
+  const listId = o["--list-id"] ?? stamp.orderId;
+  const limitPrice = o["--stop-limit-price"];
+  const leg = (suffix: string, more: Partial<PlaceOrderPayload>): PlaceOrderPayload => ({
+    id: `${listId}-${suffix}`,
+    userId: o["--user"],
+    side: o["--side"],
+    type: "limit",
+    pairId,
+    timestamp: stamp.nowMs,
+    price: o["--price"],
+    volume: o["--volume"],
+    volumeTotal: o["--volume"],
+    quoteVolume: "0",
+    priceDecimals: o["--price-decimals"],
+    amountDecimals: o["--amount-decimals"],
+    quoteDecimals: o["--quote-decimals"],
+    role: "taker",
+    ...(o["--expire-at"] === undefined ? {} : { timeInForce: "gtd", expireAt: o["--expire-at"] }),
+    ...more,
+  });
+  const legs = [
+    leg("tp", {}),
+    leg("sl", {
+      type: limitPrice === undefined ? "stop-market" : "stop-limit",
+      price: limitPrice ?? "0",
+      stopPrice: o["--stop-price"],
+    }),
+  ];
+  return {
+    ...envelopeBase(pairId, partitionCount, stamp),
+    type: "order.place-oco",
+    payload: { listId, userId: o["--user"], pairId, legs },
   };
 }
 

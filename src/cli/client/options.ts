@@ -126,6 +126,26 @@ export const amendSchema = z
       });
   });
 
+/**
+ * `order oco`: a take-profit limit at --price and a stop at --stop-price (a stop-market, or a
+ * stop-limit at --stop-limit-price), both on --side for --volume.
+ */
+export const ocoSchema = z.object({
+  ...common,
+  ...rpc,
+  "--list-id": id.optional(),
+  "--pair": pair,
+  "--side": z.enum(["bid", "ask"]),
+  "--volume": decimal,
+  "--price": decimal,
+  "--stop-price": decimal,
+  "--stop-limit-price": decimal.optional(),
+  "--expire-at": expiry.optional(),
+  "--price-decimals": whole(0, 18).default(defaultPrecisions.priceDecimals),
+  "--amount-decimals": whole(0, 18).default(defaultPrecisions.amountDecimals),
+  "--quote-decimals": whole(0, 18).default(defaultPrecisions.quoteDecimals),
+});
+
 /** Without --pair: every pair of the partition (MATCHING_PARTITION, --partition). */
 export const cancelAllSchema = z.object({
   ...common,

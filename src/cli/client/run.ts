@@ -18,6 +18,7 @@ import {
   amendCommand,
   cancelAfterCommand,
   cancelAllCommand,
+  ocoCommand,
   cancelCommand,
   pairCommand,
   placeCommand,
@@ -29,6 +30,7 @@ import {
   bookSchema,
   cancelAfterSchema,
   cancelAllSchema,
+  ocoSchema,
   cancelSchema,
   eventsSchema,
   flagsOf,
@@ -57,6 +59,7 @@ const schemas: Record<string, z.ZodType> = {
   "order cancel": cancelSchema,
   "order amend": amendSchema,
   "order cancel-all": cancelAllSchema,
+  "order oco": ocoSchema,
   "pair halt": pairSchema,
   "pair resume": pairSchema,
   "session cancel-after": cancelAfterSchema,
@@ -68,7 +71,7 @@ const schemas: Record<string, z.ZodType> = {
 
 /** The commands that take an action first, and the actions each takes. */
 const actionsOf: Record<string, string[]> = {
-  order: ["place", "cancel", "amend", "cancel-all"],
+  order: ["place", "oco", "cancel", "amend", "cancel-all"],
   pair: ["halt", "resume"],
   session: ["cancel-after"],
 };
@@ -79,6 +82,7 @@ const positionalsOf: Record<string, string[]> = {
   "order cancel": ["ORDER_ID"],
   "order amend": [],
   "order cancel-all": [],
+  "order oco": [],
   "pair halt": [],
   "pair resume": [],
   "session cancel-after": [],
@@ -179,6 +183,7 @@ async function runParsed(
     case "order cancel":
     case "order amend":
     case "order cancel-all":
+    case "order oco":
     case "pair halt":
     case "pair resume":
     case "session cancel-after": {
@@ -254,6 +259,8 @@ function commandOf(
         count,
         stamp,
       );
+    case "order oco":
+      return ocoCommand(options as z.output<typeof ocoSchema>, count, stamp);
     case "session cancel-after":
       return cancelAfterCommand(
         options as z.output<typeof cancelAfterSchema>,

@@ -24,6 +24,7 @@ export const clientUsage: Record<string, string> = {
        matchd order cancel ORDER_ID --pair P [--user U]
        matchd order amend --id ORDER_ID --pair P [--volume V] [--price X] [--stop-price S]
        matchd order cancel-all --user U [--pair P]
+       matchd order oco --pair P --side S --volume V --price X --stop-price S [flags]
 
 Sends the command to matching:commands.p<pairId mod partition count> as RPC (replyTo) and
 prints its durable result: the conductor replies once the commit is fsynced as its durability
@@ -60,6 +61,11 @@ amend flags (at least one of --volume, --price, --stop-price; docs/orders.md):
   --price X            the new limit price
   --stop-price S       a stop's new stop price
 ${rpcFlags}
+
+oco flags (a take-profit limit at --price and a stop at --stop-price, one cancels the other):
+  --stop-limit-price L the stop's limit price: a stop-limit [default a stop-market]
+  --list-id ID         the list id; the legs are ID-tp and ID-sl [default a new UUID]
+  --expire-at T        both legs good till T, as for place
 
 cancel-all flags:
   --user U             whose orders and stops to cancel (required)
