@@ -35,6 +35,13 @@ const MAKERS = 10;
  * instead (timeout 1.5 s, about one a second each at 1,000 commands a second: some lapse).
  */
 const GTD_SHARE = 0.2;
+/**
+ * With a clock too: a tenth of the other limits placed behind the touch are icebergs showing
+ * a quarter of their volume, and a fifth of the stops come as one-cancels-other brackets with
+ * a take-profit limit as far on the other side of the mid.
+ */
+const ICEBERG_SHARE = 0.1;
+const BRACKET_SHARE = 0.2;
 const SWITCH_TIMEOUT_MS = 1500;
 
 /** Orders an amend or cancel may name: the most recent limit and stop orders placed. */
@@ -81,7 +88,9 @@ export function exchange(
       "on 1,000 levels" +
       (clock === undefined
         ? ""
-        : `; a fifth of the limits and stops good till 0.1-5 s later, and half the ` +
+        : `; a fifth of the limits and stops good till 0.1-5 s later, a tenth of the ` +
+          `limits behind the touch icebergs showing a quarter, a fifth of the stops ` +
+          `one-cancels-other brackets with a take-profit limit, and half the ` +
           `cancel-alls a maker's dead-man's switch renewal (timeout ${SWITCH_TIMEOUT_MS} ms), ` +
           `${1 / clock.msPerCommand} commands a virtual millisecond, a clock.tick every batch`),
     pairIds: [pairId],
@@ -119,6 +128,10 @@ export function exchange(
         // Only orders placed behind the touch are managed later: most others trade at once.
         if (offset > 0) remember({ id, userId: owner, cents, stop: false });
         const price = priceText(cents);
+        const displayVolume =
+          clock !== undefined && !postOnly && offset > 0 && random() < ICEBERG_SHARE
+            ? shownPart(volume)
+            : undefined;
         return factory.place(STREAM_TIMED, i, {
           id,
           userId: owner,
@@ -129,6 +142,7 @@ export function exchange(
           volume,
           postOnly,
           expireAt: expiry(i),
+          displayVolume,
         });
       }
       if (roll < m.limit + m.market) {
@@ -136,13 +150,9 @@ export function exchange(
         return factory.place(STREAM_TIMED, i, spec);
       }
       const expireAt = expiry(i);
-      return stopOrder(
-        factory,
-        i,
-        { id, userId, side, pairId, volume, expireAt },
-        random,
-        remember,
-      );
+      const bracket = clock !== undefined && random() < BRACKET_SHARE;
+      const order = { id, userId, side, pairId, volume, expireAt };
+      return stopOrder(factory, i, order, random, remember, bracket);
     },
     ...(clock === undefined ? {} : { tick: (i: number) => factory.tick(timeOf(i)) }),
   };
@@ -162,18 +172,36 @@ function stopOrder(
   },
   random: () => number,
   remember: (placed: Placed) => void,
+  bracket = false,
 ): CommandEnvelope {
   const away = 20 + Math.floor(random() * 130);
   const up = order.side === "bid";
   const stopCents = up ? MIXED_MID + away : MIXED_MID - away;
   const limit = random() < 0.5;
-  remember({ id: order.id, userId: order.userId, cents: stopCents, stop: true });
-  return factory.place(STREAM_TIMED, i, {
+  const stop = {
     ...order,
-    type: limit ? "stop-limit" : "stop-market",
+    type: limit ? ("stop-limit" as const) : ("stop-market" as const),
     price: limit ? priceText(up ? stopCents + 10 : stopCents - 10) : "0",
     stopPrice: priceText(stopCents),
-  });
+  };
+  if (!bracket) {
+    remember({ id: order.id, userId: order.userId, cents: stopCents, stop: true });
+    return factory.place(STREAM_TIMED, i, stop);
+  }
+  // A bracket: the take-profit limit as far on the other side of the mid, then the stop.
+  const takeProfit = {
+    ...order,
+    id: `${order.id}-tp`,
+    type: "limit" as const,
+    price: priceText(up ? MIXED_MID - away : MIXED_MID + away),
+  };
+  return factory.oco(STREAM_TIMED, i, [takeProfit, { ...stop, id: `${order.id}-sl` }]);
+}
+
+/** A quarter of a volume (hundredths), at least one hundredth, as an iceberg shows it. */
+function shownPart(volume: string): string | undefined {
+  const hundredths = Math.round(Number(volume) * 100);
+  return hundredths >= 2 ? volumeText(Math.max(1, Math.floor(hundredths / 4))) : undefined;
 }
 
 function amendOf(

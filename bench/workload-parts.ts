@@ -109,6 +109,36 @@ export interface PlaceSpec {
   stopPrice?: string;
   /** Makes the order good-till-date. */
   expireAt?: number;
+  /** Makes the order an iceberg. */
+  displayVolume?: string;
+}
+
+/** An order.place payload of the workloads' precisions (2, 8, 8), stamped `ms`. */
+function placePayload(spec: PlaceSpec, ms: number): PlaceOrderPayload {
+  const payload: PlaceOrderPayload = {
+    id: spec.id,
+    userId: spec.userId,
+    side: spec.side,
+    type: spec.type,
+    pairId: spec.pairId,
+    timestamp: ms,
+    price: spec.price,
+    volume: spec.volume,
+    volumeTotal: spec.volume,
+    quoteVolume: spec.quoteVolume ?? "0",
+    priceDecimals: 2,
+    amountDecimals: 8,
+    quoteDecimals: 8,
+    role: "taker",
+  };
+  if (spec.postOnly) payload.postOnly = true;
+  if (spec.stopPrice !== undefined) payload.stopPrice = spec.stopPrice;
+  if (spec.expireAt !== undefined) {
+    payload.timeInForce = "gtd";
+    payload.expireAt = spec.expireAt;
+  }
+  if (spec.displayVolume !== undefined) payload.displayVolume = spec.displayVolume;
+  return payload;
 }
 
 /** Builds envelopes for one workload: ids and times come from (seed, partition, stream, index). */
@@ -142,29 +172,19 @@ export class CommandFactory {
 
   place(stream: number, index: number, spec: PlaceSpec): CommandEnvelope {
     const { ms, ...base } = this.envelopeBase(stream, index, spec.pairId);
-    const payload: PlaceOrderPayload = {
-      id: spec.id,
-      userId: spec.userId,
-      side: spec.side,
-      type: spec.type,
-      pairId: spec.pairId,
-      timestamp: ms,
-      price: spec.price,
-      volume: spec.volume,
-      volumeTotal: spec.volume,
-      quoteVolume: spec.quoteVolume ?? "0",
-      priceDecimals: 2,
-      amountDecimals: 8,
-      quoteDecimals: 8,
-      role: "taker",
+    return { ...base, type: "order.place", payload: placePayload(spec, ms) };
+  }
+
+  /** An order.place-oco of two legs, the list named after the first leg's id. */
+  oco(stream: number, index: number, legs: [PlaceSpec, PlaceSpec]): CommandEnvelope {
+    const { ms, ...base } = this.envelopeBase(stream, index, legs[0].pairId);
+    const payload = {
+      listId: `list-${legs[0].id}`,
+      userId: legs[0].userId,
+      pairId: legs[0].pairId,
+      legs: legs.map((leg) => placePayload(leg, ms)),
     };
-    if (spec.postOnly) payload.postOnly = true;
-    if (spec.stopPrice !== undefined) payload.stopPrice = spec.stopPrice;
-    if (spec.expireAt !== undefined) {
-      payload.timeInForce = "gtd";
-      payload.expireAt = spec.expireAt;
-    }
-    return { ...base, type: "order.place", payload };
+    return { ...base, type: "order.place-oco", payload };
   }
 
   cancelAll(stream: number, index: number, pairId: number, userId: string): CommandEnvelope {
