@@ -121,3 +121,12 @@ describe("session.cancel-after", () => {
     expect(wireTick.ok ? "ok" : wireTick.code).toBe(201);
   });
 });
+
+test.each([-1000, 1500.5, 999])("timeoutMs %p from the wire is bad-timeout (212)", (timeoutMs) => {
+  const decoded = decodeCommand({
+    ...cancelAfter("u1", 1000),
+    payload: { userId: "u1", timeoutMs },
+  });
+  const code = decoded.ok ? new MatchingEngine().apply(decoded.command).result.code : decoded.code;
+  expect(code).toBe(212);
+});

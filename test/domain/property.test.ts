@@ -19,12 +19,16 @@ import {
 import { assertProperty, propertySeed } from "../support/property";
 import { tick } from "./helpers";
 import {
+  MAX_CANCEL_AFTER,
   MAX_CANCEL_ALL,
   MAX_EXPIRIES,
   MAX_EXPIRY_AHEAD,
   MAX_TRIGGERED_STOPS,
+  MIN_CANCEL_AFTER,
   ReferenceBook,
   type RefLiveOrder,
+  type RefOutcome,
+  type SessionChange,
 } from "./reference-book";
 
 const prices = ["9.5", "9.8", "10", "10", "10.1", "10.3", "10.5"];
@@ -56,9 +60,10 @@ const reasons = ["maintenance", "audit", "x"];
 
 /**
  * The highest op kind; kinds 0..22 are today's commands, 23..44 the commands of docs/orders.md,
- * 45..51 good-till-date orders and clock.tick.
+ * 45..51 good-till-date orders and clock.tick, 52..55 the dead-man's switch (session.cancel-after,
+ * ticks aimed at switches' deadlines, gtd orders due with a switch).
  */
-const MAX_KIND = 51;
+const MAX_KIND = 55;
 
 /** A realistic epoch (ms) the clock jumps to from 0, so deadlines are sized as in production. */
 const T0 = 1_800_000_000_000;
@@ -113,8 +118,8 @@ function toCommand(
     partition: 0,
   };
   const refId = ids.length > 0 ? ids[op.ref % ids.length]! : "missing";
-  if (op.kind === 50 || op.kind === 51) {
-    const now = tickTime(op, book);
+  if (op.kind === 50 || op.kind === 51 || op.kind === 54) {
+    const now = op.kind === 54 ? switchTickTime(op, book) : tickTime(op, book);
     return {
       command: {
         ...base,
@@ -128,6 +133,8 @@ function toCommand(
       alreadyAccepted: false,
     };
   }
+  if (op.kind === 52 || op.kind === 53)
+    return { command: cancelAfterOp(op, base, book), alreadyAccepted: false };
   if (op.kind === 17 || op.kind === 18) {
     const userId = op.kind === 18 ? users[op.user]! : "u1";
     return {
@@ -341,6 +348,21 @@ function toCommand(
       if (variant === 8) payload.type = "stop-market"; // no stopPrice: bad-envelope first
       break;
     }
+    case 55: {
+      // A good-till-date order (one in three a stop-limit) due when an armed switch is, half
+      // the time of the switch's own user: the switch goes first, and cancels it. With no
+      // switch armed, due one to five seconds ahead, as switches are.
+      const armed = book.switches();
+      const one = armed.length > 0 ? armed[op.ref % armed.length] : undefined;
+      payload.timeInForce = "gtd";
+      payload.expireAt = one?.[1] ?? book.now() + MIN_CANCEL_AFTER + (op.ref % 4001);
+      if (one && op.bad % 2 === 0) payload.userId = one[0];
+      if (op.alt % 3 === 0) {
+        payload.type = "stop-limit";
+        payload.stopPrice = prices[op.stop]!;
+      }
+      break;
+    }
     case 28: {
       // Stops the checks refuse, and a stopPrice on a limit order (ignored).
       const variant = op.alt % 7;
@@ -416,6 +438,65 @@ function tickTime(op: Op, book: ReferenceBook): number {
       return now + MAX_EXPIRY_AHEAD;
     default:
       return now + (op.ref % 40);
+  }
+}
+
+/** Timeouts session.cancel-after refuses (212), after the two bounds' neighbours. */
+const badTimeouts = [999, 86_400_001, 1, -1000, 1500.5, Number.NaN, 2 ** 53];
+
+/**
+ * Kinds 52, 53: a session.cancel-after of one of the users (kind 53: one in five of u4, who
+ * has no orders): mostly 1 to 5 seconds (the same user's next one renews it), sometimes 0 or
+ * -0 (disarm, armed or not), the bounds, another user's armed deadline (a tie, which user id
+ * breaks), or a timeout out of range. Its envelope names a pair, one in eight a pair nobody
+ * trades: it only names the partition.
+ */
+function cancelAfterOp(
+  op: Op,
+  base: Omit<CommandEnvelope, "type" | "payload">,
+  book: ReferenceBook,
+): CommandEnvelope {
+  const userId = op.kind === 53 && op.alt % 5 === 0 ? "u4" : users[op.user]!;
+  const variant = op.alt % 20;
+  const now = book.now();
+  const tie = book
+    .switches()
+    .map(([, at]) => at - now)
+    .filter((timeout) => timeout >= MIN_CANCEL_AFTER);
+  let timeoutMs = MIN_CANCEL_AFTER + (op.ref % 4001);
+  if (variant >= 12 && variant <= 14) timeoutMs = op.side ? 0 : -0;
+  if (variant === 15) timeoutMs = op.side ? MIN_CANCEL_AFTER : MAX_CANCEL_AFTER;
+  if ((variant === 16 || variant === 17) && tie.length > 0) timeoutMs = tie[op.ref % tie.length]!;
+  if (variant >= 18) timeoutMs = badTimeouts[op.ref % badTimeouts.length]!;
+  return {
+    ...base,
+    pairId: op.alt % 8 === 7 ? 9 : op.pair,
+    type: "session.cancel-after",
+    payload: { userId, timeoutMs },
+  };
+}
+
+/**
+ * Kind 54, a clock.tick's `now` aimed at the switches: exactly an armed switch's deadline, or
+ * one millisecond before it, just past every armed one, the same time, or a step of one to
+ * five seconds (the switches' timeouts).
+ */
+function switchTickTime(op: Op, book: ReferenceBook): number {
+  const now = book.now();
+  const armed = book.switches().map(([, at]) => at);
+  const one = armed.length > 0 ? armed[op.ref % armed.length] : undefined;
+  switch (op.alt % 6) {
+    case 0:
+    case 1:
+      return one ?? now + MIN_CANCEL_AFTER + (op.ref % 4001);
+    case 2:
+      return one !== undefined ? Math.max(0, one - 1) : now;
+    case 3:
+      return armed.length > 0 ? Math.max(...armed) + (op.ref % 3) : now;
+    case 4:
+      return now;
+    default:
+      return now + MIN_CANCEL_AFTER + (op.ref % 4001);
   }
 }
 
@@ -544,6 +625,8 @@ class Mirror {
   orders = new Map<string, RestingOrder>();
   stops = new Map<string, StopOrder>();
   halts = new Map<number, string>();
+  switches = new Map<string, number>();
+  sweeps = new Map<string, number>();
 
   apply(changes: BookChange[]): void {
     for (const change of changes) {
@@ -567,6 +650,18 @@ class Mirror {
         case "resume":
           expect(this.halts.delete(change.pairId)).toBe(true);
           break;
+        case "switch-put":
+          this.switches.set(change.userId, change.deadline);
+          break;
+        case "switch-remove":
+          expect(this.switches.delete(change.userId)).toBe(true);
+          break;
+        case "sweep-put":
+          this.sweeps.set(change.userId, change.deadline);
+          break;
+        case "sweep-remove":
+          expect(this.sweeps.delete(change.userId)).toBe(true);
+          break;
       }
     }
   }
@@ -588,6 +683,8 @@ class Mirror {
     for (const stop of stops)
       expect(JSON.stringify(stop)).toBe(JSON.stringify(this.stops.get(stop.id)));
     expect(engine.haltedPairs()).toEqual(this.haltedPairs());
+    expect(byUser(engine.switches())).toEqual(byUser(this.switches));
+    expect(byUser(engine.sweeps())).toEqual(byUser(this.sweeps));
   }
 
   /** A fresh engine loaded from the mirror, each kind in reverse (priority from sequences). */
@@ -596,8 +693,35 @@ class Mirror {
     for (const order of [...this.orders.values()].reverse()) engine.loadRestingOrder(order);
     for (const stop of [...this.stops.values()].reverse()) engine.loadStopOrder(stop);
     for (const halt of this.haltedPairs().reverse()) engine.loadHalt(halt.pairId, halt.reason);
+    for (const [userId, deadline] of byUser(this.switches).reverse())
+      engine.loadSwitch(userId, deadline);
+    for (const [userId, deadline] of byUser(this.sweeps).reverse())
+      engine.loadSweep(userId, deadline);
     return engine;
   }
+}
+
+/** Switches or sweeps as [userId, deadline] pairs, by user id. */
+const byUser = (entries: Iterable<[string, number]>): [string, number][] =>
+  [...entries].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+
+/** The switch and sweep changes among an outcome's changes, in their order. */
+const sessionChanges = (changes: BookChange[]): SessionChange[] =>
+  changes.filter((c): c is SessionChange => c.op.startsWith("switch") || c.op.startsWith("sweep"));
+
+/**
+ * The engine's switches and sweeps against the reference's, and the changes that described
+ * them (which the reference models, unlike the book changes).
+ */
+function expectSameSessions(
+  engine: MatchingEngine,
+  reference: ReferenceBook,
+  changes: BookChange[],
+  expected: RefOutcome,
+): void {
+  expect(sessionChanges(changes)).toEqual(expected.sessionChanges ?? []);
+  expect(byUser(engine.switches())).toEqual(reference.switches());
+  expect(byUser(engine.sweeps())).toEqual(reference.sweeps());
 }
 
 /** The order id a command names, when it names one. */
@@ -625,6 +749,7 @@ test(`engine agrees with the reference book (seed ${propertySeed})`, () => {
         expect(engine.stopOrderCount()).toBe(reference.stopCount());
         expect(engine.now()).toBe(reference.now());
         expect(engine.nextExpiry()).toBe(reference.nextExpiry());
+        expectSameSessions(engine, reference, actual.changes, expected);
         mirror.apply(actual.changes);
         mirror.expectMatches(engine);
       });
@@ -635,10 +760,11 @@ test(`engine agrees with the reference book (seed ${propertySeed})`, () => {
 
 /**
  * The conductor's reload, at the domain's level: at random points the engine is replaced by a
- * fresh one loaded from the resting orders, stops and halts its changes described (in reverse,
- * so priority and arrival must come from the sequence numbers, not the load order), and it
- * forgets every finished id, so, as the conductor does with its stored markers, each command
- * says whether its order id was accepted before. Events, results and digests must still agree
+ * fresh one loaded from the resting orders, stops, halts, dead-man's switches and unfinished
+ * sweeps its changes described (in reverse, so priority and arrival must come from the
+ * sequence numbers, not the load order), and it forgets every finished id, so, as the
+ * conductor does with its stored markers, each command says whether its order id was
+ * accepted before. Events, results and digests must still agree
  * with the reference book, which never reloads.
  */
 test(`an engine reloaded from its changes agrees with the reference book (seed ${propertySeed})`, () => {
@@ -658,6 +784,8 @@ test(`an engine reloaded from its changes agrees with the reference book (seed $
         ops.forEach((op, index) => {
           if (reloadAt.has(index)) {
             const time = engine.now();
+            // What the changes stored is what the engine held, switches and sweeps included.
+            mirror.expectMatches(engine);
             engine = mirror.load();
             // The conductor restores the time its last batch recorded.
             engine.loadClock(time);
@@ -678,6 +806,7 @@ test(`an engine reloaded from its changes agrees with the reference book (seed $
           engine.check();
           engine.checkDigest();
           expect(engine.digest()).toBe(reference.digest());
+          expectSameSessions(engine, reference, actual.changes, expected);
           if (actual.acceptedOrderId !== undefined) accepted.add(actual.acceptedOrderId);
           mirror.apply(actual.changes);
         });
@@ -1182,21 +1311,253 @@ describe("the reference book follows docs/orders.md: good-till-date and the cloc
   });
 });
 
+const cancelAfter = (userId: string, timeoutMs: number, pairId = 1): CommandEnvelope => ({
+  ...envelope(pairId),
+  type: "session.cancel-after",
+  payload: { userId, timeoutMs },
+});
+const cancel = (id: string, userId: string, pairId = 1): CommandEnvelope => ({
+  ...envelope(pairId),
+  type: "order.cancel",
+  payload: { id, userId, pairId },
+});
+/** Events as [type, envelope pairId, orderId or (session.triggered.v1) userId]. */
+const shape = (events: EventEnvelope[]) =>
+  events.map((e) => [e.type, e.pairId, e.payload.orderId ?? e.payload.userId]);
+
+describe("the reference book follows docs/orders.md: the dead-man's switch", () => {
+  const badTimeout = {
+    status: "rejected",
+    code: 212,
+    codeName: "bad-timeout",
+    reason: "timeoutMs must be 0 (disarm) or 1000..86400000",
+    orderStatus: "rejected",
+    events: 1,
+  } as const;
+
+  test("session.cancel-after arms from the engine's time, a renewal replaces it, 0 disarms", () => {
+    const book = new ReferenceBook();
+    book.apply(tick(T0));
+    for (const timeoutMs of [999, MAX_CANCEL_AFTER + 1, 1500.5, -1000, Number.NaN]) {
+      const out = book.apply(cancelAfter("u1", timeoutMs));
+      expect(out.result).toEqual({ commandId: out.result.commandId, ...badTimeout });
+      expect(out.events[0]!.payload).toEqual({
+        userId: "u1",
+        pairId: 1,
+        commandType: "session.cancel-after",
+        code: 212,
+        codeName: "bad-timeout",
+        reason: badTimeout.reason,
+      });
+    }
+    expect(book.switches()).toEqual([]);
+    // No event; the result names the deadline.
+    const armed = book.apply(cancelAfter("u1", 5000, 2));
+    expect(armed).toEqual({
+      result: {
+        commandId: armed.result.commandId,
+        status: "accepted",
+        code: 0,
+        codeName: "ok",
+        events: 0,
+        triggerAt: T0 + 5000,
+      },
+      events: [],
+      sessionChanges: [{ op: "switch-put", userId: "u1", deadline: T0 + 5000 }],
+    });
+    book.apply(tick(T0 + 4000));
+    expect(book.apply(cancelAfter("u1", 5000)).result.triggerAt).toBe(T0 + 9000);
+    expect(book.apply(cancelAfter("u2", MIN_CANCEL_AFTER)).result.triggerAt).toBe(T0 + 5000);
+    expect(book.switches()).toEqual([
+      ["u1", T0 + 9000],
+      ["u2", T0 + 5000],
+    ]);
+    expect(book.nextExpiry()).toBe(T0 + 5000);
+    const off = book.apply(cancelAfter("u2", 0));
+    expect(off.result).toEqual({
+      commandId: off.result.commandId,
+      status: "accepted",
+      code: 0,
+      codeName: "ok",
+      events: 0,
+    });
+    expect(off.sessionChanges).toEqual([{ op: "switch-remove", userId: "u2" }]);
+    // Disarming a user with no switch changes nothing.
+    expect(book.apply(cancelAfter("u2", 0)).sessionChanges).toEqual([]);
+    expect(book.nextExpiry()).toBe(T0 + 9000);
+    const day = book.apply(cancelAfter("u3", MAX_CANCEL_AFTER));
+    expect(day.result.triggerAt).toBe(T0 + 4000 + MAX_CANCEL_AFTER);
+  });
+
+  test("a fired switch: session.triggered.v1 on the partition, then the user's orders as a cancel-all takes them, halted pairs too", () => {
+    const book = new ReferenceBook();
+    book.apply(tick(T0));
+    book.apply(limit("b2", "u1", "bid", "9.5", "1", { pairId: 2 }));
+    book.apply(limit("a1", "u1", "ask", "10.5", "1"));
+    book.apply(limit("b1", "u1", "bid", "9.5", "1"));
+    book.apply(stopMarket("s1", "u1", "bid", "10.3", "1"));
+    book.apply(limit("b1b", "u1", "bid", "9.8", "1"));
+    book.apply(limit("x", "u2", "bid", "9.8", "1"));
+    book.apply({ ...envelope(2), type: "pair.halt", payload: { pairId: 2, reason: "x" } });
+    // Its envelope's pair only names the partition.
+    expect(book.apply(cancelAfter("u1", 1000, 3)).result.triggerAt).toBe(T0 + 1000);
+    expect(book.apply(tick(T0 + 999)).events).toEqual([]);
+    expect(book.nextExpiry()).toBe(T0 + 1000);
+    const fired = book.apply(tick(T0 + 1000));
+    expect(shape(fired.events)).toEqual([
+      ["session.triggered.v1", 0, "u1"],
+      ["order.cancelled.v1", 1, "b1b"],
+      ["order.cancelled.v1", 1, "b1"],
+      ["order.cancelled.v1", 1, "a1"],
+      ["order.cancelled.v1", 1, "s1"],
+      ["order.cancelled.v1", 2, "b2"],
+    ]);
+    expect(fired.events[0]!.payload).toEqual({ userId: "u1", triggerAt: T0 + 1000 });
+    expect(fired.events[1]!.payload).toEqual({
+      orderId: "b1b",
+      userId: "u1",
+      pairId: 1,
+      side: "bid",
+      price: "9.8",
+      volume: "1",
+      volumeTotal: "1",
+      executedVolume: "0",
+      reason: "cancel-after",
+      code: 0,
+    });
+    expect(fired.result).toEqual({
+      commandId: fired.result.commandId,
+      status: "accepted",
+      code: 0,
+      codeName: "ok",
+      expiredOrders: 0,
+      events: 6,
+      cancelledOrders: 5,
+    });
+    expect(fired.sessionChanges).toEqual([
+      { op: "switch-remove", userId: "u1" },
+      { op: "sweep-put", userId: "u1", deadline: T0 + 1000 },
+      { op: "sweep-remove", userId: "u1" },
+    ]);
+    expect(book.liveOrders().map((o) => o.id)).toEqual(["x"]);
+    expect([book.switches(), book.sweeps(), book.nextExpiry()]).toEqual([[], [], undefined]);
+    // Finished; the switch fired once.
+    expect(book.apply(cancel("b1", "u1")).result.code).toBe(302);
+    const later = book.apply(tick(T0 + 5000));
+    expect(later.result).toEqual({ ...later.result, expiredOrders: 0, events: 0 });
+    expect(later.result.cancelledOrders).toBeUndefined();
+  });
+
+  test("a tick's work: deadlines earliest first, a switch before an order at its millisecond, switches by user id", () => {
+    const book = new ReferenceBook();
+    book.apply(tick(T0));
+    const gtd = (id: string, userId: string, expireAt: number) =>
+      limit(id, userId, "bid", "9.5", "1", { timeInForce: "gtd", expireAt });
+    book.apply(gtd("early", "u3", T0 + 999));
+    book.apply(limit("v", "u2", "ask", "10.5", "1", { pairId: 2 }));
+    book.apply(limit("w", "u1", "bid", "9.5", "1"));
+    book.apply(gtd("own", "u1", T0 + 1000)); // the switch goes first and cancels it
+    book.apply(gtd("tie", "u3", T0 + 1000));
+    book.apply(cancelAfter("u2", 1000));
+    book.apply(cancelAfter("u1", 1000));
+    const out = book.apply(tick(T0 + 1000));
+    expect(shape(out.events)).toEqual([
+      ["order.expired.v1", 1, "early"],
+      ["session.triggered.v1", 0, "u1"],
+      ["order.cancelled.v1", 1, "w"],
+      ["order.cancelled.v1", 1, "own"],
+      ["session.triggered.v1", 0, "u2"],
+      ["order.cancelled.v1", 2, "v"],
+      ["order.expired.v1", 1, "tie"],
+    ]);
+    expect(out.result).toMatchObject({ expiredOrders: 2, cancelledOrders: 3, events: 7 });
+  });
+
+  test(`the ${MAX_EXPIRIES} a tick are shared with expiries; a sweep goes on first, with what the user placed meanwhile`, () => {
+    const book = new ReferenceBook();
+    book.apply(tick(T0));
+    for (let i = 0; i < MAX_EXPIRIES + 5; i++)
+      book.apply(limit(`m${i}`, "u1", "bid", i % 2 === 0 ? "9.5" : "9.8", "0.01"));
+    const gtd = (id: string, expireAt: number) =>
+      limit(id, "u2", "ask", "10.5", "1", { timeInForce: "gtd", expireAt, pairId: 2 });
+    book.apply(gtd("g1", T0 + 500));
+    book.apply(gtd("g2", T0 + 1000));
+    book.apply(limit("z", "u3", "ask", "10.3", "1"));
+    book.apply(cancelAfter("u3", 1000));
+    book.apply(cancelAfter("u1", 1000));
+    const first = book.apply(tick(T0 + 1000));
+    expect(first.result).toMatchObject({ expiredOrders: 1, cancelledOrders: MAX_EXPIRIES - 1 });
+    // Bids best first: the 9.8s, then the 9.5s.
+    expect(shape(first.events.slice(0, 3))).toEqual([
+      ["order.expired.v1", 2, "g1"],
+      ["session.triggered.v1", 0, "u1"],
+      ["order.cancelled.v1", 1, "m1"],
+    ]);
+    expect(first.sessionChanges).toEqual([
+      { op: "switch-remove", userId: "u1" },
+      { op: "sweep-put", userId: "u1", deadline: T0 + 1000 },
+    ]);
+    expect(book.sweeps()).toEqual([["u1", T0 + 1000]]);
+    expect(book.switches()).toEqual([["u3", T0 + 1000]]);
+    book.apply(limit("late", "u1", "bid", "9.5", "1", { pairId: 3, ...precisions(3) }));
+    const next = book.apply(tick(T0 + 1000));
+    // The 9.8s (502) and 497 of the 9.5s went: six are left, m994 to m1004.
+    expect(shape(next.events)).toEqual([
+      ...[994, 996, 998, 1000, 1002, 1004].map((i) => ["order.cancelled.v1", 1, `m${i}`]),
+      ["order.cancelled.v1", 3, "late"],
+      ["session.triggered.v1", 0, "u3"],
+      ["order.cancelled.v1", 1, "z"],
+      ["order.expired.v1", 2, "g2"],
+    ]);
+    expect(next.result).toMatchObject({ expiredOrders: 1, cancelledOrders: 8, events: 10 });
+    expect(next.sessionChanges).toEqual([
+      { op: "sweep-remove", userId: "u1" },
+      { op: "switch-remove", userId: "u3" },
+      { op: "sweep-put", userId: "u3", deadline: T0 + 1000 },
+      { op: "sweep-remove", userId: "u3" },
+    ]);
+    expect([book.restingCount(), book.nextExpiry()]).toEqual([0, undefined]);
+  });
+});
+
 /**
  * Runs a script through the engine and the reference: events and results agree at every step,
- * digests and changes after every step too, or, for long scripts, at the end.
+ * digests and changes after every step too, or, for long scripts, after every command but a
+ * place, and at the end. Before each command of `reloadBefore` the engine is replaced by one
+ * loaded from its changes (books, stops, halts, switches, sweeps) and the clock; both hear the
+ * shell's accepted-order markers, since a reloaded engine forgets the finished ids.
  */
-function expectAgreement(commands: CommandEnvelope[], stateEveryStep = true) {
-  const engine = new MatchingEngine();
+function expectAgreement(
+  commands: CommandEnvelope[],
+  stateEveryStep = true,
+  reloadBefore: number[] = [],
+) {
+  let engine = new MatchingEngine();
   const reference = new ReferenceBook();
   const mirror = new Mirror();
-  const results = commands.map((command) => {
-    const actual = engine.apply(command);
-    const expected = reference.apply(command);
+  const accepted = new Set<string>();
+  const results = commands.map((command, index) => {
+    if (reloadBefore.includes(index)) {
+      const time = engine.now();
+      mirror.expectMatches(engine);
+      engine = mirror.load();
+      engine.loadClock(time);
+      engine.check();
+      engine.checkDigest();
+      expect(engine.digest()).toBe(reference.digest());
+      expect(engine.nextExpiry()).toBe(reference.nextExpiry());
+    }
+    const id = orderIdOf(command);
+    const marker = id !== undefined && accepted.has(id);
+    const actual = engine.apply(command, marker);
+    const expected = reference.apply(command, marker);
     expect(JSON.stringify(actual.events)).toBe(JSON.stringify(expected.events));
     expect(actual.result).toEqual(expected.result);
+    if (actual.acceptedOrderId !== undefined) accepted.add(actual.acceptedOrderId);
+    expectSameSessions(engine, reference, actual.changes, expected);
     mirror.apply(actual.changes);
-    if (stateEveryStep) {
+    if (stateEveryStep || command.type !== "order.place") {
+      expect(engine.nextExpiry()).toBe(reference.nextExpiry());
       expect(engine.digest()).toBe(reference.digest());
       mirror.expectMatches(engine);
     }
@@ -1334,4 +1695,89 @@ test("engine agrees: expireAt 0 is not after the engine's time (309)", () => {
     }),
   ]);
   expect(results.map((r) => r.code)).toEqual([309, 309]);
+});
+
+test("engine agrees: switches armed, renewed, disarmed and fired, with expiries at their millisecond", () => {
+  const gtd = (id: string, userId: string, expireAt: number, extra = {}) =>
+    limit(id, userId, "bid", "9.5", "1", { timeInForce: "gtd", expireAt, ...extra });
+  const results = expectAgreement([
+    cancelAfter("u1", 2000), // before the first tick: from time 0
+    tick(T0),
+    limit("a1", "u1", "ask", "10.5", "1"),
+    limit("b1", "u1", "bid", "9.8", "0.5", { volumeTotal: "2" }), // executed in part before
+    limit("q", "u1", "bid", "0", "0", {
+      type: "stop-market",
+      stopPrice: "10.3",
+      volumeTotal: "0",
+      quoteVolume: "10",
+    }),
+    gtd("g", "u1", T0 + 1000, { pairId: 3, ...precisions(3) }),
+    gtd("s", "u2", T0 + 1000, { type: "stop-limit", stopPrice: "10.3", pairId: 2 }),
+    limit("c", "u2", "ask", "10.3", "1", { pairId: 2 }),
+    limit("d", "u3", "bid", "9.5", "1", { pairId: 2 }),
+    { ...envelope(2), type: "pair.halt", payload: { pairId: 2, reason: "x" } },
+    cancelAfter("u1", 999),
+    cancelAfter("u1", 1000, 9),
+    cancelAfter("u2", 1000),
+    cancelAfter("u3", 3000),
+    cancelAfter("u4", 0),
+    tick(T0 + 500),
+    cancelAfter("u3", 500 + 1000), // renewed to T0 + 2000
+    cancelAfter("u2", 0),
+    tick(T0 + 999),
+    tick(T0 + 1000), // u1 fires before g (its own) and s (u2's, disarmed) expire
+    cancel("b1", "u1"), // finished: 302
+    limit("b2", "u1", "bid", "9.5", "1"), // a new order, no switch: it stays
+    cancelAfter("u2", 1000),
+    tick(T0 + 3000), // u3 at T0 + 2000 (its halted pair too), u2 at T0 + 2000 by user id
+    tick(T0 + 3000),
+  ]);
+  expect(results.map((r) => r.code).slice(10, 12)).toEqual([212, 0]);
+  expect(results[19]).toMatchObject({ expiredOrders: 1, cancelledOrders: 4 });
+  expect(results[20]!.code).toBe(302);
+  expect(results[23]).toMatchObject({ expiredOrders: 0, cancelledOrders: 2 });
+});
+
+test(`engine agrees at the switches' bound: ${MAX_EXPIRIES} a tick shared with expiries, over a reload`, () => {
+  const many = 2 * MAX_EXPIRIES + 100;
+  const pairOf = (i: number) => 1 + (i % 3);
+  const commands = [
+    tick(T0),
+    // One user's orders over three pairs, both sides (bids mostly: the reference sorts the
+    // other side at every place), two prices a side, and stops.
+    ...Array.from({ length: many }, (_, i) => {
+      const bid = i % 64 !== 63;
+      const price = bid ? (i % 2 === 0 ? "9.5" : "9.8") : (i >> 6) % 2 === 0 ? "10.3" : "10.5";
+      const pairId = pairOf(i);
+      return limit(`m${i}`, "u1", bid ? "bid" : "ask", price, "0.01", {
+        pairId,
+        ...precisions(pairId),
+      });
+    }),
+    stopMarket("k", "u1", "ask", "9", "1"),
+    limit("ug", "u1", "bid", "9.5", "1", { timeInForce: "gtd", expireAt: T0 + 1500 }),
+    limit("g1", "u2", "bid", "9.5", "1", { timeInForce: "gtd", expireAt: T0 + 500, pairId: 2 }),
+    limit("g2", "u2", "bid", "9.5", "1", { timeInForce: "gtd", expireAt: T0 + 1000, pairId: 2 }),
+    limit("z1", "u3", "bid", "9.5", "1"),
+    limit("z2", "u3", "ask", "10.5", "1", { pairId: 2 }),
+    cancelAfter("u3", 1000),
+    cancelAfter("u1", 1000),
+    tick(T0 + 1000), // g1, then u1 fires: 999 of its orders
+    cancel("m3", "u1"), // pair 1's best bid went first: finished
+  ];
+  const reloadAt = commands.length;
+  commands.push(
+    limit("late", "u1", "bid", "9.5", "1", { pairId: 2 }), // goes with the sweep
+    cancelAfter("u1", 1000), // armed again while its sweep goes on: T0 + 2000
+    tick(T0 + 1000), // u1's sweep only: 1,000 more
+    tick(T0 + 2100), // the rest of it; then u3 (T0 + 1000), g2, u1 again (nothing left)
+    tick(T0 + 2100),
+  );
+  const results = expectAgreement(commands, false, [reloadAt]);
+  const at = (i: number) => results.at(i)!;
+  expect(at(reloadAt - 2)).toMatchObject({ expiredOrders: 1, cancelledOrders: MAX_EXPIRIES - 1 });
+  expect(at(reloadAt - 1).code).toBe(302);
+  expect(at(-3)).toMatchObject({ expiredOrders: 0, cancelledOrders: MAX_EXPIRIES });
+  expect(at(-2)).toMatchObject({ expiredOrders: 1, cancelledOrders: many + 3 - 1999 + 2 });
+  expect(at(-1)).toMatchObject({ expiredOrders: 0, events: 0 });
 });

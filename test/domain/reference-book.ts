@@ -1,11 +1,13 @@
 // A deliberately naive reference book for differential tests: plain arrays re-sorted on every
 // step and decimal.js arithmetic. Slow and obvious, so disagreements point at the fast engine.
-// Stops, amends, cancel-alls, halts, good-till-date orders and the clock follow docs/orders.md,
-// written from the page alone.
+// Stops, amends, cancel-alls, halts, good-till-date orders, the clock and the dead-man's switch
+// follow docs/orders.md, written from the page alone.
 
 import DecimalJs from "decimal.js";
 import {
   type AmendOrderCommand,
+  type BookChange,
+  type CancelAfterCommand,
   type CancelAllCommand,
   type CancelOrderCommand,
   type ClockTickCommand,
@@ -26,6 +28,7 @@ import {
   type PlaceOrderCommand,
   ResultCodes,
   resultCodeName,
+  type SessionTriggeredPayload,
   type Side,
   type StopAcceptedPayload,
   type StopKind,
@@ -117,7 +120,22 @@ interface TakerOutcome {
 export interface RefOutcome {
   result: CommandResult;
   events: EventEnvelope[];
+  /**
+   * The dead-man's switch changes, in order (switch-put / switch-remove, sweep-put /
+   * sweep-remove); only on session.cancel-after and clock.tick. The reference does not model
+   * the book changes.
+   */
+  sessionChanges?: SessionChange[];
 }
+
+/** The BookChange ops that describe switches and sweeps. */
+export type SessionChange = Extract<
+  BookChange,
+  { op: "switch-put" | "switch-remove" | "sweep-put" | "sweep-remove" }
+>;
+
+/** A cancellation's reason as the reference emits it. */
+type CancelReason = "user" | "cancel-all" | "cancel-after";
 
 /** A live order or stop as the generator of the property test sees it. */
 export interface RefLiveOrder {
@@ -150,6 +168,9 @@ export const MAX_CANCEL_ALL = 1_000;
 export const MAX_EXPIRIES = 1_000;
 /** How far past the engine's time an expireAt may lie: 90 days. */
 export const MAX_EXPIRY_AHEAD = 7_776_000_000;
+/** A session.cancel-after's timeoutMs: 0 (disarm), or a second to a day. */
+export const MIN_CANCEL_AFTER = 1_000;
+export const MAX_CANCEL_AFTER = 86_400_000;
 
 const text = (d: Dec): string => d.toFixed();
 
@@ -206,6 +227,10 @@ export class ReferenceBook {
   private seq = 0;
   /** The engine's time: the latest clock.tick's `now`, 0 before one. */
   private time = 0;
+  /** Armed dead-man's switches: user id to deadline. */
+  private armedSwitches = new Map<string, number>();
+  /** Users whose switch fired and who still have orders to cancel: user id to deadline. */
+  private pendingSweeps = new Map<string, number>();
 
   apply(command: CommandEnvelope, alreadyAccepted = false): RefOutcome {
     const events: EventEnvelope[] = [];
@@ -264,9 +289,10 @@ export class ReferenceBook {
       case "clock.tick":
         return this.tick({ ...ctx, command });
       case "session.cancel-after":
-        // Not modelled yet (docs/orders.md, "The dead-man's switch"): the tick above expires
-        // good-till-date orders only, which is all it does while no switch is armed.
-        throw new Error("the reference book does not model session.cancel-after");
+        return this.cancelAfter({ ...ctx, command });
+      default:
+        // A command the engine knows and docs/orders.md's sections above do not describe.
+        throw new Error(`the reference book does not model ${(command as { type: string }).type}`);
     }
   }
 
@@ -322,7 +348,7 @@ export class ReferenceBook {
 
   private cancelOrder(
     order: RefOrder,
-    reason: "user" | "cancel-all",
+    reason: CancelReason,
     emit: Emit,
   ): { executed: string; remaining: string } {
     this.orders = this.orders.filter((o) => o !== order);
@@ -351,7 +377,7 @@ export class ReferenceBook {
 
   private cancelStop(
     stop: RefStop,
-    reason: "user" | "cancel-all",
+    reason: CancelReason,
     emit: Emit,
   ): { executed: string; remaining: string } {
     this.stops = this.stops.filter((s) => s !== stop);
@@ -1083,26 +1109,9 @@ export class ReferenceBook {
     const p = command.payload;
     if (p.pairId !== undefined && p.pairId !== command.pairId)
       return reject(ResultCodes.pairMismatch, "payload pairId differs from envelope");
-    const inScope = (x: { userId: string; pairId: number }) =>
-      x.userId === p.userId && (p.pairId === undefined || x.pairId === p.pairId);
-    const pairs = [
-      ...new Set(
-        [...this.orders.filter(inScope), ...this.stops.filter(inScope)].map((x) => x.pairId),
-      ),
-    ].sort((a, b) => a - b);
-    const targets: ({ order: RefOrder } | { stop: RefStop })[] = [];
-    for (const pairId of pairs) {
-      const orders = this.orders.filter((o) => inScope(o) && o.pairId === pairId).sort(bookOrder);
-      const stops = this.stops
-        .filter((s) => inScope(s) && s.pairId === pairId)
-        .sort((a, b) => a.seq - b.seq);
-      targets.push(...orders.map((order) => ({ order })), ...stops.map((stop) => ({ stop })));
-    }
+    const targets = this.usersOrders(p.userId, p.pairId);
     const chosen = targets.slice(0, MAX_CANCEL_ALL);
-    for (const t of chosen) {
-      if ("order" in t) this.cancelOrder(t.order, "cancel-all", emit);
-      else this.cancelStop(t.stop, "cancel-all", emit);
-    }
+    for (const t of chosen) this.cancelTarget(t, "cancel-all", emit);
     const code = targets.length > MAX_CANCEL_ALL ? ResultCodes.cancelAllPartial : ResultCodes.ok;
     return {
       result: {
@@ -1115,6 +1124,102 @@ export class ReferenceBook {
       },
       events,
     };
+  }
+
+  /**
+   * Every resting order and stop of a user, of one pair or of all: pairs ascending; in a
+   * pair the resting orders in book order, then its stops by arrival.
+   */
+  private usersOrders(userId: string, pairId?: number): Target[] {
+    const inScope = (x: { userId: string; pairId: number }) =>
+      x.userId === userId && (pairId === undefined || x.pairId === pairId);
+    const pairs = [
+      ...new Set(
+        [...this.orders.filter(inScope), ...this.stops.filter(inScope)].map((x) => x.pairId),
+      ),
+    ].sort((a, b) => a - b);
+    const targets: Target[] = [];
+    for (const pair of pairs) {
+      const orders = this.orders.filter((o) => inScope(o) && o.pairId === pair).sort(bookOrder);
+      const stops = this.stops
+        .filter((s) => inScope(s) && s.pairId === pair)
+        .sort((a, b) => a.seq - b.seq);
+      targets.push(...orders.map((order) => ({ order })), ...stops.map((stop) => ({ stop })));
+    }
+    return targets;
+  }
+
+  private cancelTarget(t: Target, reason: CancelReason, emit: Emit): void {
+    if ("order" in t) this.cancelOrder(t.order, reason, emit);
+    else this.cancelStop(t.stop, reason, emit);
+  }
+
+  // --- session.cancel-after ---------------------------------------------------------------
+
+  private cancelAfter(ctx: Ctx<CancelAfterCommand>): RefOutcome {
+    const { command, reject, events } = ctx;
+    const { userId, timeoutMs } = command.payload;
+    // 0, or a second to a day, in whole milliseconds. The envelope's pairId only names the
+    // partition, so no pair check and no halt check: a halted pair's orders go too.
+    const inRange = timeoutMs >= MIN_CANCEL_AFTER && timeoutMs <= MAX_CANCEL_AFTER;
+    if (!Number.isSafeInteger(timeoutMs) || (timeoutMs !== 0 && !inRange))
+      return reject(
+        ResultCodes.badTimeout,
+        `timeoutMs must be 0 (disarm) or ${MIN_CANCEL_AFTER}..${MAX_CANCEL_AFTER}`,
+      );
+    const result: CommandResult = {
+      commandId: command.commandId,
+      status: "accepted",
+      code: 0,
+      codeName: "ok",
+      events: events.length, // none: the switch has no event until it fires
+    };
+    const sessionChanges: SessionChange[] = [];
+    if (timeoutMs === 0) {
+      // Disarms the switch, if one is armed; a sweep under way goes on.
+      if (this.armedSwitches.delete(userId)) sessionChanges.push({ op: "switch-remove", userId });
+    } else {
+      // From the engine's time; a renewal replaces the deadline.
+      const deadline = this.time + timeoutMs;
+      this.armedSwitches.set(userId, deadline);
+      sessionChanges.push({ op: "switch-put", userId, deadline });
+      result.triggerAt = deadline;
+    }
+    return { result, events, sessionChanges };
+  }
+
+  /** A switch fires: its event on the partition, and the user's sweep begins. */
+  private fire(userId: string, deadline: number, emit: Emit, changes: SessionChange[]): void {
+    this.armedSwitches.delete(userId);
+    changes.push({ op: "switch-remove", userId });
+    emit("session.triggered.v1", {
+      userId,
+      triggerAt: deadline,
+    } satisfies SessionTriggeredPayload);
+    this.pendingSweeps.set(userId, deadline);
+    changes.push({ op: "sweep-put", userId, deadline });
+  }
+
+  /**
+   * Cancels the orders and stops of the users whose switch fired, earliest deadline first
+   * (then user id), each in cancel-all's order, at most `room` of them. A user with none
+   * left ends its sweep. Returns how many it cancelled.
+   */
+  private sweep(room: number, emit: Emit, changes: SessionChange[]): number {
+    const users = [...this.pendingSweeps].sort(
+      ([a, at], [b, bt]) => at - bt || (a < b ? -1 : a > b ? 1 : 0),
+    );
+    let done = 0;
+    for (const [userId] of users) {
+      const targets = this.usersOrders(userId);
+      const chosen = targets.slice(0, room - done);
+      for (const t of chosen) this.cancelTarget(t, "cancel-after", emit);
+      done += chosen.length;
+      if (chosen.length < targets.length) return done; // the next tick goes on
+      this.pendingSweeps.delete(userId);
+      changes.push({ op: "sweep-remove", userId });
+    }
+    return done;
   }
 
   // --- pair.halt / pair.resume ------------------------------------------------------------
@@ -1160,45 +1265,77 @@ export class ReferenceBook {
       return reject(ResultCodes.badEnvelope, "clock.tick: now must be epoch milliseconds");
     // Time never goes back.
     this.time = Math.max(this.time, now);
-    // Every order and stop due, earliest deadline first, then time priority (the current
+    const sessionChanges: SessionChange[] = [];
+    // First the sweeps of switches that fired in earlier ticks.
+    let done = this.sweep(MAX_EXPIRIES, emit, sessionChanges);
+    let expired = 0;
+    // Then every deadline passed, earliest first: a switch before an order at the same
+    // millisecond, switches by user id, orders and stops in time priority (the current
     // sequence: an amend that lost priority or a stop-limit that rested counts from then).
-    const due = [...this.orders, ...this.stops]
-      .filter((x) => x.expireAt !== undefined && x.expireAt <= this.time)
-      .sort((a, b) => a.expireAt! - b.expireAt! || a.seq - b.seq)
-      .slice(0, MAX_EXPIRIES);
-    for (const x of due) {
-      const stop = "stopPrice" in x ? x : undefined;
-      const unfilled = "remaining" in x ? x.remaining : x.volume;
-      this.orders = this.orders.filter((o) => o !== x);
-      this.stops = this.stops.filter((s) => s !== x);
-      this.finished.add(x.id);
-      const payload: OrderExpiredPayload = {
-        orderId: x.id,
-        userId: x.userId,
-        pairId: x.pairId,
-        side: x.side,
-        price: text(x.price),
-        volume: text(unfilled),
-        volumeTotal: text(x.volumeTotal),
-        executedVolume: text(x.volumeTotal.minus(unfilled)),
-        expireAt: x.expireAt!,
-      };
-      if (stop && stopQuoteSized(stop)) payload.quoteVolume = text(stop.quoteVolume);
-      if (stop) payload.stopPrice = text(stop.stopPrice);
-      // Each in its own pair's envelope: a tick spans the partition's pairs.
-      emit("order.expired.v1", { ...payload }, x.pairId);
+    // Nothing becomes due on the way; a sweep only takes orders out.
+    type Due = { at: number; userId: string } | { at: number; item: RefOrder | RefStop };
+    const due: Due[] = [
+      ...[...this.armedSwitches]
+        .filter(([, at]) => at <= this.time)
+        .map(([userId, at]) => ({ at, userId })),
+      ...[...this.orders, ...this.stops]
+        .filter((x) => x.expireAt !== undefined && x.expireAt <= this.time)
+        .map((item) => ({ at: item.expireAt!, item })),
+    ].sort((a, b) => {
+      if (a.at !== b.at) return a.at - b.at;
+      if ("userId" in a && "userId" in b) return a.userId < b.userId ? -1 : 1;
+      if ("userId" in a) return -1;
+      if ("userId" in b) return 1;
+      return a.item.seq - b.item.seq;
+    });
+    for (const d of due) {
+      if (done >= MAX_EXPIRIES) break; // the rest are due at once, in the next ticks
+      if ("userId" in d) {
+        this.fire(d.userId, d.at, emit, sessionChanges);
+        done += this.sweep(MAX_EXPIRIES - done, emit, sessionChanges);
+        continue;
+      }
+      const x = d.item;
+      // Gone already when a switch that fired before it swept it.
+      if (!this.orders.includes(x as RefOrder) && !this.stops.includes(x as RefStop)) continue;
+      this.expire(x, emit);
+      done++;
+      expired++;
     }
-    return {
-      result: {
-        commandId: command.commandId,
-        status: "accepted",
-        code: 0,
-        codeName: "ok",
-        expiredOrders: due.length,
-        events: events.length,
-      },
-      events,
+    const result: CommandResult = {
+      commandId: command.commandId,
+      status: "accepted",
+      code: 0,
+      codeName: "ok",
+      expiredOrders: expired,
+      events: events.length,
     };
+    // Orders and stops that fired switches cancelled, when there were any.
+    if (done > expired) result.cancelledOrders = done - expired;
+    return { result, events, sessionChanges };
+  }
+
+  private expire(x: RefOrder | RefStop, emit: Emit): void {
+    const stop = "stopPrice" in x ? x : undefined;
+    const unfilled = "remaining" in x ? x.remaining : x.volume;
+    this.orders = this.orders.filter((o) => o !== x);
+    this.stops = this.stops.filter((s) => s !== x);
+    this.finished.add(x.id);
+    const payload: OrderExpiredPayload = {
+      orderId: x.id,
+      userId: x.userId,
+      pairId: x.pairId,
+      side: x.side,
+      price: text(x.price),
+      volume: text(unfilled),
+      volumeTotal: text(x.volumeTotal),
+      executedVolume: text(x.volumeTotal.minus(unfilled)),
+      expireAt: x.expireAt!,
+    };
+    if (stop && stopQuoteSized(stop)) payload.quoteVolume = text(stop.quoteVolume);
+    if (stop) payload.stopPrice = text(stop.stopPrice);
+    // Each in its own pair's envelope: a tick spans the partition's pairs.
+    emit("order.expired.v1", { ...payload }, x.pairId);
   }
 
   // --- views ------------------------------------------------------------------------------
@@ -1208,12 +1345,28 @@ export class ReferenceBook {
     return this.time;
   }
 
-  /** The earliest deadline of a live good-till-date order or stop; undefined: none. */
+  /**
+   * When the next tick has work: the earliest deadline of a live good-till-date order or stop
+   * or of an armed switch; while a fired switch's sweep is unfinished, the engine's time stands
+   * for the switches (its orders are due at once); undefined: none.
+   */
   nextExpiry(): number | undefined {
     const deadlines = [...this.orders, ...this.stops]
       .map((x) => x.expireAt)
       .filter((at): at is number => at !== undefined);
+    if (this.pendingSweeps.size > 0) deadlines.push(this.time);
+    else deadlines.push(...this.armedSwitches.values());
     return deadlines.length === 0 ? undefined : Math.min(...deadlines);
+  }
+
+  /** Armed dead-man's switches, [userId, deadline], by user id. */
+  switches(): [string, number][] {
+    return [...this.armedSwitches].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  }
+
+  /** Fired switches whose users still have orders to cancel, [userId, deadline], by user id. */
+  sweeps(): [string, number][] {
+    return [...this.pendingSweeps].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   }
 
   restingCount(): number {
@@ -1326,9 +1479,15 @@ export class ReferenceBook {
     const halts = [...this.halts]
       .sort(([a], [b]) => a - b)
       .map(([pairId, reason]) => ({ pairId, reason }));
-    return digestBooks(orders, stops, halts);
+    return digestBooks(orders, stops, halts, {
+      switches: this.armedSwitches,
+      sweeps: this.pendingSweeps,
+    });
   }
 }
+
+/** An order or stop a cancel-all or a sweep takes out. */
+type Target = { order: RefOrder } | { stop: RefStop };
 
 interface Ctx<C extends CommandEnvelope> {
   command: C;

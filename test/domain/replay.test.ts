@@ -1,12 +1,15 @@
 // Replay determinism: the same workload twice gives a byte-identical event transcript and digest,
 // and reloading the resting orders into a fresh engine reproduces the digest. With recorded
-// times too: clock.ticks in the script, good-till-date orders expiring, and a reload mid-way
-// (books, stops, halts and the clock) that goes on exactly as the engine that never stopped.
+// times too: clock.ticks in the script, good-till-date orders expiring, dead-man's switches
+// firing, and a reload mid-way (books, stops, halts, switches, sweeps and the clock) that goes
+// on exactly as the engine that never stopped.
 
 import { describe, expect, test } from "bun:test";
 import { createWorkload, workloadNames } from "../../bench/workloads";
 import {
+  type CancelAfterCommand,
   type CommandEnvelope,
+  MAX_CANCEL_AFTER_MS,
   MAX_EXPIRY_AHEAD_MS,
   MatchingEngine,
   type PlaceOrderPayload,
@@ -91,15 +94,39 @@ function random(seed: number): () => number {
 
 const T0 = 1_800_000_000_000;
 
+let sessions = 0;
+
+/** How often a command of the timed script is preceded by a session.cancel-after. */
+const SESSION_RATE = 0.005;
+
+function cancelAfter(userId: string, timeoutMs: number, pairId: number): CancelAfterCommand {
+  sessions++;
+  return {
+    schemaVersion: 1,
+    commandId: `cancel-after-${sessions}`,
+    correlationId: `corr-ca-${sessions}`,
+    type: "session.cancel-after",
+    submittedAt: "2027-01-15T08:00:00.000Z",
+    pairId,
+    partition: 0,
+    payload: { userId, timeoutMs },
+  };
+}
+
 /**
  * A script as the conductor would have recorded it: its clock.ticks carry the times the batches
  * had (mostly a few milliseconds apart, now and then the same time or an older one), between
  * good-till-date limit orders and stops that expire a few milliseconds to a few hundred later
  * (some refused: in the past, beyond 90 days), GTC orders that trade with them, amends,
- * cancels, cancel-alls and halts on three pairs.
+ * cancels, cancel-alls and halts on three pairs. Between them, from a generator of their own
+ * (so the rest of the script is drawn as before), now and then a user's session.cancel-after
+ * after a few orders far from the traded prices: mostly one to two and a half seconds, which
+ * the ticks pass unless the user renews in time, sometimes 0 (disarm), a day, or a timeout out
+ * of range.
  */
 function timedScript(seed: number, length: number): CommandEnvelope[] {
   const next = random(seed);
+  const session = random(seed + 1);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
   const users = ["u1", "u2", "u3", "u4"];
   const prices = ["99", "99.5", "100", "100.5", "101"];
@@ -108,6 +135,29 @@ function timedScript(seed: number, length: number): CommandEnvelope[] {
   let now = T0;
   const commands: CommandEnvelope[] = [tick(now)];
   for (let i = 0; i < length; i++) {
+    if (session() < SESSION_RATE) {
+      // Two in five of u5, a market maker the rest of the script leaves alone (no cancel-all
+      // of it), whose orders pile up far from the traded prices until its switch takes them.
+      const maker = session() < 0.4;
+      const user = maker ? "u5" : users[Math.floor(session() * users.length)]!;
+      const kind = session();
+      const timeoutMs =
+        kind < 0.75
+          ? 1000 + Math.floor(session() * 1501)
+          : kind < 0.85
+            ? 0
+            : kind < 0.9
+              ? MAX_CANCEL_AFTER_MS
+              : [999, MAX_CANCEL_AFTER_MS + 1][Math.floor(session() * 2)]!;
+      // Orders far from the traded prices first, so that a switch has orders to take.
+      const far = Math.floor(session() * (maker ? 30 : 6));
+      for (let k = 0; k < far; k++) {
+        const side = session() < 0.5 ? "bid" : "ask";
+        const price = side === "bid" ? "90" : "110";
+        commands.push(place({ id: `s${i}-${k}`, userId: user, pairId: 1 + (k % 3), side, price }));
+      }
+      commands.push(cancelAfter(user, timeoutMs, 1 + Math.floor(session() * 3)));
+    }
     const r = next();
     const pairId = 1 + Math.floor(next() * 3);
     const order = {
@@ -193,12 +243,18 @@ function feed(engine: MatchingEngine, commands: CommandEnvelope[], accepted: Set
   return parts.join("\n");
 }
 
-/** A fresh engine loaded as the conductor reloads: books, stops, halts and the clock. */
+/**
+ * A fresh engine loaded as the conductor reloads: books, stops, halts, dead-man's switches and
+ * unfinished sweeps, and the clock.
+ */
 function reload(from: MatchingEngine): MatchingEngine {
   const engine = new MatchingEngine();
   for (const order of [...from.restingOrders()].reverse()) engine.loadRestingOrder(order);
   for (const stop of [...from.stopOrders()].reverse()) engine.loadStopOrder(stop);
   for (const halt of from.haltedPairs()) engine.loadHalt(halt.pairId, halt.reason);
+  for (const [userId, deadline] of [...from.switches()].reverse())
+    engine.loadSwitch(userId, deadline);
+  for (const [userId, deadline] of [...from.sweeps()].reverse()) engine.loadSweep(userId, deadline);
   engine.loadClock(from.now());
   return engine;
 }
@@ -215,15 +271,20 @@ describe("a script with recorded times", () => {
     expect(second.now()).toBe(first.now());
     first.check();
     // The script did what it is for: orders and stops expired, deadlines were refused, stops
-    // triggered.
+    // triggered, switches were armed, refused and fired, and took their users' orders.
     const count = (text: string) => transcript.split(text).length - 1;
     expect(count('"type":"order.expired.v1"')).toBeGreaterThan(300);
     expect(count('"codeName":"expiry-in-past"')).toBeGreaterThan(10);
     expect(count('"codeName":"expiry-too-far"')).toBeGreaterThan(10);
     expect(count('"triggeredStops"')).toBeGreaterThan(10);
-    // The last ticks took every good-till-date order and stop.
+    expect(count('"triggerAt":')).toBeGreaterThan(20);
+    expect(count('"codeName":"bad-timeout"')).toBeGreaterThan(0);
+    expect(count('"type":"session.triggered.v1"')).toBeGreaterThan(5);
+    expect(count('"reason":"cancel-after"')).toBeGreaterThan(50);
+    // The last ticks took every good-till-date order and stop, and fired every switch.
     expect(first.nextExpiry()).toBeUndefined();
     expect([...first.restingOrders()].every((o) => o.expireAt === undefined)).toBe(true);
+    expect([first.switches().size, first.sweeps().size]).toEqual([0, 0]);
   });
 
   test.each([1, 700, 1500, 2222, 3333])(
@@ -237,6 +298,8 @@ describe("a script with recorded times", () => {
       expect(reloaded.digest()).toBe(whole.digest());
       expect(reloaded.now()).toBe(whole.now());
       expect(reloaded.nextExpiry()).toBe(whole.nextExpiry());
+      expect([...reloaded.switches()].sort()).toEqual([...whole.switches()].sort());
+      expect([...reloaded.sweeps()].sort()).toEqual([...whole.sweeps()].sort());
       const rest = commands.slice(at);
       const expected = feed(whole, rest, new Set(accepted));
       expect(feed(reloaded, rest, accepted)).toBe(expected);
