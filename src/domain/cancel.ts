@@ -2,9 +2,7 @@
 // No I/O, no clock.
 
 import type { EngineState } from "./engine-state";
-import type { CancelReason, EventLog } from "./events";
-import { executedText, unfilledText } from "./iceberg";
-import { type OrderNode, type PairBook, toRestingOrder } from "./order-book";
+import type { OrderNode, PairBook } from "./order-book";
 import { FINISHED } from "./order-index";
 import { accepted, reject } from "./outcomes";
 import { ResultCodes } from "./result-codes";

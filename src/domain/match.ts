@@ -6,7 +6,7 @@ import { formatValue, type Scaled, subScaled } from "./decimal-scale";
 import type { EngineState } from "./engine-state";
 import type { CancelReason, EventLog } from "./events";
 import { showNext } from "./iceberg";
-import { type OrderNode, type PairBook, toRestingOrder } from "./order-book";
+import type { OrderNode, PairBook } from "./order-book";
 import { emitRested } from "./rested";
 import { type ResultCode, ResultCodes, resultCodeName } from "./result-codes";
 import { fokCanFill, sweep } from "./sweep";

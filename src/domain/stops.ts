@@ -2,9 +2,8 @@
 // trades and executing them as the orders they hold (cascades bounded), and taking one out.
 // No I/O, no clock.
 
-import { formatValue, subScaled } from "./decimal-scale";
+import { formatValue } from "./decimal-scale";
 import type { EngineState } from "./engine-state";
-import type { CancelReason, EventLog } from "./events";
 import { match } from "./match";
 import type { PairBook } from "./order-book";
 import { hashId } from "./order-index";

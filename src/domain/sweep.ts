@@ -2,7 +2,7 @@
 // the makers' prices, with self-trade prevention; and the fill-or-kill look ahead that walks
 // the same way without changing anything. No I/O, no clock.
 
-import { addScaled, formatValue, type Scaled, subScaled } from "./decimal-scale";
+import { addScaled, type Scaled } from "./decimal-scale";
 import type { EngineState } from "./engine-state";
 import type { EventLog } from "./events";
 import { fill } from "./fill";

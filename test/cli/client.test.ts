@@ -523,7 +523,9 @@ describe("client commands", () => {
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain("matchd: pair needs halt or resume");
     const orderUnknown = await matchd(["order", "replace"]);
-    expect(orderUnknown.stderr).toContain("matchd: order needs place, oco, cancel, amend or cancel-all");
+    expect(orderUnknown.stderr).toContain(
+      "matchd: order needs place, oco, cancel, amend or cancel-all",
+    );
     const help = await matchd(["pair", "--help"]);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain("usage: matchd pair halt --pair P --reason TEXT");

@@ -10,8 +10,8 @@ import type {
   amendSchema,
   cancelAfterSchema,
   cancelAllSchema,
-  ocoSchema,
   cancelSchema,
+  ocoSchema,
   pairSchema,
   placeSchema,
 } from "./options";
