@@ -12,7 +12,7 @@ import {
   subScaled,
 } from "./decimal-scale";
 import type { EngineState } from "./engine-state";
-import type { EventLog } from "./events";
+import type { EventLog, OrderFillPayload } from "./events";
 import { MatchingInvariantError } from "./invariant-error";
 import { type OrderNode, type PairBook, type PriceLevel, toRestingOrder } from "./order-book";
 import { quoteOf, quoteRoundedOnce } from "./quote-math";
@@ -215,7 +215,7 @@ function emitFill(
   } else if (!refreshes) {
     changes.push({ op: "put", order: makerState });
   }
-  log.push(makerDone ? "order.filled.v1" : "order.updated.v1", {
+  const makerFill: OrderFillPayload = {
     orderId: maker.id,
     userId: maker.userId,
     pairId: maker.pairId,
@@ -227,8 +227,10 @@ function emitFill(
     fillPrice: maker.priceText,
     fillVolume: volumeText,
     fillQuoteVolume: quoteText,
-    hiddenVolume: makerState.hiddenVolume,
-  });
+  };
+  // Only an iceberg's: a plain maker's payload keeps its one shape (see emitRested).
+  if (maker.display !== 0) makerFill.hiddenVolume = makerState.hiddenVolume;
+  log.push(makerDone ? "order.filled.v1" : "order.updated.v1", makerFill);
   const takerDone = taker.quoteSized ? taker.budget === 0 : taker.remaining === 0;
   if (takerDone) {
     log.push("order.filled.v1", {

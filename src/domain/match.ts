@@ -132,7 +132,7 @@ function restTaker(
   if (node.display !== 0) showNext(node, taker.remaining);
   book.insert(node);
   s.orders.rest(node, taker.idHash);
-  s.armExpiry(node);
+  if (node.expireAt !== 0) s.armExpiry(node);
   emitRested(node, log, changes);
 }
 

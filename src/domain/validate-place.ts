@@ -213,10 +213,13 @@ export class PlaceValidator {
     }
     const timeInForce = payload.timeInForce ?? "gtc";
     const postOnly = payload.postOnly === true;
+    // The two later checks only for an order that could fail them: every place runs this.
     const combination =
       combinationReason(stop, isLimit, quoteSized, volume, timeInForce, postOnly) ??
-      expiryReason(kind, timeInForce, payload.expireAt) ??
-      icebergReason(kind, timeInForce, display, volume);
+      (timeInForce === "gtd" || payload.expireAt !== undefined
+        ? expiryReason(kind, timeInForce, payload.expireAt)
+        : undefined) ??
+      (display !== 0 ? icebergReason(kind, timeInForce, display, volume) : undefined);
     if (combination !== undefined) {
       return { code: ResultCodes.unsupportedCombination, reason: combination };
     }
