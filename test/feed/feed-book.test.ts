@@ -1,10 +1,11 @@
 // Differential test of the feed's book: generated command sequences (limits, markets, stops,
-// amends, cancels, cancel-alls, halts) run through the engine; their events rebuild the feed's
+// amends, cancels, cancel-alls, halts; clocked: expiries, switches, icebergs, one-cancels-other
+// lists) run through the engine; their events rebuild the feed's
 // books, and at every checkpoint each book (levels and queue order) equals the engine's, and
 // the checksum equals one computed independently (Bun's CRC32) from the engine's depth.
 
 import { describe, expect, test } from "bun:test";
-import { createWorkload } from "../../bench/workloads";
+import { createWorkload, DOMAIN_CLOCK } from "../../bench/workloads";
 import type { CommandEnvelope, DepthLevel, MatchingEngine as Engine } from "../../src/domain/index";
 import { MatchingEngine } from "../../src/domain/index";
 import { bookChecksum, crc32 } from "../../src/feed/checksum";
@@ -36,15 +37,19 @@ function engineQueue(engine: Engine, ids: Set<string>, pairId: number) {
   return out;
 }
 
-function run(workloadName: string, commands: number, seed: number) {
-  const workload = createWorkload(workloadName, { seed, pairs: 3 });
+function run(workloadName: string, commands: number, seed: number, clocked = false) {
+  // Clocked: gtd orders that expire, switches that fire, icebergs and one-cancels-other lists.
+  const clock = clocked ? DOMAIN_CLOCK : undefined;
+  const workload = createWorkload(workloadName, { seed, pairs: 3, clock });
   const engine = new MatchingEngine();
   const books = new Map<number, FeedBook>();
   const ids = new Set<string>();
   const sets: ChangeSet[] = [];
   let seq = 0;
+  const kinds = new Set<string>();
   const all: CommandEnvelope[] = [...workload.prefill()];
   for (let i = 0; i < commands; i++) {
+    if (i % 100 === 0 && workload.tick !== undefined) all.push(workload.tick(i));
     all.push(workload.next(i));
     // Halts and resumes between the trading: a halted pair refuses places, the feed shows it.
     if (i % 500 === 250) all.push(pairControl("pair.halt", workload.pairIds[0]));
@@ -53,8 +58,13 @@ function run(workloadName: string, commands: number, seed: number) {
   let checked = 0;
   for (const [n, command] of all.entries()) {
     if (command.type === "order.place") ids.add(command.payload.id);
+    if (command.type === "order.place-oco") for (const leg of command.payload.legs) ids.add(leg.id);
     const outcome = engine.apply(command);
     for (const event of outcome.events) {
+      const reason = (event.payload as { reason?: string }).reason;
+      kinds.add(reason === undefined ? event.type : `${event.type} ${reason}`);
+      if ((event.payload as { hiddenVolume?: string }).hiddenVolume !== undefined)
+        kinds.add("iceberg");
       const book = books.get(event.pairId) ?? new FeedBook(event.pairId, 0);
       books.set(event.pairId, book);
       book.apply(event, ++seq);
@@ -85,7 +95,7 @@ function run(workloadName: string, commands: number, seed: number) {
       checked++;
     }
   }
-  return { sets, checked, books };
+  return { sets, checked, books, kinds };
 }
 
 describe("the feed's book against the engine's", () => {
@@ -94,8 +104,21 @@ describe("the feed's book against the engine's", () => {
     ["exchange", 2],
     ["mixed", 3],
     ["multi-pair", 4],
+    ["exchange-clocked", 6],
   ] as const)("%s workload, seed %d: equal at every checkpoint", (name, seed) => {
-    const { checked, sets } = run(name, 3000, seed);
+    const clocked = name === "exchange-clocked";
+    const { checked, sets, kinds } = run(clocked ? "exchange" : name, 3000, seed, clocked);
+    if (clocked) {
+      for (const kind of [
+        "order.expired.v1",
+        "session.triggered.v1",
+        "order.cancelled.v1 cancel-after",
+        "order.cancelled.v1 oco",
+        "iceberg",
+      ]) {
+        expect(kinds).toContain(kind);
+      }
+    }
     expect(checked).toBeGreaterThan(100);
     // Each pair's change sets chain: every prevSeq is the seq before it.
     const last = new Map<number, number>();
