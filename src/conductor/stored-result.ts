@@ -6,7 +6,7 @@
  * earlier version, still inside its window) is read as it was.
  */
 import { resultCodeName } from "../domain/result-codes";
-import type { CommandResult, OrderStatus } from "../domain/types";
+import type { CommandResult, OcoLegResult, OrderStatus } from "../domain/types";
 
 const statuses = ["accepted", "rejected", "duplicate"] as const satisfies CommandResult["status"][];
 
@@ -23,6 +23,11 @@ type Stored = [
   triggeredStops: number | null,
   /** Only when it is not the code's own name. */
   codeName: string | null,
+  /** session.cancel-after's deadline. */
+  triggerAt: number | null,
+  /** order.place-oco's list and its legs' results. */
+  listId: string | null,
+  legs: OcoLegResult[] | null,
 ];
 
 /** The result as stored: the command id is the key's, the code's name is the table's. */
@@ -39,6 +44,9 @@ export function encodeStoredResult(result: CommandResult): string {
     result.cancelledOrders ?? null,
     result.triggeredStops ?? null,
     result.codeName === resultCodeName(result.code) ? null : result.codeName,
+    result.triggerAt ?? null,
+    result.listId ?? null,
+    result.legs ?? null,
   ];
   let end = stored.length;
   while (end > 0 && stored[end - 1] === null) end--;
@@ -51,6 +59,7 @@ export function decodeStoredResult(commandId: string, value: string): CommandRes
   const stored = JSON.parse(value) as Partial<Stored>;
   const [code = 0, status = 0, orderId, orderStatus, executed, remaining, events = 0] = stored;
   const [, , , , , , , reason, cancelledOrders, triggeredStops, codeName] = stored;
+  const [, , , , , , , , , , , triggerAt, listId, legs] = stored;
   const result: CommandResult = {
     commandId,
     status: statuses[status] ?? "rejected",
@@ -65,6 +74,9 @@ export function decodeStoredResult(commandId: string, value: string): CommandRes
   if (remaining != null) result.remainingVolume = remaining;
   if (cancelledOrders != null) result.cancelledOrders = cancelledOrders;
   if (triggeredStops != null) result.triggeredStops = triggeredStops;
+  if (triggerAt != null) result.triggerAt = triggerAt;
+  if (listId != null) result.listId = listId;
+  if (legs != null) result.legs = legs;
   return result;
 }
 

@@ -3,7 +3,7 @@
  * was, it is smaller than the JSON object, and a JSON object stored earlier still reads.
  */
 import { describe, expect, test } from "bun:test";
-import { createWorkload } from "../../bench/workloads";
+import { createWorkload, DOMAIN_CLOCK } from "../../bench/workloads";
 import {
   decodeStoredResult,
   encodeStoredResult,
@@ -12,12 +12,18 @@ import {
 import { MatchingEngine } from "../../src/domain/index";
 import type { CommandResult } from "../../src/domain/types";
 
-/** Results of every kind: the exchange mix places, cancels, amends, stops and rejects. */
+/**
+ * Results of every kind: the clocked exchange mix places, cancels, amends, stops, rejects,
+ * gtd orders, icebergs, one-cancels-other lists and switches (its ticks are never stored).
+ */
 function engineResults(count: number): CommandResult[] {
   const engine = new MatchingEngine();
-  const workload = createWorkload("exchange", { seed: 7, pairs: 2 });
+  const workload = createWorkload("exchange", { seed: 7, pairs: 2, clock: DOMAIN_CLOCK });
   const results = workload.prefill().map((command) => engine.apply(command).result);
-  for (let i = 0; i < count; i++) results.push(engine.apply(workload.next(i)).result);
+  for (let i = 0; i < count; i++) {
+    if (i % 100 === 0 && workload.tick !== undefined) engine.apply(workload.tick(i));
+    results.push(engine.apply(workload.next(i)).result);
+  }
   // A command applied twice: the duplicate result.
   const again = workload.prefill()[0];
   if (again !== undefined) results.push(engine.apply(again).result);
@@ -29,6 +35,8 @@ describe("stored result", () => {
     const results = engineResults(5_000);
     const codes = new Set(results.map((r) => r.code));
     expect(codes.size).toBeGreaterThan(5);
+    expect(results.some((r) => r.legs !== undefined)).toBe(true);
+    expect(results.some((r) => r.triggerAt !== undefined)).toBe(true);
     let jsonBytes = 0;
     let storedBytes = 0;
     for (const result of results) {
