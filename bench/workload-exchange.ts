@@ -79,20 +79,7 @@ export function exchange(
   const m = exchangeMix;
   return {
     name: "exchange",
-    description:
-      `${m.limit}% limit (a tenth post-only), ${m.market}% market, ${m.stop}% stop orders ` +
-      `(half stop-limit, 0.2-1.5 away from mid), ${m.amend}% amends (half volume, half price ` +
-      `or stop price), ${m.cancel}% cancels, both of recent stops and limits placed behind the ` +
-      `touch (some filled meanwhile: those are rejected), ${m.cancelAll}% cancel-alls by one of ` +
-      `${MAKERS} market makers, who place a tenth of the limits; prefilled with 10,000 orders ` +
-      "on 1,000 levels" +
-      (clock === undefined
-        ? ""
-        : `; a fifth of the limits and stops good till 0.1-5 s later, a tenth of the ` +
-          `limits behind the touch icebergs showing a quarter, a fifth of the stops ` +
-          `one-cancels-other brackets with a take-profit limit, and half the ` +
-          `cancel-alls a maker's dead-man's switch renewal (timeout ${SWITCH_TIMEOUT_MS} ms), ` +
-          `${1 / clock.msPerCommand} commands a virtual millisecond, a clock.tick every batch`),
+    description: description(clock),
     pairIds: [pairId],
     prefill: () => prefillLevels(factory, pairId, seed, orderId),
     next: (i) => {
@@ -156,6 +143,26 @@ export function exchange(
     },
     ...(clock === undefined ? {} : { tick: (i: number) => factory.tick(timeOf(i)) }),
   };
+}
+
+/** The mix, as every report states it. */
+function description(clock: WorkloadClock | undefined): string {
+  const m = exchangeMix;
+  const base =
+    `${m.limit}% limit (a tenth post-only), ${m.market}% market, ${m.stop}% stop orders ` +
+    `(half stop-limit, 0.2-1.5 away from mid), ${m.amend}% amends (half volume, half price ` +
+    `or stop price), ${m.cancel}% cancels, both of recent stops and limits placed behind the ` +
+    `touch (some filled meanwhile: those are rejected), ${m.cancelAll}% cancel-alls by one of ` +
+    `${MAKERS} market makers, who place a tenth of the limits; prefilled with 10,000 orders ` +
+    "on 1,000 levels";
+  if (clock === undefined) return base;
+  return (
+    `${base}; a fifth of the limits and stops good till 0.1-5 s later, a tenth of the ` +
+    `limits behind the touch icebergs showing a quarter, a fifth of the stops ` +
+    `one-cancels-other brackets with a take-profit limit, and half the ` +
+    `cancel-alls a maker's dead-man's switch renewal (timeout ${SWITCH_TIMEOUT_MS} ms), ` +
+    `${1 / clock.msPerCommand} commands a virtual millisecond, a clock.tick every batch`
+  );
 }
 
 /** A buy stop above the mid or a sell stop below it; a stop-limit's price is 0.1 past it. */

@@ -18,7 +18,7 @@ import { type OrderNode, type PairBook, type PriceLevel, toRestingOrder } from "
 import { quoteOf, quoteRoundedOnce } from "./quote-math";
 import { refresh } from "./rested";
 import type { Taker } from "./taker";
-import type { BookChange } from "./types";
+import type { BookChange, RestingOrder } from "./types";
 import { breakLink } from "./withdraw";
 
 /** A fill's figures: what it trades and what each side holds after it. */
@@ -190,6 +190,31 @@ export function fill(
   return emitFill(s, book, maker, taker, volumeText, quoteText, log, changes);
 }
 
+/** The maker's order.filled.v1 or order.updated.v1 payload. */
+function makerFillPayload(
+  maker: OrderNode,
+  makerState: RestingOrder,
+  volumeText: string,
+  quoteText: string,
+): OrderFillPayload {
+  const payload: OrderFillPayload = {
+    orderId: maker.id,
+    userId: maker.userId,
+    pairId: maker.pairId,
+    side: maker.side,
+    role: "maker",
+    price: maker.priceText,
+    volume: makerState.volume,
+    volumeTotal: maker.volumeTotalText,
+    fillPrice: maker.priceText,
+    fillVolume: volumeText,
+    fillQuoteVolume: quoteText,
+  };
+  // Only an iceberg's: a plain maker's payload keeps its one shape (see emitRested).
+  if (maker.display !== 0) payload.hiddenVolume = makerState.hiddenVolume;
+  return payload;
+}
+
 /**
  * The fill's book change and events; true when the taker can take no more. Positional
  * arguments: an object per fill would be garbage on the hottest path (see scratch above).
@@ -215,22 +240,10 @@ function emitFill(
   } else if (!refreshes) {
     changes.push({ op: "put", order: makerState });
   }
-  const makerFill: OrderFillPayload = {
-    orderId: maker.id,
-    userId: maker.userId,
-    pairId: maker.pairId,
-    side: maker.side,
-    role: "maker",
-    price: maker.priceText,
-    volume: makerState.volume,
-    volumeTotal: maker.volumeTotalText,
-    fillPrice: maker.priceText,
-    fillVolume: volumeText,
-    fillQuoteVolume: quoteText,
-  };
-  // Only an iceberg's: a plain maker's payload keeps its one shape (see emitRested).
-  if (maker.display !== 0) makerFill.hiddenVolume = makerState.hiddenVolume;
-  log.push(makerDone ? "order.filled.v1" : "order.updated.v1", makerFill);
+  log.push(
+    makerDone ? "order.filled.v1" : "order.updated.v1",
+    makerFillPayload(maker, makerState, volumeText, quoteText),
+  );
   const takerDone = taker.quoteSized ? taker.budget === 0 : taker.remaining === 0;
   if (takerDone) {
     log.push("order.filled.v1", {

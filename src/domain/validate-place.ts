@@ -144,6 +144,28 @@ function icebergReason(
   return undefined;
 }
 
+/** The first reason the order's options cannot go together, in the order the checks run. */
+function combinationOf(
+  payload: PlaceOrderPayload,
+  stop: boolean,
+  isLimit: boolean,
+  quoteSized: boolean,
+  volume: Scaled,
+  display: Scaled,
+): string | undefined {
+  const kind = payload.type;
+  const timeInForce = payload.timeInForce ?? "gtc";
+  const postOnly = payload.postOnly === true;
+  // The two later checks only for an order that could fail them: every place runs this.
+  return (
+    combinationReason(stop, isLimit, quoteSized, volume, timeInForce, postOnly) ??
+    (timeInForce === "gtd" || payload.expireAt !== undefined
+      ? expiryReason(kind, timeInForce, payload.expireAt)
+      : undefined) ??
+    (display !== 0 ? icebergReason(kind, timeInForce, display, volume) : undefined)
+  );
+}
+
 /**
  * Validates order.place payloads. Check order: envelope/payload pair, precisions, price (a
  * decimal for every order, positive for a limit), a stop's stopPrice, volume, volumeTotal,
@@ -204,22 +226,11 @@ export class PlaceValidator {
         return { code: ResultCodes.volumeExceedsTotal, reason: "volume exceeds volumeTotal" };
       }
     }
-    let display: Scaled = 0;
-    if (payload.displayVolume !== undefined) {
-      const parsed = this.displayMemo.parse(payload.displayVolume, amountDecimals);
-      if (typeof parsed === "object") return decimalReject("displayVolume", parsed);
-      if (parsed === 0) return { code: ResultCodes.nonPositive, reason: "displayVolume: zero" };
-      display = parsed;
-    }
+    const display = this.parseDisplay(payload.displayVolume, amountDecimals);
+    if (typeof display === "object") return display;
     const timeInForce = payload.timeInForce ?? "gtc";
     const postOnly = payload.postOnly === true;
-    // The two later checks only for an order that could fail them: every place runs this.
-    const combination =
-      combinationReason(stop, isLimit, quoteSized, volume, timeInForce, postOnly) ??
-      (timeInForce === "gtd" || payload.expireAt !== undefined
-        ? expiryReason(kind, timeInForce, payload.expireAt)
-        : undefined) ??
-      (display !== 0 ? icebergReason(kind, timeInForce, display, volume) : undefined);
+    const combination = combinationOf(payload, stop, isLimit, quoteSized, volume, display);
     if (combination !== undefined) {
       return { code: ResultCodes.unsupportedCombination, reason: combination };
     }
@@ -240,6 +251,15 @@ export class PlaceValidator {
     result.stopPrice = stopPrice;
     result.stopPriceText = stop ? this.stopPriceMemo.canonicalText() : "0";
     return result;
+  }
+
+  /** An iceberg's displayVolume, or 0 for an order without one. */
+  private parseDisplay(text: unknown, amountDecimals: number): Scaled | PlaceReject {
+    if (text === undefined) return 0;
+    const parsed = this.displayMemo.parse(text, amountDecimals);
+    if (typeof parsed === "object") return decimalReject("displayVolume", parsed);
+    if (parsed === 0) return { code: ResultCodes.nonPositive, reason: "displayVolume: zero" };
+    return parsed;
   }
 
   private parseStopPrice(text: unknown, priceDecimals: number): Scaled | PlaceReject {
