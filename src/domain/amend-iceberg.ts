@@ -55,6 +55,8 @@ export function amendIceberg(
 function cut(s: EngineState, node: OrderNode, volume: Scaled): void {
   if (volume <= node.hidden) {
     node.hidden = subScaled(node.hidden, volume);
+    // The digest hashes the hidden part too: the level is hashed again.
+    s.bookOf(node.pairId)!.changed(node.level!);
     return;
   }
   const shown = subScaled(node.remaining, subScaled(volume, node.hidden));

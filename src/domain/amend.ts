@@ -163,7 +163,8 @@ function rematch(
     );
   }
   // A one-cancels-other leg that traded as it re-matched cancels the other, as a fill does.
-  if (taker.traded && node.linked !== "") {
+  // So does one that left the book without a trade (self-trade prevention stopped it).
+  if ((taker.traded || stopped || taker.remaining === 0) && node.linked !== "") {
     breakLink(s, node, log, outcome.changes);
     outcome.result.events = log.events.length;
   }

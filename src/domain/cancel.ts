@@ -85,7 +85,8 @@ export function cancel(
       orderStatus: "cancelled",
       executedVolume: executed,
       remainingVolume: remaining,
-      events: 1,
+      // Two when the order was a list's leg: the other goes with it.
+      events: log.events.length,
     }),
     events: log.events,
     changes,

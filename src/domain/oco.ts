@@ -2,23 +2,27 @@
 // triggers, or is cancelled or expires, the other is cancelled in the same command (see
 // withdraw.ts breakLink). Each leg goes through the place path. No I/O, no clock.
 
+import { formatValue } from "./decimal-scale";
 import type { EngineState } from "./engine-state";
-import { eventIdOf } from "./events";
+import { type EventLog, eventIdOf } from "./events";
 import { toRestingOrder } from "./order-book";
+import { FINISHED } from "./order-index";
 import { reject } from "./outcomes";
 import { expiryRefusal, place } from "./place";
+import { crosses } from "./quote-math";
 import { type ResultCode, ResultCodes, resultCodeName } from "./result-codes";
 import { toStopOrder } from "./stop-book";
 import type {
   BookChange,
   CommandOutcome,
+  CommandResult,
   EventEnvelope,
   OcoLegResult,
   PlaceOcoCommand,
   PlaceOrderCommand,
   PlaceOrderPayload,
 } from "./types";
-import type { PlaceReject } from "./validate-place";
+import type { ParsedPlace, PlaceReject } from "./validate-place";
 import { cancelResting, cancelStop } from "./withdraw";
 
 /** Why the legs cannot make one list; undefined: they can (each is still checked by place). */
@@ -47,7 +51,69 @@ export function placeOco(
   command: PlaceOcoCommand,
   alreadyAccepted: boolean,
 ): CommandOutcome {
-  const { legs, pairId, listId } = command.payload;
+  const refused = listRefusal(s, command, alreadyAccepted);
+  if (refused !== undefined) return refused;
+  const { legs, listId } = command.payload;
+  const [a, b] = legs as [PlaceOrderPayload, PlaceOrderPayload];
+  const first = place(s, legCommand(command, a), false);
+  if (first.result.status !== "accepted") {
+    const code = first.result.code as ResultCode;
+    return reject(command, code, `leg 0: ${first.result.reason ?? first.result.codeName}`);
+  }
+  const second = waits(first) ? place(s, legCommand(command, b), false) : undefined;
+  const placed = [first, ...(second === undefined ? [] : [second])];
+  const events = placed.flatMap((outcome) => outcome.events);
+  const changes = placed.flatMap((outcome) => outcome.changes);
+  const results = placed.map(legResult);
+  const log = s.eventLog;
+  log.reset(command);
+  if (second === undefined) {
+    // The first leg traded on arrival: the other is never placed, and cancelled as placed.
+    results.push(neverPlaced(s, b, log));
+  } else if (second.result.status !== "accepted" || !waits(second)) {
+    // The second traded (or was refused): the first, waiting, goes.
+    withdraw(s, a.id, log, changes);
+  } else if (!waitingId(s, a.id)) {
+    // The second's self-trade prevention took the first: the list is over, the second goes.
+    withdraw(s, b.id, log, changes);
+  } else {
+    link(s, a.id, b.id, listId, changes);
+  }
+  events.push(...log.events);
+  const triggered = placed.reduce((sum, o) => sum + (o.result.triggeredStops ?? 0), 0);
+  const result: CommandResult = {
+    commandId: command.commandId,
+    status: "accepted",
+    code: ResultCodes.ok,
+    codeName: resultCodeName(ResultCodes.ok),
+    orderId: a.id,
+    listId,
+    legs: results,
+    events: events.length,
+  };
+  if (triggered > 0) result.triggeredStops = triggered;
+  return {
+    result,
+    events: renumbered(events, command.commandId),
+    changes,
+    acceptedOrderId: a.id,
+    // The second leg, unless it was refused (nothing accepted it).
+    alsoAcceptedOrderId:
+      second === undefined || second.result.status === "accepted" ? b.id : undefined,
+  };
+}
+
+/**
+ * The list refused whole, before either leg is placed: its own rules, a duplicate id, either
+ * leg's place checks, and a post-only leg that would take (from the book, or from the first
+ * leg once it rests); undefined when it may be placed.
+ */
+function listRefusal(
+  s: EngineState,
+  command: PlaceOcoCommand,
+  alreadyAccepted: boolean,
+): CommandOutcome | undefined {
+  const { legs, pairId } = command.payload;
   if (pairId !== command.pairId) {
     return reject(command, ResultCodes.pairMismatch, "payload pairId differs from envelope");
   }
@@ -55,54 +121,47 @@ export function placeOco(
   if (why !== undefined) return reject(command, ResultCodes.unsupportedCombination, why);
   const [a, b] = legs as [PlaceOrderPayload, PlaceOrderPayload];
   if (alreadyAccepted || known(s, a.id) || known(s, b.id)) return duplicate(command, a.id);
-  // Both legs checked before either is placed: a list is refused whole, or not at all.
   for (const [i, leg] of legs.entries()) {
     const refused = legRefusal(s, leg, command.pairId);
     if (refused !== undefined) return reject(command, refused.code, `leg ${i}: ${refused.reason}`);
   }
-  const first = place(s, legCommand(command, a), false);
-  if (first.result.status !== "accepted") {
-    const code = first.result.code as ResultCode;
-    return reject(command, code, `leg 0: ${first.result.reason ?? first.result.codeName}`);
+  for (const [i, leg] of legs.entries()) {
+    const refused = bookRefusal(s, leg);
+    if (refused !== undefined) return reject(command, refused.code, `leg ${i}: ${refused.reason}`);
   }
-  const results: OcoLegResult[] = [legResult(first)];
-  const events = [...first.events];
-  const changes = [...first.changes];
-  let second: CommandOutcome | undefined;
-  if (waits(first)) {
-    second = place(s, legCommand(command, legs[1]!), false);
-    results.push(legResult(second));
-    events.push(...second.events);
-    changes.push(...second.changes);
+  if (postOnlyTakes(s, b, a)) {
+    return reject(command, ResultCodes.postOnlyWouldTake, "leg 1: post-only order would take");
   }
-  const log = s.eventLog;
-  log.reset(command);
-  if (second === undefined) {
-    // The first leg traded on arrival: the other is never placed, and cancelled as placed.
-    results.push(neverPlaced(s, legs[1]!, log));
-  } else if (second.result.status !== "accepted" || !waits(second)) {
-    // The second traded (or was refused): the first, waiting, goes.
-    withdraw(s, legs[0]!.id, log, changes);
-  } else {
-    link(s, legs[0]!.id, legs[1]!.id, listId, changes);
+  return undefined;
+}
+
+/** A leg's checks against the book, as its place runs them: halt, precisions, post-only. */
+function bookRefusal(s: EngineState, leg: PlaceOrderPayload): PlaceReject | undefined {
+  if (s.halts.has(leg.pairId)) return { code: ResultCodes.pairHalted, reason: "pair is halted" };
+  const book = s.bookOf(leg.pairId);
+  if (book?.precisionDiffers(leg.priceDecimals, leg.amountDecimals, leg.quoteDecimals)) {
+    return {
+      code: ResultCodes.pairPrecisionMismatch,
+      reason: "order precisions differ from the resting orders of this pair",
+    };
   }
-  events.push(...log.events);
-  return {
-    result: {
-      commandId: command.commandId,
-      status: "accepted",
-      code: ResultCodes.ok,
-      codeName: resultCodeName(ResultCodes.ok),
-      orderId: legs[0]!.id,
-      listId,
-      legs: results,
-      events: events.length,
-    },
-    events: renumbered(events, command.commandId),
-    changes,
-    acceptedOrderId: legs[0]!.id,
-    alsoAcceptedOrderId: second?.acceptedOrderId ?? legs[1]!.id,
-  };
+  if (postOnlyTakes(s, leg)) {
+    return { code: ResultCodes.postOnlyWouldTake, reason: "post-only order would take" };
+  }
+  return undefined;
+}
+
+/** A post-only leg that would cross the book's best, or the first leg resting opposite it. */
+function postOnlyTakes(s: EngineState, leg: PlaceOrderPayload, first?: PlaceOrderPayload) {
+  if (leg.postOnly !== true) return false;
+  const parsed = s.validator.validate(leg, leg.pairId);
+  if ("code" in parsed) return false;
+  const price = parsed.price;
+  const best = s.bookOf(leg.pairId)?.best(leg.side === "bid" ? "ask" : "bid");
+  if (best !== undefined && crosses(leg.side, price, best.price)) return true;
+  if (first === undefined || first.side === leg.side || first.type !== "limit") return false;
+  const rival = s.validator.validate(first, first.pairId);
+  return !("code" in rival) && crosses(leg.side, price, rival.price);
 }
 
 /** A leg as the order.place it is, under the list's command id (its events are renumbered). */
@@ -154,23 +213,24 @@ function duplicate(command: PlaceOcoCommand, orderId: string): CommandOutcome {
 }
 
 /** The second leg, accepted and at once cancelled, reason oco: the first traded. */
-function neverPlaced(
-  s: EngineState,
-  leg: PlaceOrderPayload,
-  log: EngineState["eventLog"],
-): OcoLegResult {
+function neverPlaced(s: EngineState, leg: PlaceOrderPayload, log: EventLog): OcoLegResult {
   s.orders.finish(leg.id);
+  // Its texts as the place path would have made them canonical.
+  const parsed = s.validator.validate(leg, leg.pairId) as ParsedPlace;
+  const volume = parsed.quoteSized ? "0" : parsed.volumeText;
   log.pushOnPair(leg.pairId, "order.cancelled.v1", {
     orderId: leg.id,
     userId: leg.userId,
     pairId: leg.pairId,
     side: leg.side,
-    price: leg.price,
-    volume: leg.volume,
-    volumeTotal: leg.volumeTotal,
+    price: parsed.priceText,
+    volume,
+    volumeTotal: formatValue(parsed.volumeTotal, leg.amountDecimals),
     executedVolume: "0",
     reason: "oco",
     code: ResultCodes.ok,
+    quoteVolume: parsed.quoteSized ? formatValue(parsed.quoteVolume, leg.quoteDecimals) : undefined,
+    stopPrice: parsed.stop ? parsed.stopPriceText : undefined,
   });
   return {
     orderId: leg.id,
@@ -178,12 +238,18 @@ function neverPlaced(
     codeName: resultCodeName(ResultCodes.ok),
     orderStatus: "cancelled",
     executedVolume: "0",
-    remainingVolume: leg.volume,
+    remainingVolume: volume,
   };
 }
 
-/** Cancels a waiting first leg, reason oco. */
-function withdraw(s: EngineState, id: string, log: EngineState["eventLog"], changes: BookChange[]) {
+/** True while the order or stop of this id waits. */
+function waitingId(s: EngineState, id: string): boolean {
+  const node = s.orders.get(id);
+  return (node !== undefined && node !== FINISHED) || s.stops.has(id);
+}
+
+/** Cancels a waiting leg, reason oco. */
+function withdraw(s: EngineState, id: string, log: EventLog, changes: BookChange[]) {
   const node = s.orders.get(id);
   const stop = s.stops.get(id);
   if (stop !== undefined) cancelStop(s, stop, "oco", log, changes);

@@ -19,7 +19,7 @@ import type {
   StopKind,
 } from "./types";
 import { ParsedPlace } from "./validate-place";
-import { breakLink, removeStop } from "./withdraw";
+import { breakLink, removeStop, waiting } from "./withdraw";
 
 /** Stops one command may trigger, cascades included; the rest stay armed (docs/orders.md). */
 export const MAX_STOP_TRIGGERS = 64;
@@ -108,6 +108,8 @@ export function triggerStops(
     if (taker.traded && triggered < MAX_STOP_TRIGGERS && !s.halts.has(book.pairId)) {
       const trades = { high: taker.tradeHigh, low: taker.tradeLow, last: taker.tradeLast };
       for (const stop of book.stops.triggered(trades, MAX_STOP_TRIGGERS - triggered)) {
+        // A list's other leg, triggered by the same trades, went with the first (reason oco).
+        if (!waiting(s, stop)) continue;
         removeStop(s, stop, outcome.changes);
         s.eventLog.push("order.triggered.v1", {
           ...stopTerms(stop),

@@ -96,6 +96,9 @@ export function fokCanFill(book: PairBook, taker: Taker, parsed: ParsedPlace): b
   for (let i = levels.length - 1; i >= 0; i--) {
     const level = levels[i]!;
     if (taker.limit && !crosses(taker.side, taker.price, level.price)) return false;
+    // Icebergs' hidden parts are reached too, but each part shown goes to the level's back:
+    // they count once the rest of the level did (an order that stops the taker comes first).
+    let hidden: Scaled = 0;
     for (let maker = level.head; maker !== null; maker = maker.next) {
       if (parsed.stp !== "none" && maker.userId === taker.userId) {
         if (parsed.stp === "cancel-maker") continue;
@@ -106,11 +109,12 @@ export function fokCanFill(book: PairBook, taker: Taker, parsed: ParsedPlace): b
         if (legs.has(maker.linked)) continue;
         legs.add(maker.id);
       }
-      // An iceberg's hidden part is reached too: each part it shows goes to the level's back.
       available = addScaled(available, maker.remaining);
-      if (maker.hidden !== 0) available = addScaled(available, maker.hidden);
+      if (maker.hidden !== 0) hidden = addScaled(hidden, maker.hidden);
       if (available >= taker.remaining) return true;
     }
+    available = addScaled(available, hidden);
+    if (available >= taker.remaining) return true;
   }
   return false;
 }

@@ -112,6 +112,9 @@ export function breakLink(
   if (other === undefined || other.linked !== node.id) return;
   other.linked = "";
   other.listId = "";
+  // The other leg is the very order taking now (an amend re-matching it, out of its level):
+  // the two legs traded with each other, and the list is over; the taker is not cancelled.
+  if (!("stopPrice" in other) && other.level === null) return;
   if ("stopPrice" in other) cancelStop(s, other, "oco", log, changes);
   else cancelResting(s, other, "oco", log, changes);
 }

@@ -1,7 +1,9 @@
 // A deliberately naive reference book for differential tests: plain arrays re-sorted on every
 // step and decimal.js arithmetic. Slow and obvious, so disagreements point at the fast engine.
-// Stops, amends, cancel-alls, halts, good-till-date orders, the clock and the dead-man's switch
-// follow docs/orders.md, written from the page alone.
+// Stops, amends, cancel-alls, halts, good-till-date orders, the clock, the dead-man's switch,
+// icebergs and one-cancels-other lists follow docs/orders.md, written from the page alone.
+// A Quirk (below) can make the book do as an engine that departs from the page does, so the
+// property tests keep finding everything else; the engine has none today (ENGINE_QUIRKS).
 
 import DecimalJs from "decimal.js";
 import {
@@ -13,11 +15,13 @@ import {
   type ClockTickCommand,
   type CommandEnvelope,
   type CommandResult,
+  type DepthLevel,
   type DigestOrder,
   type DigestStop,
   digestBooks,
   type EventEnvelope,
   type EventType,
+  type OcoLegResult,
   type OrderAmendedPayload,
   type OrderCancelledPayload,
   type OrderExpiredPayload,
@@ -25,7 +29,9 @@ import {
   type OrderStatus,
   type PairControlCommand,
   type PairControlEventPayload,
+  type PlaceOcoCommand,
   type PlaceOrderCommand,
+  type PlaceOrderPayload,
   ResultCodes,
   resultCodeName,
   type SessionTriggeredPayload,
@@ -46,7 +52,10 @@ interface RefOrder {
   pairId: number;
   side: Side;
   price: Dec;
+  /** The unfilled volume the book sees: an iceberg's part shown. */
   remaining: Dec;
+  /** An iceberg's unfilled volume beyond the part shown; zero for every other order. */
+  hidden: Dec;
   volumeTotal: Dec;
   timestamp: number;
   seq: number;
@@ -57,6 +66,11 @@ interface RefOrder {
   postOnly: boolean;
   /** A good-till-date order's deadline (epoch ms); undefined for every other order. */
   expireAt?: number;
+  /** An iceberg's displayVolume; undefined for every other order. */
+  display?: Dec;
+  /** A one-cancels-other leg's list and other leg, while the two are linked. */
+  listId?: string;
+  linked?: string;
 }
 
 interface RefStop {
@@ -81,6 +95,9 @@ interface RefStop {
   qd: number;
   /** A good-till-date stop's deadline (epoch ms); undefined for every other stop. */
   expireAt?: number;
+  /** A one-cancels-other leg's list and other leg, while the two are linked. */
+  listId?: string;
+  linked?: string;
 }
 
 /** An incoming order about to match: a place, a triggered stop or a re-matching amend. */
@@ -106,6 +123,21 @@ interface Taker {
   postOnly: boolean;
   /** The deadline it rests with: a gtd order's, a triggered gtd stop's, an amended order's. */
   expireAt?: number;
+  /** An iceberg's displayVolume: what it shows when it rests. */
+  display?: Dec;
+  /** A re-matching amended leg's link, which it rests with unless it trades. */
+  listId?: string;
+  linked?: string;
+}
+
+/** A taker's running figures while it sweeps the book. */
+interface Run {
+  /** Unfilled base volume (zero when quote-sized). */
+  remaining: Dec;
+  budget: Dec;
+  executed: Dec;
+  /** Prices of the taker's trades, in the order they happened. */
+  trades: Dec[];
 }
 
 interface TakerOutcome {
@@ -134,8 +166,71 @@ export type SessionChange = Extract<
   { op: "switch-put" | "switch-remove" | "sweep-put" | "sweep-remove" }
 >;
 
-/** A cancellation's reason as the reference emits it. */
-type CancelReason = "user" | "cancel-all" | "cancel-after";
+/** A cancellation's reason as the reference emits it (a taker's own are written out). */
+type CancelReason = "user" | "cancel-all" | "cancel-after" | "stp" | "amend" | "oco";
+
+/**
+ * Where the engine departs from docs/orders.md. Each makes the reference do as the engine does;
+ * property.test.ts pins each with a failing case against the book without it.
+ *
+ * - `oco-no-triggered-stops`: an order.place-oco whose legs' trades triggered stops has no
+ *   `triggeredStops` in its result ("A result whose command triggered stops has
+ *   `triggeredStops`").
+ * - `oco-late-leg-checks`: the second leg's halt, precision and post-only checks run only when it
+ *   is placed, after the first: a refused second leg withdraws the first and the list is
+ *   accepted ("each leg's own checks (the place checks ...) run before either is placed; a
+ *   refusal ... places nothing").
+ * - `oco-unplaced-leg-as-sent`: the never-placed second leg's order.cancelled.v1 (and its leg
+ *   result) carries the payload's texts as sent (not canonical, a stop-market's ignored price),
+ *   and no `stopPrice` or `quoteVolume` for a stop.
+ * - `cancel-counts-one-event`: an order.cancel's result says `events: 1` also when the cancel
+ *   took a list's other leg with it (two events).
+ * - `fok-walk`: a fill-or-kill taker adds up the volumes along the book (an iceberg's hidden
+ *   part where the iceberg is) instead of asking whether the sweep would fill it: past an
+ *   iceberg's refreshed part, self-trade prevention can stop the taker after partial fills.
+ */
+export type Quirk =
+  | "oco-no-triggered-stops"
+  | "oco-late-leg-checks"
+  | "oco-unplaced-leg-as-sent"
+  | "cancel-counts-one-event"
+  | "fok-walk";
+
+/** Every quirk the engine has today: what the property tests run the reference with. */
+export const ENGINE_QUIRKS: readonly Quirk[] = [];
+
+/** An order.place's terms once its payload and deadline checks passed. */
+interface PlaceTerms {
+  limit: boolean;
+  stop: boolean;
+  /** Zero unless a limit or stop-limit order. */
+  price: Dec;
+  /** Zero unless a stop. */
+  stopPrice: Dec;
+  volume: Dec;
+  volumeTotal: Dec;
+  quoteVolume: Dec;
+  quoteSized: boolean;
+  tif: TimeInForce;
+  stp: StpMode;
+  expireAt?: number;
+  display?: Dec;
+}
+
+/** A refusal's code and reason. */
+interface Refusal {
+  code: number;
+  reason: string;
+}
+
+/** What an accepted order.place did, as its result reports it. */
+interface Placed {
+  code: number;
+  orderStatus: OrderStatus;
+  executedVolume: string;
+  remainingVolume: string;
+  triggered: number;
+}
 
 /** A live order or stop as the generator of the property test sees it. */
 export interface RefLiveOrder {
@@ -152,8 +247,15 @@ export interface RefLiveOrder {
   executed: string;
   quoteSized: boolean;
   postOnly: boolean;
+  stp: StpMode;
   /** Only on good-till-date orders and stops. */
   expireAt?: number;
+  /** Only on icebergs: `volume` above counts the hidden part too. */
+  displayVolume?: string;
+  hiddenVolume?: string;
+  /** Only on linked one-cancels-other legs. */
+  listId?: string;
+  linkedOrderId?: string;
 }
 
 /**
@@ -172,7 +274,16 @@ export const MAX_EXPIRY_AHEAD = 7_776_000_000;
 export const MIN_CANCEL_AFTER = 1_000;
 export const MAX_CANCEL_AFTER = 86_400_000;
 
-const text = (d: Dec): string => d.toFixed();
+/** Canonical decimal text; values are immutable, so each one's is made once. */
+const texts = new WeakMap<Dec, string>();
+const text = (d: Dec): string => {
+  let t = texts.get(d);
+  if (t === undefined) {
+    t = d.toFixed();
+    texts.set(d, t);
+  }
+  return t;
+};
 
 /** Mirrors the engine's documented decimal rules, written the slow way with regexes. */
 function parse(value: unknown, decimals: number): Dec | { problem: number; reason: string } {
@@ -219,6 +330,60 @@ const bookOrder = (a: RefOrder, b: RefOrder) =>
   (a.side === "bid" ? b.price.cmp(a.price) : a.price.cmp(b.price)) ||
   a.seq - b.seq;
 
+/** A resting order's whole unfilled volume: an iceberg's part shown and its hidden part. */
+const unfilledOf = (o: RefOrder): Dec =>
+  o.display === undefined ? o.remaining : o.remaining.plus(o.hidden);
+
+/** A duplicate's result: nothing happens, no event. */
+const duplicate = (commandId: string, orderId: string): RefOutcome => ({
+  result: {
+    commandId,
+    status: "duplicate",
+    code: ResultCodes.duplicateOrder,
+    codeName: "duplicate-order",
+    orderId,
+    events: 0,
+  },
+  events: [],
+});
+
+/**
+ * Why an order.place-oco's legs cannot make one list (209): two legs, two ids, the list's user
+ * and pair, each a GTC or GTD limit order or a stop, one stp mode, one set of precisions. The
+ * page names the rules; the reasons are the engine's.
+ */
+function listReason(legs: PlaceOrderPayload[], userId: string, pairId: number): string | undefined {
+  if (legs.length !== 2) return "a one-cancels-other list has two legs";
+  const [a, b] = legs as [PlaceOrderPayload, PlaceOrderPayload];
+  if (a.id === b.id) return "the legs need two order ids";
+  for (const leg of legs) {
+    if (leg.userId !== userId || leg.pairId !== pairId)
+      return "both legs are the list's user's, on its pair";
+    const tif = leg.timeInForce ?? "gtc";
+    const rests = leg.type === "limit" && (tif === "gtc" || tif === "gtd");
+    if (!isStopKind(leg.type) && !rests) return "a leg is a GTC or GTD limit order or a stop order";
+  }
+  if ((a.stp ?? "none") !== (b.stp ?? "none")) return "both legs share one stp mode";
+  const decimals = (l: PlaceOrderPayload) =>
+    `${l.priceDecimals}/${l.amountDecimals}/${l.quoteDecimals}`;
+  if (decimals(a) !== decimals(b)) return "both legs have the pair's precisions";
+  return undefined;
+}
+
+/** A leg that rested or waits as a stop without a trade: the list goes on. */
+const waits = (placed: Placed): boolean =>
+  (placed.orderStatus === "rested" || placed.orderStatus === "stop-accepted") &&
+  placed.executedVolume === "0";
+
+const legResult = (orderId: string, placed: Placed): OcoLegResult => ({
+  orderId,
+  code: placed.code,
+  codeName: resultCodeName(placed.code),
+  orderStatus: placed.orderStatus,
+  executedVolume: placed.executedVolume,
+  remainingVolume: placed.remainingVolume,
+});
+
 export class ReferenceBook {
   private orders: RefOrder[] = [];
   private stops: RefStop[] = [];
@@ -231,6 +396,12 @@ export class ReferenceBook {
   private armedSwitches = new Map<string, number>();
   /** Users whose switch fired and who still have orders to cancel: user id to deadline. */
   private pendingSweeps = new Map<string, number>();
+  /** Where it does as the engine does rather than as docs/orders.md says. */
+  private readonly quirks: ReadonlySet<Quirk>;
+
+  constructor(options: { quirks?: Iterable<Quirk> } = {}) {
+    this.quirks = new Set(options.quirks);
+  }
 
   apply(command: CommandEnvelope, alreadyAccepted = false): RefOutcome {
     const events: EventEnvelope[] = [];
@@ -277,6 +448,8 @@ export class ReferenceBook {
     switch (command.type) {
       case "order.place":
         return this.place({ ...ctx, command });
+      case "order.place-oco":
+        return this.placeOco({ ...ctx, command });
       case "order.cancel":
         return this.cancel({ ...ctx, command });
       case "order.amend":
@@ -324,7 +497,7 @@ export class ReferenceBook {
         orderStatus: "cancelled",
         executedVolume: executed,
         remainingVolume: remaining,
-        events: events.length,
+        events: this.quirks.has("cancel-counts-one-event") ? 1 : events.length,
       },
       events,
     };
@@ -346,14 +519,20 @@ export class ReferenceBook {
     return { code: ResultCodes.unknownOrder, reason: "no such resting order" };
   }
 
+  /**
+   * Takes a resting order out with its order.cancelled.v1 (an iceberg's hidden part too), and
+   * its list's other leg after it.
+   */
   private cancelOrder(
     order: RefOrder,
     reason: CancelReason,
     emit: Emit,
+    code: number = ResultCodes.ok,
   ): { executed: string; remaining: string } {
     this.orders = this.orders.filter((o) => o !== order);
     this.finished.add(order.id);
-    const executed = text(order.volumeTotal.minus(order.remaining));
+    const left = unfilledOf(order);
+    const executed = text(order.volumeTotal.minus(left));
     emit(
       "order.cancelled.v1",
       {
@@ -362,17 +541,18 @@ export class ReferenceBook {
         pairId: order.pairId,
         side: order.side,
         price: text(order.price),
-        volume: text(order.remaining),
+        volume: text(left),
         volumeTotal: text(order.volumeTotal),
         executedVolume: executed,
         reason,
-        code: 0,
+        code,
       } satisfies OrderCancelledPayload,
       // On the order's own pair: a cancel-all of the partition spans pairs. (The docs say so
       // of a tick's cancellations; of a cancel-all only the commit d0373de does.)
       order.pairId,
     );
-    return { executed, remaining: text(order.remaining) };
+    this.breakLink(order, emit);
+    return { executed, remaining: text(left) };
   }
 
   private cancelStop(
@@ -400,7 +580,26 @@ export class ReferenceBook {
     if (stopQuoteSized(stop)) payload.quoteVolume = text(stop.quoteVolume);
     payload.stopPrice = text(stop.stopPrice);
     emit("order.cancelled.v1", { ...payload }, stop.pairId); // as cancelOrder
+    this.breakLink(stop, emit);
     return { executed, remaining: text(stop.volume) };
+  }
+
+  /**
+   * Ends a one-cancels-other list when one of its legs fills (even partly), triggers, is
+   * cancelled or expires: the link goes from both legs, and the other is cancelled, reason oco.
+   */
+  private breakLink(leg: RefOrder | RefStop, emit: Emit): void {
+    const otherId = leg.linked;
+    if (otherId === undefined) return;
+    leg.linked = undefined;
+    leg.listId = undefined;
+    const other =
+      this.orders.find((o) => o.id === otherId) ?? this.stops.find((s) => s.id === otherId);
+    if (other?.linked !== leg.id) return;
+    other.linked = undefined;
+    other.listId = undefined;
+    if ("stopPrice" in other) this.cancelStop(other, "oco", emit);
+    else this.cancelOrder(other, "oco", emit);
   }
 
   // --- order.place ------------------------------------------------------------------------
@@ -408,54 +607,71 @@ export class ReferenceBook {
   private place(ctx: Ctx<PlaceOrderCommand>): RefOutcome {
     const { command, alreadyAccepted, emit, reject, events } = ctx;
     const p = command.payload;
-    if (
-      alreadyAccepted ||
-      this.orders.some((o) => o.id === p.id) ||
-      this.stops.some((s) => s.id === p.id) ||
-      this.finished.has(p.id)
-    ) {
-      return {
-        result: {
-          commandId: command.commandId,
-          status: "duplicate",
-          code: 400,
-          codeName: "duplicate-order",
-          orderId: p.id,
-          events: 0,
-        },
-        events: [],
-      };
-    }
-    if (p.pairId !== command.pairId)
-      return reject(ResultCodes.pairMismatch, "payload pairId differs from envelope");
+    if (alreadyAccepted || this.known(p.id)) return duplicate(command.commandId, p.id);
+    const terms = this.checkPayload(p, command.pairId);
+    if ("code" in terms) return reject(terms.code, terms.reason);
+    const refused = this.checkBook(p, terms, command.pairId);
+    if (refused !== undefined) return reject(refused.code, refused.reason);
+    const placed = this.accept(p, terms, emit);
+    const result: CommandResult = {
+      commandId: command.commandId,
+      status: "accepted",
+      code: placed.code,
+      codeName: resultCodeName(placed.code),
+      orderId: p.id,
+      orderStatus: placed.orderStatus,
+      executedVolume: placed.executedVolume,
+      remainingVolume: placed.remainingVolume,
+      events: events.length,
+    };
+    if (placed.triggered > 0) result.triggeredStops = placed.triggered;
+    return { result, events };
+  }
+
+  /** An order id in use: resting, waiting as a stop, or finished. */
+  private known(id: string): boolean {
+    return (
+      this.orders.some((o) => o.id === id) ||
+      this.stops.some((s) => s.id === id) ||
+      this.finished.has(id)
+    );
+  }
+
+  /**
+   * An order.place payload's own checks, then its deadline's against the engine's time: its
+   * terms, or the first refusal.
+   */
+  private checkPayload(p: PlaceOrderPayload, envelopePairId: number): PlaceTerms | Refusal {
+    if (p.pairId !== envelopePairId)
+      return { code: ResultCodes.pairMismatch, reason: "payload pairId differs from envelope" };
     const okDecimals = (n: number) => Number.isInteger(n) && n >= 0 && n <= 18;
     if (
       !okDecimals(p.priceDecimals) ||
       !okDecimals(p.amountDecimals) ||
       !okDecimals(p.quoteDecimals)
     ) {
-      return reject(ResultCodes.badPrecision, "decimals must be integers 0..18");
+      return { code: ResultCodes.badPrecision, reason: "decimals must be integers 0..18" };
     }
     const limit = p.type === "limit";
-    const stopType = isStopKind(p.type);
+    const stop = isStopKind(p.type);
     const priced = limit || p.type === "stop-limit";
     let price = new Decimal(0);
     // Every order's price must be a decimal; only a limit order's (and a stop-limit's) must be
     // positive.
     const v = parse(p.price, p.priceDecimals);
-    if (!(v instanceof Decimal)) return reject(v.problem, `price: ${v.reason}`);
+    if (!(v instanceof Decimal)) return { code: v.problem, reason: `price: ${v.reason}` };
     if (priced) {
-      if (v.isZero()) return reject(ResultCodes.nonPositive, "price: zero");
+      if (v.isZero()) return { code: ResultCodes.nonPositive, reason: "price: zero" };
       price = v;
     }
     // A stop's stopPrice right after the price, with the same codes; ignored on other orders.
     let stopPrice = new Decimal(0);
-    if (stopType) {
+    if (stop) {
       if (p.stopPrice === undefined)
-        return reject(ResultCodes.badEnvelope, "stopPrice: required for stop orders");
+        return { code: ResultCodes.badEnvelope, reason: "stopPrice: required for stop orders" };
       const s = parse(p.stopPrice, p.priceDecimals);
-      if (!(s instanceof Decimal)) return reject(s.problem, `stopPrice: ${s.reason}`);
-      if (s.isZero()) return reject(ResultCodes.nonPositive, "stopPrice: zero");
+      if (!(s instanceof Decimal)) return { code: s.problem, reason: `stopPrice: ${s.reason}` };
+      if (s.isZero()) return { code: ResultCodes.nonPositive, reason: "stopPrice: zero" };
       stopPrice = s;
     }
     const fields = [
@@ -466,65 +682,99 @@ export class ReferenceBook {
     const parsed: Dec[] = [];
     for (const [name, value, d] of fields) {
       const v = parse(value, d);
-      if (!(v instanceof Decimal)) return reject(v.problem, `${name}: ${v.reason}`);
+      if (!(v instanceof Decimal)) return { code: v.problem, reason: `${name}: ${v.reason}` };
       parsed.push(v);
     }
     const [volume, volumeTotal, quoteVolume] = parsed as [Dec, Dec, Dec];
     const marketLike = p.type === "market" || p.type === "stop-market";
     const quoteSized = marketLike && p.side === "bid" && quoteVolume.gt(0);
     if (!quoteSized) {
-      if (volume.isZero()) return reject(ResultCodes.nonPositive, "volume: zero");
+      if (volume.isZero()) return { code: ResultCodes.nonPositive, reason: "volume: zero" };
       if (volume.gt(volumeTotal))
-        return reject(ResultCodes.volumeExceedsTotal, "volume exceeds volumeTotal");
+        return { code: ResultCodes.volumeExceedsTotal, reason: "volume exceeds volumeTotal" };
+    }
+    // An iceberg's displayVolume after the volume checks, with the usual decimal codes.
+    let display: Dec | undefined;
+    if (p.displayVolume !== undefined) {
+      const d = parse(p.displayVolume, p.amountDecimals);
+      if (!(d instanceof Decimal)) return { code: d.problem, reason: `displayVolume: ${d.reason}` };
+      if (d.isZero()) return { code: ResultCodes.nonPositive, reason: "displayVolume: zero" };
+      display = d;
     }
     const tif = p.timeInForce ?? "gtc";
-    if (p.postOnly === true && stopType)
-      return reject(ResultCodes.unsupportedCombination, "post-only cannot be a stop order");
+    const unsupported = (reason: string) => ({ code: ResultCodes.unsupportedCombination, reason });
+    if (p.postOnly === true && stop) return unsupported("post-only cannot be a stop order");
     if (p.postOnly === true && (!limit || (tif !== "gtc" && tif !== "gtd")))
-      return reject(ResultCodes.unsupportedCombination, "post-only needs a GTC or GTD limit order");
+      return unsupported("post-only needs a GTC or GTD limit order");
     if (quoteSized && volume.gt(0))
-      return reject(
-        ResultCodes.unsupportedCombination,
-        "a market bid sized by quoteVolume sends volume 0",
-      );
-    if (quoteSized && tif === "fok")
-      return reject(ResultCodes.unsupportedCombination, "fok needs a base-volume order");
+      return unsupported("a market bid sized by quoteVolume sends volume 0");
+    if (quoteSized && tif === "fok") return unsupported("fok needs a base-volume order");
     // gtd and expireAt go together, and never on a market order (it never rests).
     const gtd = tif === "gtd";
-    if (gtd && p.expireAt === undefined)
-      return reject(ResultCodes.unsupportedCombination, "gtd needs expireAt");
-    if (!gtd && p.expireAt !== undefined)
-      return reject(ResultCodes.unsupportedCombination, "expireAt needs timeInForce gtd");
+    if (gtd && p.expireAt === undefined) return unsupported("gtd needs expireAt");
+    if (!gtd && p.expireAt !== undefined) return unsupported("expireAt needs timeInForce gtd");
     if (gtd && p.type === "market")
-      return reject(
-        ResultCodes.unsupportedCombination,
-        "a market order cannot be gtd: it never rests",
-      );
+      return unsupported("a market order cannot be gtd: it never rests");
+    // An iceberg is a resting limit order that shows less than its volume.
+    if (display !== undefined && (!limit || (tif !== "gtc" && tif !== "gtd")))
+      return unsupported("an iceberg is a GTC or GTD limit order");
+    if (display?.gte(volume)) return unsupported("displayVolume must be below volume");
     // The deadline against the engine's time: after the checks above, before the halt check.
     // (The pair-precision check, 210, stays after the halt check, where it always was.)
     const expireAt = p.expireAt;
     if (expireAt !== undefined && expireAt <= this.time)
-      return reject(ResultCodes.expiryInPast, `expireAt ${expireAt} is not after ${this.time}`);
+      return {
+        code: ResultCodes.expiryInPast,
+        reason: `expireAt ${expireAt} is not after ${this.time}`,
+      };
     if (expireAt !== undefined && expireAt > this.time + MAX_EXPIRY_AHEAD)
-      return reject(
-        ResultCodes.expiryTooFar,
-        `expireAt ${expireAt} is more than 90 days after ${this.time}`,
-      );
-    if (this.halts.has(command.pairId)) return reject(ResultCodes.pairHalted, "pair is halted");
+      return {
+        code: ResultCodes.expiryTooFar,
+        reason: `expireAt ${expireAt} is more than 90 days after ${this.time}`,
+      };
+    return {
+      limit,
+      stop,
+      price,
+      stopPrice,
+      volume,
+      volumeTotal,
+      quoteVolume,
+      quoteSized,
+      tif,
+      stp: p.stp ?? "none",
+      expireAt,
+      display,
+    };
+  }
+
+  /** An order.place's checks against the books: the halt, the pair's precisions, post-only. */
+  private checkBook(p: PlaceOrderPayload, terms: PlaceTerms, pairId: number): Refusal | undefined {
+    if (this.halts.has(pairId)) return { code: ResultCodes.pairHalted, reason: "pair is halted" };
     const differs = (o: { pd: number; ad: number; qd: number }) =>
       o.pd !== p.priceDecimals || o.ad !== p.amountDecimals || o.qd !== p.quoteDecimals;
     if (
-      this.orders.some((o) => o.pairId === command.pairId && differs(o)) ||
-      this.stops.some((s) => s.pairId === command.pairId && differs(s))
+      this.orders.some((o) => o.pairId === pairId && differs(o)) ||
+      this.stops.some((s) => s.pairId === pairId && differs(s))
     ) {
-      return reject(
-        ResultCodes.pairPrecisionMismatch,
-        "order precisions differ from the resting orders of this pair",
-      );
+      return {
+        code: ResultCodes.pairPrecisionMismatch,
+        reason: "order precisions differ from the resting orders of this pair",
+      };
     }
-    const stp = p.stp ?? "none";
+    if (p.postOnly === true && !terms.stop) {
+      const best = this.makersFor({ pairId, side: p.side })[0];
+      if (best && this.crosses({ limit: true, side: p.side, price: terms.price }, best))
+        return { code: ResultCodes.postOnlyWouldTake, reason: "post-only order would take" };
+    }
+    return undefined;
+  }
 
-    if (stopType) {
+  /** An order that passed every check: a stop waits, anything else matches. */
+  private accept(p: PlaceOrderPayload, terms: PlaceTerms, emit: Emit): Placed {
+    const { price, stopPrice, volume, volumeTotal, quoteVolume, quoteSized, tif, stp } = terms;
+    const { expireAt } = terms;
+    if (terms.stop) {
       const stop: RefStop = {
         id: p.id,
         userId: p.userId,
@@ -563,27 +813,19 @@ export class ReferenceBook {
         ...(expireAt === undefined ? {} : { expireAt }),
       } satisfies StopAcceptedPayload);
       return {
-        result: {
-          commandId: command.commandId,
-          status: "accepted",
-          code: ResultCodes.stopAccepted,
-          codeName: resultCodeName(ResultCodes.stopAccepted),
-          orderId: p.id,
-          orderStatus: "stop-accepted",
-          executedVolume: "0",
-          remainingVolume: text(volume),
-          events: events.length,
-        },
-        events,
+        code: ResultCodes.stopAccepted,
+        orderStatus: "stop-accepted",
+        executedVolume: "0",
+        remainingVolume: text(volume),
+        triggered: 0,
       };
     }
-
     const taker: Taker = {
       id: p.id,
       userId: p.userId,
       pairId: p.pairId,
       side: p.side,
-      limit,
+      limit: terms.limit,
       price,
       volume: quoteSized ? new Decimal(0) : volume,
       volumeTotal,
@@ -597,15 +839,162 @@ export class ReferenceBook {
       qd: p.quoteDecimals,
       postOnly: p.postOnly === true,
       expireAt,
+      display: terms.display,
     };
-    if (p.postOnly === true) {
-      const best = this.makersFor(taker)[0];
-      if (best && this.crosses(taker, best))
-        return reject(ResultCodes.postOnlyWouldTake, "post-only order would take");
-    }
     const outcome = this.take(taker, emit, false);
     const triggered = this.runTriggers(taker.pairId, outcome.trades, emit);
-    return this.takerResult(command.commandId, p.id, outcome, events, triggered);
+    return {
+      code: outcome.code,
+      orderStatus: outcome.orderStatus,
+      executedVolume: text(outcome.executed),
+      remainingVolume: text(outcome.remaining),
+      triggered,
+    };
+  }
+
+  // --- order.place-oco --------------------------------------------------------------------
+
+  private placeOco(ctx: Ctx<PlaceOcoCommand>): RefOutcome {
+    const { command, alreadyAccepted, emit, reject, events } = ctx;
+    const p = command.payload;
+    if (p.pairId !== command.pairId)
+      return reject(ResultCodes.pairMismatch, "payload pairId differs from envelope");
+    const why = listReason(p.legs, p.userId, p.pairId);
+    if (why !== undefined) return reject(ResultCodes.unsupportedCombination, why);
+    const [a, b] = p.legs as [PlaceOrderPayload, PlaceOrderPayload];
+    if (alreadyAccepted || this.known(a.id) || this.known(b.id))
+      return duplicate(command.commandId, a.id);
+    // Refused whole or not at all: every leg's checks before either is placed, each refusal
+    // naming its leg (numbered from 0, as the engine does).
+    const terms: PlaceTerms[] = [];
+    for (const [i, leg] of p.legs.entries()) {
+      const checked = this.checkPayload(leg, command.pairId);
+      if ("code" in checked) return reject(checked.code, `leg ${i}: ${checked.reason}`);
+      terms.push(checked);
+    }
+    const lateChecks = this.quirks.has("oco-late-leg-checks");
+    for (const [i, leg] of p.legs.entries()) {
+      if (lateChecks && i > 0) break;
+      const refused = this.checkBook(leg, terms[i]!, command.pairId);
+      if (refused !== undefined) return reject(refused.code, `leg ${i}: ${refused.reason}`);
+    }
+    // A post-only second leg that would cross the first once it rests: refused whole too.
+    const [t0, t1] = terms as [PlaceTerms, PlaceTerms];
+    if (
+      !lateChecks &&
+      b.postOnly === true &&
+      !t1.stop &&
+      a.type === "limit" &&
+      a.side !== b.side &&
+      (b.side === "bid" ? t0.price.lte(t1.price) : t0.price.gte(t1.price))
+    ) {
+      return reject(ResultCodes.postOnlyWouldTake, "leg 1: post-only order would take");
+    }
+    // Then each leg as its order.place, the first first. One that trades on arrival, or does
+    // not rest, ends the list.
+    const first = this.accept(a, terms[0]!, emit);
+    const legs: OcoLegResult[] = [legResult(a.id, first)];
+    let triggered = first.triggered;
+    if (!waits(first)) {
+      legs.push(this.neverPlaced(b, terms[1]!, emit));
+    } else {
+      // The second leg's book checks again: the first now rests (a post-only second leg may
+      // cross it).
+      const refused = this.checkBook(b, terms[1]!, command.pairId);
+      let second: Placed | undefined;
+      if (refused !== undefined) {
+        // As its order.place would refuse it.
+        emit("order.rejected.v1", {
+          orderId: b.id,
+          userId: b.userId,
+          pairId: command.pairId,
+          commandType: "order.place",
+          code: refused.code,
+          codeName: resultCodeName(refused.code),
+          reason: refused.reason,
+        });
+        legs.push({
+          orderId: b.id,
+          code: refused.code,
+          codeName: resultCodeName(refused.code),
+          orderStatus: "rejected",
+        });
+      } else {
+        second = this.accept(b, terms[1]!, emit);
+        legs.push(legResult(b.id, second));
+        triggered += second.triggered;
+      }
+      const firstLive = [...this.orders, ...this.stops].some((x) => x.id === a.id);
+      if (second === undefined || !waits(second)) this.withdraw(a.id, emit);
+      // The second's self-trade prevention cancelled the first (cancel-maker): the list ends as
+      // a cancelled leg ends it, with the second. (The page does not say; the engine breaks.)
+      else if (!firstLive) this.withdraw(b.id, emit);
+      else this.link(a.id, b.id, p.listId);
+    }
+    const result: CommandResult = {
+      commandId: command.commandId,
+      status: "accepted",
+      code: ResultCodes.ok,
+      codeName: "ok",
+      orderId: a.id,
+      listId: p.listId,
+      legs,
+      events: events.length,
+    };
+    if (triggered > 0 && !this.quirks.has("oco-no-triggered-stops"))
+      result.triggeredStops = triggered;
+    return { result, events };
+  }
+
+  /** The second leg, never placed since the first traded: reported cancelled, reason oco. */
+  private neverPlaced(leg: PlaceOrderPayload, terms: PlaceTerms, emit: Emit): OcoLegResult {
+    this.finished.add(leg.id);
+    const asSent = this.quirks.has("oco-unplaced-leg-as-sent");
+    const volume = asSent ? leg.volume : text(terms.quoteSized ? new Decimal(0) : terms.volume);
+    const payload: OrderCancelledPayload = {
+      orderId: leg.id,
+      userId: leg.userId,
+      pairId: leg.pairId,
+      side: leg.side,
+      price: asSent ? leg.price : text(terms.price),
+      volume,
+      volumeTotal: asSent ? leg.volumeTotal : text(terms.volumeTotal),
+      executedVolume: "0",
+      reason: "oco",
+      code: ResultCodes.ok,
+    };
+    // As a placed stop's cancel would read.
+    if (!asSent && terms.quoteSized) payload.quoteVolume = text(terms.quoteVolume);
+    if (!asSent && terms.stop) payload.stopPrice = text(terms.stopPrice);
+    emit("order.cancelled.v1", { ...payload }, leg.pairId);
+    return {
+      orderId: leg.id,
+      code: ResultCodes.ok,
+      codeName: "ok",
+      orderStatus: "cancelled",
+      executedVolume: "0",
+      remainingVolume: volume,
+    };
+  }
+
+  /** The first leg, if it still waits or rests, goes: the second traded or was refused. */
+  private withdraw(id: string, emit: Emit): void {
+    const stop = this.stops.find((s) => s.id === id);
+    const order = this.orders.find((o) => o.id === id);
+    if (stop) this.cancelStop(stop, "oco", emit);
+    else if (order) this.cancelOrder(order, "oco", emit);
+  }
+
+  /** Links two waiting legs, each to the other. */
+  private link(a: string, b: string, listId: string): void {
+    for (const [id, other] of [
+      [a, b],
+      [b, a],
+    ] as const) {
+      const leg = this.orders.find((o) => o.id === id) ?? this.stops.find((s) => s.id === id)!;
+      leg.listId = listId;
+      leg.linked = other;
+    }
   }
 
   private takerResult(
@@ -631,7 +1020,7 @@ export class ReferenceBook {
   }
 
   /** The taker's pair's opposite side, best first then FIFO. */
-  private makersFor(t: Taker): RefOrder[] {
+  private makersFor(t: Pick<Taker, "pairId" | "side">): RefOrder[] {
     return this.orders
       .filter((o) => o.pairId === t.pairId && o.side !== t.side)
       .sort(
@@ -639,7 +1028,7 @@ export class ReferenceBook {
       );
   }
 
-  private crosses(t: Taker, m: RefOrder): boolean {
+  private crosses(t: Pick<Taker, "limit" | "side" | "price">, m: RefOrder): boolean {
     return !t.limit || (t.side === "bid" ? m.price.lte(t.price) : m.price.gte(t.price));
   }
 
@@ -649,14 +1038,15 @@ export class ReferenceBook {
    * are 0, or 105 when self-trade prevention stopped it.
    */
   private take(t: Taker, emit: Emit, amend: boolean): TakerOutcome {
-    const makers = this.makersFor(t);
     const { stp, quoteSized, volumeTotal, tif } = t;
     const priceText = t.limit ? text(t.price) : "0";
-    let remaining = t.volume;
-    let budget = t.quoteVolume;
-    let executed = new Decimal(0);
-    const trades: Dec[] = [];
-    const executedText = () => text(quoteSized ? executed : volumeTotal.minus(remaining));
+    const run: Run = {
+      remaining: t.volume,
+      budget: t.quoteVolume,
+      executed: new Decimal(0),
+      trades: [],
+    };
+    const executedText = () => text(quoteSized ? run.executed : volumeTotal.minus(run.remaining));
     const cancelTaker = (reason: string, code: number) =>
       emit("order.cancelled.v1", {
         orderId: t.id,
@@ -664,73 +1054,106 @@ export class ReferenceBook {
         pairId: t.pairId,
         side: t.side,
         price: priceText,
-        volume: text(remaining),
+        volume: text(run.remaining),
         volumeTotal: text(volumeTotal),
         executedVolume: executedText(),
         reason,
         code,
-        quoteVolume: quoteSized ? text(budget) : undefined,
+        quoteVolume: quoteSized ? text(run.budget) : undefined,
       });
     const finish = (orderStatus: OrderStatus, code: number): TakerOutcome => {
       if (orderStatus === "filled" || orderStatus === "cancelled") this.finished.add(t.id);
       const accepted = amend && code !== ResultCodes.stpCancelled ? ResultCodes.ok : code;
-      return { orderStatus, code: accepted, executed, remaining, trades };
+      return {
+        orderStatus,
+        code: accepted,
+        executed: run.executed,
+        remaining: run.remaining,
+        trades: run.trades,
+      };
     };
-    if (tif === "fok") {
-      let available = new Decimal(0);
-      let ok = false;
-      for (const m of makers) {
-        if (!this.crosses(t, m)) break;
-        if (stp !== "none" && m.userId === t.userId) {
-          if (stp === "cancel-maker") continue;
-          break;
-        }
-        available = available.plus(m.remaining);
-        if (available.gte(remaining)) {
-          ok = true;
-          break;
-        }
-      }
-      if (!ok) {
-        cancelTaker("fok", ResultCodes.fokNotFilled);
-        return finish("cancelled", ResultCodes.fokNotFilled);
-      }
+    if (tif === "fok" && !this.fokFills(t)) {
+      cancelTaker("fok", ResultCodes.fokNotFilled);
+      return finish("cancelled", ResultCodes.fokNotFilled);
     }
-    let stpStopped = false;
-    let done = false;
-    for (let i = 0; i < makers.length; i++) {
-      const m = makers[i]!;
-      if (!this.crosses(t, m) || done) break;
+    const stpStopped = this.sweepBook(t, run, emit);
+    if (quoteSized ? run.budget.isZero() : run.remaining.isZero())
+      return finish("filled", ResultCodes.filled);
+    if (stpStopped) {
+      cancelTaker("stp", ResultCodes.stpCancelled);
+      return finish("cancelled", ResultCodes.stpCancelled);
+    }
+    // A gtd order rests as a gtc one does, with its deadline; an iceberg shows its display (or
+    // all that is left, if less) and hides the rest.
+    if (t.limit && (tif === "gtc" || tif === "gtd")) {
+      const shown = t.display === undefined ? run.remaining : Decimal.min(t.display, run.remaining);
+      const order: RefOrder = {
+        id: t.id,
+        userId: t.userId,
+        pairId: t.pairId,
+        side: t.side,
+        price: t.price,
+        remaining: shown,
+        hidden: run.remaining.minus(shown),
+        volumeTotal,
+        timestamp: t.timestamp,
+        seq: this.seq++,
+        pd: t.pd,
+        ad: t.ad,
+        qd: t.qd,
+        stp,
+        postOnly: t.postOnly,
+        expireAt: t.expireAt,
+        display: t.display,
+        listId: t.listId,
+        linked: t.linked,
+      };
+      this.orders.push(order);
+      this.emitRested(order, emit);
+      const partial = run.executed.gt(0);
+      return finish(
+        partial ? "partially-filled-rested" : "rested",
+        partial ? ResultCodes.partiallyFilledRested : ResultCodes.rested,
+      );
+    }
+    cancelTaker(t.limit ? "ioc" : "market-remainder", ResultCodes.remainderCancelled);
+    return finish("cancelled", ResultCodes.remainderCancelled);
+  }
+
+  /**
+   * The taker against the opposite side, one fill at a time: the best maker (price, then
+   * FIFO) as the book stands after the last fill, with self-trade prevention. True when
+   * self-trade prevention stopped the taker.
+   */
+  private sweepBook(t: Taker, run: Run, emit: Emit): boolean {
+    const { stp, quoteSized } = t;
+    const priceText = t.limit ? text(t.price) : "0";
+    // Nothing joins the opposite side while the taker sweeps it: its makers are the ones there
+    // now, less those that left, in the order their prices and sequences say after each fill.
+    let makers = this.makersFor(t);
+    const better = (a: RefOrder, b: RefOrder) =>
+      (t.side === "bid" ? a.price.cmp(b.price) : b.price.cmp(a.price)) || a.seq - b.seq;
+    for (;;) {
+      makers = makers.filter((o) => !this.finished.has(o.id));
+      const m = makers.reduce<RefOrder | undefined>(
+        (best, o) => (best === undefined || better(o, best) < 0 ? o : best),
+        undefined,
+      );
+      if (m === undefined || !this.crosses(t, m)) return false;
       if (stp !== "none" && m.userId === t.userId) {
-        if (stp !== "cancel-taker") {
-          this.orders = this.orders.filter((o) => o !== m);
-          this.finished.add(m.id);
-          emit("order.cancelled.v1", {
-            orderId: m.id,
-            userId: m.userId,
-            pairId: m.pairId,
-            side: m.side,
-            price: text(m.price),
-            volume: text(m.remaining),
-            volumeTotal: text(m.volumeTotal),
-            executedVolume: text(m.volumeTotal.minus(m.remaining)),
-            reason: "stp",
-            code: ResultCodes.stpCancelled,
-          });
-        }
-        if (stp !== "cancel-maker") {
-          stpStopped = true;
-          break;
-        }
+        if (stp !== "cancel-taker") this.cancelOrder(m, "stp", emit, ResultCodes.stpCancelled);
+        if (stp !== "cancel-maker") return true;
         continue;
       }
       let fill: Dec;
       if (quoteSized) {
-        const affordable = budget.div(m.price).toDecimalPlaces(m.ad, Decimal.ROUND_DOWN);
+        // What the budget left affords here; nothing: the taker can take no more (a later
+        // maker costs no less).
+        const affordable = run.budget.div(m.price).toDecimalPlaces(m.ad, Decimal.ROUND_DOWN);
         fill = Decimal.min(affordable, m.remaining);
-        if (fill.isZero()) break;
+        if (fill.isZero()) return false;
       } else {
-        fill = Decimal.min(remaining, m.remaining);
+        fill = Decimal.min(run.remaining, m.remaining);
       }
       // The quote rounds in the book's favour: a resting ask is paid at least its price, a
       // resting bid pays at most its price.
@@ -738,11 +1161,14 @@ export class ReferenceBook {
         .times(fill)
         .toDecimalPlaces(m.qd, m.side === "ask" ? Decimal.ROUND_UP : Decimal.ROUND_DOWN);
       m.remaining = m.remaining.minus(fill);
-      executed = executed.plus(fill);
-      trades.push(m.price);
-      if (quoteSized) budget = budget.minus(quote);
-      else remaining = remaining.minus(fill);
-      const makerDone = m.remaining.isZero();
+      run.executed = run.executed.plus(fill);
+      run.trades.push(m.price);
+      if (quoteSized) run.budget = run.budget.minus(quote);
+      else run.remaining = run.remaining.minus(fill);
+      // An iceberg whose part shown filled, with more hidden, shows its next part: updated,
+      // not filled.
+      const refreshes = m.remaining.isZero() && m.hidden.gt(0);
+      const makerDone = m.remaining.isZero() && !refreshes;
       if (makerDone) {
         this.orders = this.orders.filter((o) => o !== m);
         this.finished.add(m.id);
@@ -759,10 +1185,10 @@ export class ReferenceBook {
         fillPrice: text(m.price),
         fillVolume: text(fill),
         fillQuoteVolume: text(quote),
+        // An iceberg's: what it hides, before its next part shows.
+        hiddenVolume: m.display === undefined ? undefined : text(m.hidden),
       });
-      done = quoteSized ? budget.isZero() : remaining.isZero();
-      // Budget left after a partial fill: try the same maker again before moving on.
-      if (!makerDone && !done) i--;
+      const done = quoteSized ? run.budget.isZero() : run.remaining.isZero();
       if (done) {
         emit("order.filled.v1", {
           orderId: t.id,
@@ -772,7 +1198,7 @@ export class ReferenceBook {
           role: "taker",
           price: priceText,
           volume: "0",
-          volumeTotal: text(volumeTotal),
+          volumeTotal: text(t.volumeTotal),
           fillPrice: text(m.price),
           fillVolume: text(fill),
           fillQuoteVolume: text(quote),
@@ -792,54 +1218,85 @@ export class ReferenceBook {
         takerSide: t.side,
         timestamp: t.timestamp,
       });
+      if (refreshes) {
+        // The next part: last in its level, a new sequence.
+        const shown = Decimal.min(m.display!, m.hidden);
+        m.remaining = shown;
+        m.hidden = m.hidden.minus(shown);
+        m.seq = this.seq++;
+        this.emitRested(m, emit);
+      }
+      // A list's leg that fills, even partly, cancels the other.
+      this.breakLink(m, emit);
+      if (done) return false;
     }
-    if (quoteSized ? budget.isZero() : remaining.isZero())
-      return finish("filled", ResultCodes.filled);
-    if (stpStopped) {
-      cancelTaker("stp", ResultCodes.stpCancelled);
-      return finish("cancelled", ResultCodes.stpCancelled);
+  }
+
+  /**
+   * Whether a fill-or-kill taker fills whole: docs/orders.md's "fills completely or not at
+   * all", asked of the sweep itself, which runs on copies and leaves everything as it was.
+   * With `fok-walk`, as the engine asks it: the volumes along the book, shown and hidden, one
+   * leg of a list, stopping at self-trade prevention as the sweep would at its first meeting.
+   */
+  private fokFills(t: Taker): boolean {
+    if (this.quirks.has("fok-walk")) {
+      let available = new Decimal(0);
+      const legs = new Set<string>();
+      for (const m of this.makersFor(t)) {
+        if (!this.crosses(t, m)) return false;
+        if (t.stp !== "none" && m.userId === t.userId) {
+          if (t.stp === "cancel-maker") continue;
+          return false;
+        }
+        if (m.linked !== undefined) {
+          if (legs.has(m.linked)) continue;
+          legs.add(m.id);
+        }
+        available = available.plus(unfilledOf(m));
+        if (available.gte(t.volume)) return true;
+      }
+      return false;
     }
-    // A gtd order rests as a gtc one does, with its deadline.
-    if (t.limit && (tif === "gtc" || tif === "gtd")) {
-      const order: RefOrder = {
-        id: t.id,
-        userId: t.userId,
-        pairId: t.pairId,
-        side: t.side,
-        price: t.price,
-        remaining,
-        volumeTotal,
-        timestamp: t.timestamp,
-        seq: this.seq++,
-        pd: t.pd,
-        ad: t.ad,
-        qd: t.qd,
-        stp,
-        postOnly: t.postOnly,
-        expireAt: t.expireAt,
+    const saved = { orders: this.orders, stops: this.stops, finished: this.finished };
+    const seq = this.seq;
+    this.orders = this.orders.map((o) => ({ ...o }));
+    this.stops = this.stops.map((s) => ({ ...s }));
+    this.finished = new Set(this.finished);
+    try {
+      const run: Run = {
+        remaining: t.volume,
+        budget: t.quoteVolume,
+        executed: new Decimal(0),
+        trades: [],
       };
-      this.orders.push(order);
-      emit("order.rested.v1", {
-        orderId: t.id,
-        userId: t.userId,
-        pairId: t.pairId,
-        side: t.side,
-        price: priceText,
-        volume: text(remaining),
-        volumeTotal: text(volumeTotal),
-        executedVolume: text(volumeTotal.minus(remaining)),
-        timestamp: t.timestamp,
-        stp,
-        ...(t.expireAt === undefined ? {} : { expireAt: t.expireAt }),
-      } satisfies OrderRestedPayload);
-      const partial = executed.gt(0);
-      return finish(
-        partial ? "partially-filled-rested" : "rested",
-        partial ? ResultCodes.partiallyFilledRested : ResultCodes.rested,
-      );
+      this.sweepBook(t, run, () => {});
+      return run.remaining.isZero();
+    } finally {
+      this.orders = saved.orders;
+      this.stops = saved.stops;
+      this.finished = saved.finished;
+      this.seq = seq;
     }
-    cancelTaker(t.limit ? "ioc" : "market-remainder", ResultCodes.remainderCancelled);
-    return finish("cancelled", ResultCodes.remainderCancelled);
+  }
+
+  /** A resting order's order.rested.v1: a taker's remainder, or an iceberg's next part. */
+  private emitRested(o: RefOrder, emit: Emit): void {
+    emit("order.rested.v1", {
+      orderId: o.id,
+      userId: o.userId,
+      pairId: o.pairId,
+      side: o.side,
+      price: text(o.price),
+      volume: text(o.remaining),
+      volumeTotal: text(o.volumeTotal),
+      executedVolume: text(o.volumeTotal.minus(unfilledOf(o))),
+      timestamp: o.timestamp,
+      stp: o.stp,
+      ...(o.expireAt === undefined ? {} : { expireAt: o.expireAt }),
+      ...(o.display === undefined
+        ? {}
+        : { displayVolume: text(o.display), hiddenVolume: text(o.hidden) }),
+    } satisfies OrderRestedPayload);
   }
 
   // --- triggering -------------------------------------------------------------------------
@@ -866,9 +1323,11 @@ export class ReferenceBook {
         .sort(
           (a, b) =>
             a.stopPrice.minus(last).abs().cmp(b.stopPrice.minus(last).abs()) || a.seq - b.seq,
-        )
-        .slice(0, MAX_TRIGGERED_STOPS - triggered);
+        );
       for (const s of reached) {
+        if (triggered >= MAX_TRIGGERED_STOPS) break;
+        // Gone already: its list's other leg triggered first and cancelled it.
+        if (!this.stops.includes(s)) continue;
         this.stops = this.stops.filter((x) => x !== s);
         triggered++;
         emit("order.triggered.v1", {
@@ -883,6 +1342,8 @@ export class ReferenceBook {
           volumeTotal: text(s.volumeTotal),
           triggerPrice: text(last),
         } satisfies StopTriggeredPayload);
+        // A list's leg that triggers cancels the other at once.
+        this.breakLink(s, emit);
         queue.push(s);
       }
     };
@@ -964,6 +1425,7 @@ export class ReferenceBook {
         ResultCodes.unsupportedCombination,
         "a quote-sized order has no volume to amend",
       );
+    if (order?.display !== undefined) return this.amendIceberg(ctx, order, given);
     // 8.
     const unfilled = order ? order.remaining : stop!.volume;
     const executed = target.volumeTotal.minus(unfilled);
@@ -1012,8 +1474,11 @@ export class ReferenceBook {
       ad: order.ad,
       qd: order.qd,
       postOnly: order.postOnly,
-      // An amend keeps the deadline, also when the order re-matches and rests again.
+      // An amend keeps the deadline, also when the order re-matches and rests again, and the
+      // link, unless it trades.
       expireAt: order.expireAt,
+      listId: order.listId,
+      linked: order.linked,
     };
     const best = taker && this.makersFor(taker)[0];
     const wouldTake = taker !== undefined && best !== undefined && this.crosses(taker, best);
@@ -1076,6 +1541,7 @@ export class ReferenceBook {
       };
       if (newStopPrice !== undefined) cancelled.stopPrice = text(newStopPrice);
       emit("order.cancelled.v1", { ...cancelled });
+      this.breakLink(target, emit);
       return accepted("filled", new Decimal(0));
     }
 
@@ -1092,6 +1558,22 @@ export class ReferenceBook {
       // Re-matched as an incoming GTC limit order, with the order's own STP mode.
       this.orders = this.orders.filter((o) => o !== order);
       const outcome = this.take(taker!, emit, true);
+      // A list's leg that traded as it re-matched, or that self-trade prevention cancelled,
+      // cancels the other, as a fill or a cancel does.
+      const rested = this.orders.find((o) => o.id === order!.id);
+      // Its other leg, met while it re-matched (traded with, or cancelled by self-trade
+      // prevention), ended the list: it goes on unlinked, as any taker (docs/orders.md).
+      const partner = rested?.linked;
+      if (
+        rested !== undefined &&
+        partner !== undefined &&
+        !this.orders.some((o) => o.id === partner) &&
+        !this.stops.some((s) => s.id === partner)
+      ) {
+        rested.linked = undefined;
+        rested.listId = undefined;
+      }
+      if (outcome.trades.length > 0 || rested === undefined) this.breakLink(rested ?? order!, emit);
       const triggered = this.runTriggers(taker!.pairId, outcome.trades, emit);
       return this.takerResult(command.commandId, target.id, outcome, events, triggered);
     }
@@ -1100,6 +1582,92 @@ export class ReferenceBook {
     order!.volumeTotal = newTotal;
     if (!priorityKept) order!.seq = this.seq++;
     return accepted("rested", newUnfilled);
+  }
+
+  /**
+   * An iceberg's amend, past the checks every amend runs: only a lower volume, which keeps its
+   * priority and comes off the hidden part first, then off the part shown.
+   */
+  private amendIceberg(
+    ctx: Ctx<AmendOrderCommand>,
+    order: RefOrder,
+    given: { volume?: Dec; price?: Dec },
+  ): RefOutcome {
+    const { command, emit, reject, events } = ctx;
+    const newTotal = given.volume ?? order.volumeTotal;
+    if (
+      (given.price !== undefined && !given.price.eq(order.price)) ||
+      newTotal.gt(order.volumeTotal)
+    )
+      return reject(
+        ResultCodes.unsupportedCombination,
+        "an iceberg's amend may only lower its volume: cancel and place instead",
+      );
+    const before = unfilledOf(order);
+    const executed = order.volumeTotal.minus(before);
+    if (newTotal.lt(executed))
+      return reject(ResultCodes.amendBelowExecuted, "volume below the executed volume");
+    const result = (code: number, orderStatus: OrderStatus, remaining: Dec): RefOutcome => ({
+      result: {
+        commandId: command.commandId,
+        status: "accepted",
+        code,
+        codeName: resultCodeName(code),
+        orderId: order.id,
+        orderStatus,
+        executedVolume: "0",
+        remainingVolume: text(remaining),
+        events: events.length,
+      },
+      events,
+    });
+    if (newTotal.eq(order.volumeTotal)) return result(ResultCodes.amendUnchanged, "rested", before);
+    const terms = (o: { remaining: Dec; hidden: Dec }, volumeTotal: Dec) => ({
+      price: text(order.price),
+      volume: text(o.remaining),
+      volumeTotal: text(volumeTotal),
+      hiddenVolume: text(o.hidden),
+    });
+    const left = newTotal.minus(executed);
+    const off = before.minus(left);
+    const after = off.lte(order.hidden)
+      ? { remaining: order.remaining, hidden: order.hidden.minus(off) }
+      : { remaining: left, hidden: new Decimal(0) };
+    emit("order.amended.v1", {
+      orderId: order.id,
+      userId: order.userId,
+      pairId: order.pairId,
+      side: order.side,
+      type: "limit",
+      priorityKept: true,
+      before: terms(order, order.volumeTotal),
+      after: terms(after, newTotal),
+      executedVolume: text(executed),
+    } satisfies OrderAmendedPayload);
+    if (left.isZero()) {
+      // Down to the executed volume: finished as a plain order is, the part taken off (shown
+      // and hidden) cancelled.
+      this.orders = this.orders.filter((o) => o !== order);
+      this.finished.add(order.id);
+      emit("order.cancelled.v1", {
+        orderId: order.id,
+        userId: order.userId,
+        pairId: order.pairId,
+        side: order.side,
+        price: text(order.price),
+        volume: text(before),
+        volumeTotal: text(newTotal),
+        executedVolume: text(executed),
+        reason: "amend",
+        code: 0,
+      } satisfies OrderCancelledPayload);
+      this.breakLink(order, emit);
+      return result(ResultCodes.ok, "filled", left);
+    }
+    order.volumeTotal = newTotal;
+    order.remaining = after.remaining;
+    order.hidden = after.hidden;
+    return result(ResultCodes.ok, "rested", left);
   }
 
   // --- order.cancel-all -------------------------------------------------------------------
@@ -1111,6 +1679,8 @@ export class ReferenceBook {
       return reject(ResultCodes.pairMismatch, "payload pairId differs from envelope");
     const targets = this.usersOrders(p.userId, p.pairId);
     const chosen = targets.slice(0, MAX_CANCEL_ALL);
+    // A list's other leg went with the first (reason oco): counted, not cancelled twice. One
+    // past the bound goes with its first too.
     for (const t of chosen) this.cancelTarget(t, "cancel-all", emit);
     const code = targets.length > MAX_CANCEL_ALL ? ResultCodes.cancelAllPartial : ResultCodes.ok;
     return {
@@ -1149,9 +1719,11 @@ export class ReferenceBook {
     return targets;
   }
 
+  /** Cancels a target still live; one a list's other leg took with it is gone already. */
   private cancelTarget(t: Target, reason: CancelReason, emit: Emit): void {
-    if ("order" in t) this.cancelOrder(t.order, reason, emit);
-    else this.cancelStop(t.stop, reason, emit);
+    if ("order" in t) {
+      if (this.orders.includes(t.order)) this.cancelOrder(t.order, reason, emit);
+    } else if (this.stops.includes(t.stop)) this.cancelStop(t.stop, reason, emit);
   }
 
   // --- session.cancel-after ---------------------------------------------------------------
@@ -1317,7 +1889,7 @@ export class ReferenceBook {
 
   private expire(x: RefOrder | RefStop, emit: Emit): void {
     const stop = "stopPrice" in x ? x : undefined;
-    const unfilled = "remaining" in x ? x.remaining : x.volume;
+    const unfilled = "remaining" in x ? unfilledOf(x) : x.volume;
     this.orders = this.orders.filter((o) => o !== x);
     this.stops = this.stops.filter((s) => s !== x);
     this.finished.add(x.id);
@@ -1336,6 +1908,7 @@ export class ReferenceBook {
     if (stop) payload.stopPrice = text(stop.stopPrice);
     // Each in its own pair's envelope: a tick spans the partition's pairs.
     emit("order.expired.v1", { ...payload }, x.pairId);
+    this.breakLink(x, emit);
   }
 
   // --- views ------------------------------------------------------------------------------
@@ -1385,8 +1958,9 @@ export class ReferenceBook {
   liveOrders(): RefLiveOrder[] {
     const resting = [...this.orders]
       .sort((a, b) => a.seq - b.seq)
-      .map(
-        (o): RefLiveOrder => ({
+      .map((o): RefLiveOrder => {
+        const unfilled = unfilledOf(o);
+        const live: RefLiveOrder = {
           id: o.id,
           userId: o.userId,
           pairId: o.pairId,
@@ -1394,17 +1968,23 @@ export class ReferenceBook {
           kind: "limit",
           price: text(o.price),
           volumeTotal: text(o.volumeTotal),
-          volume: text(o.remaining),
-          executed: text(o.volumeTotal.minus(o.remaining)),
+          volume: text(unfilled),
+          executed: text(o.volumeTotal.minus(unfilled)),
           quoteSized: false,
           postOnly: o.postOnly,
-          ...(o.expireAt === undefined ? {} : { expireAt: o.expireAt }),
-        }),
-      );
+          stp: o.stp,
+        };
+        if (o.expireAt !== undefined) live.expireAt = o.expireAt;
+        if (o.display !== undefined) {
+          live.displayVolume = text(o.display);
+          live.hiddenVolume = text(o.hidden);
+        }
+        return withLink(live, o);
+      });
     const stops = [...this.stops]
       .sort((a, b) => a.seq - b.seq)
-      .map(
-        (s): RefLiveOrder => ({
+      .map((s): RefLiveOrder => {
+        const live: RefLiveOrder = {
           id: s.id,
           userId: s.userId,
           pairId: s.pairId,
@@ -1417,10 +1997,32 @@ export class ReferenceBook {
           executed: text(s.volumeTotal.minus(s.volume)),
           quoteSized: stopQuoteSized(s),
           postOnly: false,
-          ...(s.expireAt === undefined ? {} : { expireAt: s.expireAt }),
-        }),
-      );
+          stp: s.stp,
+        };
+        if (s.expireAt !== undefined) live.expireAt = s.expireAt;
+        return withLink(live, s);
+      });
     return [...resting, ...stops];
+  }
+
+  /**
+   * A pair's depth as the book query reads it: each side's levels best first, with the volume
+   * shown (an iceberg's hidden part is not in the book) and the orders there.
+   */
+  depth(pairId: number): { bids: DepthLevel[]; asks: DepthLevel[] } {
+    const side = (s: Side): DepthLevel[] => {
+      const levels: DepthLevel[] = [];
+      const orders = this.orders.filter((o) => o.pairId === pairId && o.side === s).sort(bookOrder);
+      for (const o of orders) {
+        const last = levels.at(-1);
+        if (last !== undefined && new Decimal(last.price).eq(o.price)) {
+          last.volume = text(new Decimal(last.volume).plus(o.remaining));
+          last.orders++;
+        } else levels.push({ price: text(o.price), volume: text(o.remaining), orders: 1 });
+      }
+      return levels;
+    };
+    return { bids: side("bid"), asks: side("ask") };
   }
 
   /** The best resting price of one side of a pair. */
@@ -1435,8 +2037,8 @@ export class ReferenceBook {
 
   digest(): string {
     const sorted = [...this.orders].sort((a, b) => a.pairId - b.pairId || bookOrder(a, b));
-    const orders = sorted.map(
-      (o): DigestOrder => ({
+    const orders = sorted.map((o): DigestOrder => {
+      const order: DigestOrder = {
         id: o.id,
         userId: o.userId,
         pairId: o.pairId,
@@ -1449,14 +2051,19 @@ export class ReferenceBook {
         priceDecimals: o.pd,
         amountDecimals: o.ad,
         quoteDecimals: o.qd,
-        ...(o.postOnly ? { postOnly: true } : {}),
-        ...(o.expireAt === undefined ? {} : { expireAt: o.expireAt }),
-      }),
-    );
+      };
+      if (o.postOnly) order.postOnly = true;
+      if (o.expireAt !== undefined) order.expireAt = o.expireAt;
+      if (o.display !== undefined) {
+        order.displayVolume = text(o.display);
+        order.hiddenVolume = text(o.hidden);
+      }
+      return withLink(order, o);
+    });
     const stops = [...this.stops]
       .sort((a, b) => a.pairId - b.pairId || a.seq - b.seq)
-      .map(
-        (s): DigestStop => ({
+      .map((s): DigestStop => {
+        const stop: DigestStop = {
           id: s.id,
           userId: s.userId,
           pairId: s.pairId,
@@ -1473,9 +2080,10 @@ export class ReferenceBook {
           priceDecimals: s.pd,
           amountDecimals: s.ad,
           quoteDecimals: s.qd,
-          ...(s.expireAt === undefined ? {} : { expireAt: s.expireAt }),
-        }),
-      );
+        };
+        if (s.expireAt !== undefined) stop.expireAt = s.expireAt;
+        return withLink(stop, s);
+      });
     const halts = [...this.halts]
       .sort(([a], [b]) => a - b)
       .map(([pairId, reason]) => ({ pairId, reason }));
@@ -1484,6 +2092,18 @@ export class ReferenceBook {
       sweeps: this.pendingSweeps,
     });
   }
+}
+
+/** A linked leg's link onto its view, as the engine's views and the digest name it. */
+function withLink<T extends { listId?: string; linkedOrderId?: string }>(
+  view: T,
+  leg: { listId?: string; linked?: string },
+): T {
+  if (leg.linked !== undefined) {
+    view.listId = leg.listId;
+    view.linkedOrderId = leg.linked;
+  }
+  return view;
 }
 
 /** An order or stop a cancel-all or a sweep takes out. */

@@ -1,7 +1,8 @@
 // Replay determinism: the same workload twice gives a byte-identical event transcript and digest,
 // and reloading the resting orders into a fresh engine reproduces the digest. With recorded
 // times too: clock.ticks in the script, good-till-date orders expiring, dead-man's switches
-// firing, and a reload mid-way (books, stops, halts, switches, sweeps and the clock) that goes
+// firing, icebergs and one-cancels-other lists, and a reload mid-way (books with their icebergs'
+// hidden parts and their lists' links, stops, halts, switches, sweeps and the clock) that goes
 // on exactly as the engine that never stopped.
 
 import { describe, expect, test } from "bun:test";
@@ -12,6 +13,7 @@ import {
   MAX_CANCEL_AFTER_MS,
   MAX_EXPIRY_AHEAD_MS,
   MatchingEngine,
+  type PlaceOcoCommand,
   type PlaceOrderPayload,
 } from "../../src/domain/index";
 import { amend, cancel, cancelAll, pairControl, place, tick } from "./helpers";
@@ -99,6 +101,80 @@ let sessions = 0;
 /** How often a command of the timed script is preceded by a session.cancel-after. */
 const SESSION_RATE = 0.005;
 
+/** How often one is preceded by an iceberg or a one-cancels-other list. */
+const EXTRA_RATE = 0.05;
+
+let lists = 0;
+
+function placeOco(listId: string, legs: PlaceOrderPayload[]): PlaceOcoCommand {
+  lists++;
+  const { userId, pairId } = legs[0]!;
+  return {
+    schemaVersion: 1,
+    commandId: `oco-${lists}`,
+    correlationId: `corr-oco-${lists}`,
+    type: "order.place-oco",
+    submittedAt: "2027-01-15T08:00:00.000Z",
+    pairId,
+    partition: 0,
+    payload: { listId, userId, pairId, legs },
+  };
+}
+
+/**
+ * An iceberg (two in five, half of them good-till-date) or a one-cancels-other list of the
+ * timed script: a take-profit limit and a stop-loss stop on one side (their legs good-till-date
+ * half the time), two limits on opposite sides of the traded prices, or an iceberg leg with a
+ * stop. At the traded prices they show their next parts, trade on arrival, trigger, fill and
+ * expire; three in ten are far from them and wait, hidden parts and links, for a cancel-all,
+ * a switch or a reload. Their ids stay out of the script's amends (property.test.ts amends
+ * them).
+ */
+function icebergOrList(i: number, next: () => number, now: number): CommandEnvelope {
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
+  const userId = pick(["u1", "u2", "u3", "u4"]);
+  const pairId = 1 + Math.floor(next() * 3);
+  const side = pick(["bid", "ask"] as const);
+  const far = next() < 0.3;
+  const price = (bid: string[], ask: string[], near: string[]) =>
+    far ? (side === "bid" ? bid : ask) : near;
+  const gtd = () =>
+    next() < 0.5
+      ? { timeInForce: "gtd" as const, expireAt: now + 1 + Math.floor(next() * 400) }
+      : {};
+  const leg = (suffix: string, payload: Partial<PlaceOrderPayload>) =>
+    place({ id: `x${i}${suffix}`, userId, pairId, side, ...payload }).payload;
+  const iceberg = (suffix: string) =>
+    leg(suffix, {
+      price: pick(price(["98.5"], ["101.5"], ["99.5", "100", "100.5"])),
+      volume: pick(["3", "5", "8"]),
+      displayVolume: pick(["0.5", "1"]),
+    });
+  const stopLoss = (suffix: string) => {
+    const stopPrice = pick(
+      far ? [side === "ask" ? "98" : "102"] : side === "ask" ? ["99", "99.5"] : ["100.5", "101"],
+    );
+    return next() < 0.5
+      ? leg(suffix, { type: "stop-market", price: "0", stopPrice })
+      : leg(suffix, { type: "stop-limit", price: stopPrice, stopPrice });
+  };
+  const kind = next();
+  if (kind < 0.4) return place({ ...iceberg(""), ...gtd() });
+  if (kind < 0.7) {
+    const takeProfit = leg("a", {
+      price: pick(price(["98.5"], ["101.5"], ["99.5", "100", "100.5", "101"])),
+      ...gtd(),
+    });
+    return placeOco(`list-${i}`, [takeProfit, { ...stopLoss("b"), ...gtd() }]);
+  }
+  if (kind < 0.85) {
+    const bid = leg("a", { side: "bid", price: far ? "98.5" : pick(["99", "99.5"]) });
+    const ask = leg("b", { side: "ask", price: far ? "101.5" : pick(["100.5", "101"]) });
+    return placeOco(`list-${i}`, next() < 0.5 ? [bid, ask] : [ask, bid]);
+  }
+  return placeOco(`list-${i}`, [iceberg("a"), stopLoss("b")]);
+}
+
 function cancelAfter(userId: string, timeoutMs: number, pairId: number): CancelAfterCommand {
   sessions++;
   return {
@@ -127,6 +203,7 @@ function cancelAfter(userId: string, timeoutMs: number, pairId: number): CancelA
 function timedScript(seed: number, length: number): CommandEnvelope[] {
   const next = random(seed);
   const session = random(seed + 1);
+  const extra = random(seed + 2);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
   const users = ["u1", "u2", "u3", "u4"];
   const prices = ["99", "99.5", "100", "100.5", "101"];
@@ -158,6 +235,7 @@ function timedScript(seed: number, length: number): CommandEnvelope[] {
       }
       commands.push(cancelAfter(user, timeoutMs, 1 + Math.floor(session() * 3)));
     }
+    if (extra() < EXTRA_RATE) commands.push(icebergOrList(i, extra, now));
     const r = next();
     const pairId = 1 + Math.floor(next() * 3);
     const order = {
@@ -235,9 +313,19 @@ function timedScript(seed: number, length: number): CommandEnvelope[] {
 function feed(engine: MatchingEngine, commands: CommandEnvelope[], accepted: Set<string>): string {
   const parts: string[] = [];
   for (const command of commands) {
-    const id = "id" in command.payload ? command.payload.id : undefined;
-    const outcome = engine.apply(command, id !== undefined && accepted.has(id));
+    // A list names two orders: either accepted before marks it.
+    const ids =
+      command.type === "order.place-oco"
+        ? command.payload.legs.map((leg) => leg.id)
+        : "id" in command.payload
+          ? [command.payload.id]
+          : [];
+    const outcome = engine.apply(
+      command,
+      ids.some((id) => accepted.has(id)),
+    );
     if (outcome.acceptedOrderId !== undefined) accepted.add(outcome.acceptedOrderId);
+    if (outcome.alsoAcceptedOrderId !== undefined) accepted.add(outcome.alsoAcceptedOrderId);
     parts.push(JSON.stringify(outcome.result), JSON.stringify(outcome.events));
   }
   return parts.join("\n");
@@ -281,6 +369,12 @@ describe("a script with recorded times", () => {
     expect(count('"codeName":"bad-timeout"')).toBeGreaterThan(0);
     expect(count('"type":"session.triggered.v1"')).toBeGreaterThan(5);
     expect(count('"reason":"cancel-after"')).toBeGreaterThan(50);
+    // Icebergs showed their next parts; lists waited linked and ended, by fills, triggers,
+    // cancels and expiries.
+    expect(count('"displayVolume"')).toBeGreaterThan(150);
+    expect(count('"hiddenVolume"')).toBeGreaterThan(300);
+    expect(count('"listId"')).toBeGreaterThan(40);
+    expect(count('"reason":"oco"')).toBeGreaterThan(40);
     // The last ticks took every good-till-date order and stop, and fired every switch.
     expect(first.nextExpiry()).toBeUndefined();
     expect([...first.restingOrders()].every((o) => o.expireAt === undefined)).toBe(true);
