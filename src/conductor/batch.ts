@@ -23,7 +23,7 @@ import { tickFor } from "./clock";
 import { CommitBuilder } from "./commit-script";
 import { type Delivery, NUDGE_HEADER } from "./consumer";
 import type { ConductorMetrics } from "./metrics";
-import { commandOrderId, commandOrderIds, NetChanges } from "./net-changes";
+import { commandOrderId, NetChanges, secondOrderId } from "./net-changes";
 import type { ConductorStore, DedupLookup } from "./store";
 import { encodeStoredResult } from "./stored-result";
 import { CommandFaultError } from "./unmendable";
@@ -194,7 +194,11 @@ function idsToLookUp(decoded: readonly Decoded[]): { commandIds: string[]; order
       commandIds.push(item.command.commandId);
       // A place's id for the duplicate check, a cancel's or amend's target to tell a finished
       // order from an unknown one after a restart (the engine's memory of finished ids is lost).
-      orderIds.push(...commandOrderIds(item.command));
+      // Two ids without an array per command: this runs for every command of every batch.
+      const orderId = commandOrderId(item.command);
+      if (orderId !== undefined) orderIds.push(orderId);
+      const second = secondOrderId(item.command);
+      if (second !== undefined) orderIds.push(second);
     } else if (item.kind === "invalid") {
       commandIds.push(item.commandId);
     }
@@ -250,8 +254,12 @@ function stageRedelivery(
   // longer than the dedup retention (a long replica outage under aof-replicated) would
   // otherwise find them expired at a later redelivery and be applied a second time.
   stage.batch.expire(keys.processedCommand(commandId), stage.ttl);
-  const orderIds = item.kind === "command" ? commandOrderIds(item.command) : [];
-  for (const orderId of orderIds) stage.batch.expire(keys.acceptedOrder(orderId), stage.ttl);
+  if (item.kind === "command") {
+    const orderId = commandOrderId(item.command);
+    if (orderId !== undefined) stage.batch.expire(keys.acceptedOrder(orderId), stage.ttl);
+    const second = secondOrderId(item.command);
+    if (second !== undefined) stage.batch.expire(keys.acceptedOrder(second), stage.ttl);
+  }
   if (ownEvents !== undefined) {
     // This process committed it but never acknowledged it: count it now, once.
     stage.tally.events += ownEvents;
@@ -320,10 +328,12 @@ function applyItem(
     const command = item.command;
     const amended =
       command.type === "order.amend" ? engine.getOrder(command.payload.id) : undefined;
-    const outcome = engine.apply(
-      command,
-      commandOrderIds(command).some((orderId) => accepted.has(orderId)),
-    );
+    const orderId = commandOrderId(command);
+    const second = secondOrderId(command);
+    const acceptedBefore =
+      (orderId !== undefined && accepted.has(orderId)) ||
+      (second !== undefined && accepted.has(second));
+    const outcome = engine.apply(command, acceptedBefore);
     return { outcome, amended };
   } catch (error) {
     // A broken invariant: the commit is never staged nor sent, so nothing of this batch

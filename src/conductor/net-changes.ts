@@ -21,11 +21,9 @@ export function commandOrderId(command: CommandEnvelope): string | undefined {
   }
 }
 
-/** Every order id a command names: a one-cancels-other list names its two legs. */
-export function commandOrderIds(command: CommandEnvelope): string[] {
-  if (command.type === "order.place-oco") return command.payload.legs.map((leg) => leg.id);
-  const id = commandOrderId(command);
-  return id === undefined ? [] : [id];
+/** The second order a command names: a one-cancels-other list's other leg. */
+export function secondOrderId(command: CommandEnvelope): string | undefined {
+  return command.type === "order.place-oco" ? command.payload.legs[1]?.id : undefined;
 }
 
 interface OrderNet {
