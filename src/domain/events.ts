@@ -257,22 +257,7 @@ export class EventLog {
   }
 
   push(type: EventType, payload: EventPayload): void {
-    const source = this.source;
-    const events = this.events;
-    const ordinal = events.length;
-    // pushOnPair's body, not a call to it: this runs for every event of every command.
-    events.push({
-      schemaVersion: 1,
-      eventId: eventIdOf(source.commandId, ordinal, type),
-      type,
-      partition: source.partition,
-      pairId: source.pairId,
-      commandId: source.commandId,
-      correlationId: source.correlationId,
-      ordinal,
-      occurredAt: source.submittedAt,
-      payload: payload as unknown as Record<string, unknown>,
-    });
+    this.pushOnPair(this.source.pairId, type, payload);
   }
 
   /** An event of another pair than the command's: a clock.tick expires orders of any pair. */

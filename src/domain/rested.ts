@@ -27,9 +27,7 @@ export function emitRested(node: OrderNode, log: EventLog, changes: BookChange[]
     timestamp: node.timestamp,
     stp: node.stp,
   };
-  // Added only when set: a plain order's payload keeps its one shape, which the hot path of
-  // every resting order reads and writes (an object with unused keys cost the alternating
-  // domain bench a few percent).
+  // Added only when set: a plain order's payload keeps the one shape it always had.
   if (node.expireAt !== 0) payload.expireAt = node.expireAt;
   if (node.display !== 0) {
     payload.displayVolume = state.displayVolume;
