@@ -6,14 +6,13 @@ import { addScaled, type Scaled } from "./decimal-scale";
 import type { EngineState } from "./engine-state";
 import type { EventLog } from "./events";
 import { fill } from "./fill";
-import { executedText, unfilledText } from "./iceberg";
-import { type OrderNode, type PairBook, toRestingOrder } from "./order-book";
+import type { PairBook } from "./order-book";
 import { crosses } from "./quote-math";
 import { ResultCodes } from "./result-codes";
 import type { Taker } from "./taker";
 import type { BookChange, StpMode } from "./types";
 import type { ParsedPlace } from "./validate-place";
-import { breakLink } from "./withdraw";
+import { cancelResting } from "./withdraw";
 
 /**
  * Matches the taker against the opposite side, best price first and FIFO within a level, at the
@@ -39,7 +38,9 @@ export function sweep(
     let maker = level.head;
     while (maker !== null) {
       if (stp !== "none" && maker.userId === taker.userId) {
-        if (stp !== "cancel-taker") cancelMakerForStp(s, book, maker, log, changes);
+        if (stp !== "cancel-taker") {
+          cancelResting(s, maker, "stp", log, changes, ResultCodes.stpCancelled);
+        }
         if (stp !== "cancel-maker") return true;
         maker = level.head;
         continue;
@@ -56,32 +57,6 @@ export function sweep(
     }
   }
   return false;
-}
-
-function cancelMakerForStp(
-  s: EngineState,
-  book: PairBook,
-  maker: OrderNode,
-  log: EventLog,
-  changes: BookChange[],
-): void {
-  const state = toRestingOrder(maker);
-  book.remove(maker);
-  s.orders.finishResting(maker);
-  changes.push({ op: "remove", order: state });
-  log.push("order.cancelled.v1", {
-    orderId: maker.id,
-    userId: maker.userId,
-    pairId: maker.pairId,
-    side: maker.side,
-    price: maker.priceText,
-    volume: unfilledText(maker),
-    volumeTotal: maker.volumeTotalText,
-    executedVolume: executedText(maker),
-    reason: "stp",
-    code: ResultCodes.stpCancelled,
-  });
-  breakLink(s, maker, log, changes);
 }
 
 /**

@@ -9,17 +9,21 @@ import type { CancelReason, EventLog } from "./events";
 import { executedText, unfilledText } from "./iceberg";
 import { type OrderNode, toRestingOrder } from "./order-book";
 import { FINISHED } from "./order-index";
-import { ResultCodes } from "./result-codes";
+import { type ResultCode, ResultCodes } from "./result-codes";
 import { type StopNode, toStopOrder } from "./stop-book";
 import type { BookChange } from "./types";
 
-/** Takes a resting order out of the book with its order.cancelled.v1. */
+/**
+ * Takes a resting order out of the book with its order.cancelled.v1; `code` is the event's
+ * (ok, or stp-cancelled for a maker self-trade prevention takes).
+ */
 export function cancelResting(
   s: EngineState,
   node: OrderNode,
   reason: CancelReason,
   log: EventLog,
   changes: BookChange[],
+  code: ResultCode = ResultCodes.ok,
 ): { executed: string; remaining: string } {
   const book = s.bookOf(node.pairId)!;
   const state = toRestingOrder(node);
@@ -40,7 +44,7 @@ export function cancelResting(
     volumeTotal: node.volumeTotalText,
     executedVolume: executed,
     reason,
-    code: ResultCodes.ok,
+    code,
   });
   breakLink(s, node, log, changes);
   return { executed, remaining: volume };
