@@ -4,7 +4,6 @@
 import { addHaltsDigest, addSessionsDigest, addStopsDigest, digestBooks } from "./digest";
 import type { EngineState } from "./engine-state";
 import { invariant } from "./invariant-error";
-import { FINISHED } from "./order-index";
 import { haltedPairs, restingOrders, stopOrders } from "./queries";
 
 /** Validates every book and the id index; throws MatchingInvariantError on the first fault. */
@@ -60,9 +59,7 @@ function checkLinks(s: EngineState): void {
   const nodes = [...[...s.orders.restingNodes()].map(([, node]) => node), ...s.stops.values()];
   for (const node of nodes) {
     if (node.linked === "") continue;
-    const resting = s.orders.get(node.linked);
-    const other =
-      resting !== undefined && resting !== FINISHED ? resting : s.stops.get(node.linked);
+    const other = s.waitingOrder(node.linked);
     invariant(
       other !== undefined &&
         other.linked === node.id &&

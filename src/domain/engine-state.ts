@@ -100,10 +100,15 @@ export class EngineState {
     this.expiries.push(node.expireAt, node.sequence, node.id);
   }
 
+  /** The resting order or the stop of this id; undefined when neither waits. */
+  waitingOrder(id: string): OrderNode | StopNode | undefined {
+    const node = this.orders.get(id);
+    return node !== undefined && node !== FINISHED ? node : this.stops.get(id);
+  }
+
   /** The resting order or stop an entry still arms, or undefined when it went stale. */
   armed(entry: ExpiryEntry): OrderNode | StopNode | undefined {
-    const node = this.orders.get(entry.id);
-    const found = node !== undefined && node !== FINISHED ? node : this.stops.get(entry.id);
+    const found = this.waitingOrder(entry.id);
     if (found === undefined) return undefined;
     return found.expireAt === entry.at && found.sequence === entry.sequence ? found : undefined;
   }

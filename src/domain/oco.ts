@@ -6,7 +6,6 @@ import { formatValue } from "./decimal-scale";
 import type { EngineState } from "./engine-state";
 import { type EventLog, eventIdOf } from "./events";
 import { toRestingOrder } from "./order-book";
-import { FINISHED } from "./order-index";
 import { reject } from "./outcomes";
 import { expiryRefusal, place } from "./place";
 import { crosses } from "./quote-math";
@@ -73,7 +72,7 @@ export function placeOco(
   } else if (second.result.status !== "accepted" || !waits(second)) {
     // The second traded (or was refused): the first, waiting, goes.
     withdraw(s, a.id, log, changes);
-  } else if (!waitingId(s, a.id)) {
+  } else if (s.waitingOrder(a.id) === undefined) {
     // The second's self-trade prevention took the first: the list is over, the second goes.
     withdraw(s, b.id, log, changes);
   } else {
@@ -242,19 +241,12 @@ function neverPlaced(s: EngineState, leg: PlaceOrderPayload, log: EventLog): Oco
   };
 }
 
-/** True while the order or stop of this id waits. */
-function waitingId(s: EngineState, id: string): boolean {
-  const node = s.orders.get(id);
-  return (node !== undefined && node !== FINISHED) || s.stops.has(id);
-}
-
 /** Cancels a waiting leg, reason oco. */
 function withdraw(s: EngineState, id: string, log: EventLog, changes: BookChange[]) {
-  const node = s.orders.get(id);
-  const stop = s.stops.get(id);
-  if (stop !== undefined) cancelStop(s, stop, "oco", log, changes);
-  else if (node !== undefined && typeof node === "object")
-    cancelResting(s, node, "oco", log, changes);
+  const leg = s.waitingOrder(id);
+  if (leg === undefined) return;
+  if ("stopPrice" in leg) cancelStop(s, leg, "oco", log, changes);
+  else cancelResting(s, leg, "oco", log, changes);
 }
 
 /** Links the two waiting legs, each with its book change (the ones they rested with lack it). */
@@ -263,8 +255,7 @@ function link(s: EngineState, a: string, b: string, listId: string, changes: Boo
     [a, b],
     [b, a],
   ] as const) {
-    const node = s.orders.get(id);
-    const found = node !== undefined && typeof node === "object" ? node : s.stops.get(id)!;
+    const found = s.waitingOrder(id)!;
     found.listId = listId;
     found.linked = other;
     if ("stopPrice" in found) changes.push({ op: "stop-put", stop: toStopOrder(found) });

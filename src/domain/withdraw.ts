@@ -8,7 +8,6 @@ import type { EngineState } from "./engine-state";
 import type { CancelReason, EventLog } from "./events";
 import { executedText, unfilledText } from "./iceberg";
 import { type OrderNode, toRestingOrder } from "./order-book";
-import { FINISHED } from "./order-index";
 import { type ResultCode, ResultCodes } from "./result-codes";
 import { type StopNode, toStopOrder } from "./stop-book";
 import type { BookChange } from "./types";
@@ -111,8 +110,7 @@ export function breakLink(
   if (!("stopPrice" in node) && s.orders.get(node.id) === node) {
     changes.push({ op: "put", order: toRestingOrder(node) });
   }
-  const resting = s.orders.get(otherId);
-  const other = resting !== undefined && resting !== FINISHED ? resting : s.stops.get(otherId);
+  const other = s.waitingOrder(otherId);
   if (other === undefined || other.linked !== node.id) return;
   other.linked = "";
   other.listId = "";
