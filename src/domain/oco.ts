@@ -7,7 +7,7 @@ import type { EngineState } from "./engine-state";
 import { type EventLog, eventIdOf } from "./events";
 import { toRestingOrder } from "./order-book";
 import { reject } from "./outcomes";
-import { expiryRefusal, place } from "./place";
+import { bookRefusal, expiryRefusal, place } from "./place";
 import { crosses } from "./quote-math";
 import { type ResultCode, ResultCodes, resultCodeName } from "./result-codes";
 import { toStopOrder } from "./stop-book";
@@ -125,40 +125,28 @@ function listRefusal(
     if (refused !== undefined) return reject(command, refused.code, `leg ${i}: ${refused.reason}`);
   }
   for (const [i, leg] of legs.entries()) {
-    const refused = bookRefusal(s, leg);
+    const refused = legBookRefusal(s, leg);
     if (refused !== undefined) return reject(command, refused.code, `leg ${i}: ${refused.reason}`);
   }
-  if (postOnlyTakes(s, b, a)) {
+  if (crossesFirst(s, b, a)) {
     return reject(command, ResultCodes.postOnlyWouldTake, "leg 1: post-only order would take");
   }
   return undefined;
 }
 
-/** A leg's checks against the book, as its place runs them: halt, precisions, post-only. */
-function bookRefusal(s: EngineState, leg: PlaceOrderPayload): PlaceReject | undefined {
-  if (s.halts.has(leg.pairId)) return { code: ResultCodes.pairHalted, reason: "pair is halted" };
-  const book = s.bookOf(leg.pairId);
-  if (book?.precisionDiffers(leg.priceDecimals, leg.amountDecimals, leg.quoteDecimals)) {
-    return {
-      code: ResultCodes.pairPrecisionMismatch,
-      reason: "order precisions differ from the resting orders of this pair",
-    };
-  }
-  if (postOnlyTakes(s, leg)) {
-    return { code: ResultCodes.postOnlyWouldTake, reason: "post-only order would take" };
-  }
-  return undefined;
+/** A leg's checks against the book, as its place runs them (place.ts bookRefusal). */
+function legBookRefusal(s: EngineState, leg: PlaceOrderPayload): PlaceReject | undefined {
+  const parsed = s.validator.validate(leg, leg.pairId);
+  if ("code" in parsed) return parsed;
+  return bookRefusal(s, leg, parsed, s.bookOf(leg.pairId));
 }
 
-/** A post-only leg that would cross the book's best, or the first leg resting opposite it. */
-function postOnlyTakes(s: EngineState, leg: PlaceOrderPayload, first?: PlaceOrderPayload) {
-  if (leg.postOnly !== true) return false;
+/** A post-only second leg that would cross the first, once that rests opposite it. */
+function crossesFirst(s: EngineState, leg: PlaceOrderPayload, first: PlaceOrderPayload): boolean {
+  if (leg.postOnly !== true || first.side === leg.side || first.type !== "limit") return false;
   const parsed = s.validator.validate(leg, leg.pairId);
   if ("code" in parsed) return false;
   const price = parsed.price;
-  const best = s.bookOf(leg.pairId)?.best(leg.side === "bid" ? "ask" : "bid");
-  if (best !== undefined && crosses(leg.side, price, best.price)) return true;
-  if (first === undefined || first.side === leg.side || first.type !== "limit") return false;
   const rival = s.validator.validate(first, first.pairId);
   return !("code" in rival) && crosses(leg.side, price, rival.price);
 }

@@ -4,13 +4,14 @@
 
 import type { EngineState } from "./engine-state";
 import { match } from "./match";
+import type { PairBook } from "./order-book";
 import { hashId } from "./order-index";
 import { reject } from "./outcomes";
 import { crosses } from "./quote-math";
 import { ResultCodes } from "./result-codes";
 import { acceptStop, triggerStops } from "./stops";
-import type { CommandOutcome, PlaceOrderCommand, Side } from "./types";
-import type { PlaceReject } from "./validate-place";
+import type { CommandOutcome, PlaceOrderCommand, PlaceOrderPayload } from "./types";
+import type { ParsedPlace, PlaceReject } from "./validate-place";
 
 /**
  * `alreadyAccepted`: the shell's stored marker says an order with this id was accepted before,
@@ -38,33 +39,46 @@ export function place(
     const refused = expiryRefusal(s, parsed.expireAt);
     if (refused !== undefined) return reject(command, refused.code, refused.reason);
   }
-  if (s.extras !== 0 && s.halts.has(command.pairId)) {
-    return reject(command, ResultCodes.pairHalted, "pair is halted");
-  }
   const book = s.bookOf(command.pairId);
-  if (
-    book?.precisionDiffers(payload.priceDecimals, payload.amountDecimals, payload.quoteDecimals)
-  ) {
-    return reject(
-      command,
-      ResultCodes.pairPrecisionMismatch,
-      "order precisions differ from the resting orders of this pair",
-    );
-  }
+  const refused = bookRefusal(s, payload, parsed, book);
+  if (refused !== undefined) return reject(command, refused.code, refused.reason);
   if (parsed.stop) return acceptStop(s, command, parsed, book);
-  const opposite: Side = payload.side === "bid" ? "ask" : "bid";
-  if (parsed.postOnly && book !== undefined) {
-    const best = book.best(opposite);
-    if (best !== undefined && crosses(payload.side, parsed.price, best.price)) {
-      return reject(command, ResultCodes.postOnlyWouldTake, "post-only order would take");
-    }
-  }
   const outcome = match(s, command, parsed, book, idHash);
   // A taker on a pair with no book that left nothing resting (a market, IOC or FOK order)
   // leaves no empty book behind: one per pair id ever named would grow without bound.
   if (book === undefined) s.dropEmptyBook(command.pairId);
   else if (book.stops.size !== 0 && s.taker.traded) triggerStops(s, book, command, outcome);
   return outcome;
+}
+
+/**
+ * Why the book refuses a valid order, in the order the checks run: a halted pair, precisions
+ * that differ from its resting orders', a post-only order that would take; undefined: none.
+ */
+export function bookRefusal(
+  s: EngineState,
+  payload: PlaceOrderPayload,
+  parsed: ParsedPlace,
+  book: PairBook | undefined,
+): PlaceReject | undefined {
+  if (s.extras !== 0 && s.halts.has(payload.pairId)) {
+    return { code: ResultCodes.pairHalted, reason: "pair is halted" };
+  }
+  if (
+    book?.precisionDiffers(payload.priceDecimals, payload.amountDecimals, payload.quoteDecimals)
+  ) {
+    return {
+      code: ResultCodes.pairPrecisionMismatch,
+      reason: "order precisions differ from the resting orders of this pair",
+    };
+  }
+  if (parsed.postOnly && book !== undefined) {
+    const best = book.best(payload.side === "bid" ? "ask" : "bid");
+    if (best !== undefined && crosses(payload.side, parsed.price, best.price)) {
+      return { code: ResultCodes.postOnlyWouldTake, reason: "post-only order would take" };
+    }
+  }
+  return undefined;
 }
 
 /** The furthest ahead of the engine's time a good-till-date order may expire: 90 days. */
