@@ -1,17 +1,16 @@
 // clock.tick: moves the engine's time forward, takes out the good-till-date orders and stops
 // whose deadline it passed and fires the dead-man's switches it passed. No I/O.
 
-import { formatValue, subScaled } from "./decimal-scale";
 import type { EngineState } from "./engine-state";
 import type { EventLog } from "./events";
 import { executedText, unfilledText } from "./iceberg";
-import { type OrderNode, toRestingOrder } from "./order-book";
+import type { OrderNode } from "./order-book";
 import { accepted, reject } from "./outcomes";
 import { ResultCodes } from "./result-codes";
 import { fireSwitch, sweep } from "./sessions";
 import type { StopNode } from "./stop-book";
 import type { BookChange, ClockTickCommand, CommandOutcome } from "./types";
-import { breakLink, removeStop } from "./withdraw";
+import { breakLink, removeStop, stopExecutedText, takeOutResting } from "./withdraw";
 
 /** Orders one tick may expire or cancel; the rest are due at once and go in the next ticks. */
 export const MAX_EXPIRIES = 1000;
@@ -63,10 +62,7 @@ export function tick(s: EngineState, command: ClockTickCommand): CommandOutcome 
 }
 
 function expireResting(s: EngineState, node: OrderNode, log: EventLog, changes: BookChange[]) {
-  const state = toRestingOrder(node);
-  s.bookOf(node.pairId)!.remove(node);
-  s.orders.finishResting(node);
-  changes.push({ op: "remove", order: state });
+  takeOutResting(s, node, changes);
   log.pushOnPair(node.pairId, "order.expired.v1", {
     orderId: node.id,
     userId: node.userId,
@@ -92,7 +88,7 @@ function expireStop(s: EngineState, stop: StopNode, log: EventLog, changes: Book
     price: stop.priceText,
     volume: stop.volumeText,
     volumeTotal: stop.volumeTotalText,
-    executedVolume: formatValue(subScaled(stop.volumeTotal, stop.volume), stop.amountDecimals),
+    executedVolume: stopExecutedText(stop),
     expireAt: stop.expireAt,
     quoteVolume: stop.quoteSized ? stop.quoteVolumeText : undefined,
     stopPrice: stop.stopPriceText,

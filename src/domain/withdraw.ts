@@ -24,14 +24,10 @@ export function cancelResting(
   changes: BookChange[],
   code: ResultCode = ResultCodes.ok,
 ): { executed: string; remaining: string } {
-  const book = s.bookOf(node.pairId)!;
-  const state = toRestingOrder(node);
-  book.remove(node);
-  s.orders.finishResting(node);
+  takeOutResting(s, node, changes);
   const executed = executedText(node);
   // An iceberg's hidden part goes too: the volume cancelled is all it had unfilled.
   const volume = unfilledText(node);
-  changes.push({ op: "remove", order: state });
   // On the order's own pair: a cancel-all of the partition, or a fired switch, spans pairs.
   log.pushOnPair(node.pairId, "order.cancelled.v1", {
     orderId: node.id,
@@ -47,6 +43,19 @@ export function cancelResting(
   });
   breakLink(s, node, log, changes);
   return { executed, remaining: volume };
+}
+
+/** Takes a resting order out of its book and the index, finished, with its book change. */
+export function takeOutResting(s: EngineState, node: OrderNode, changes: BookChange[]): void {
+  const state = toRestingOrder(node);
+  s.bookOf(node.pairId)!.remove(node);
+  s.orders.finishResting(node);
+  changes.push({ op: "remove", order: state });
+}
+
+/** What a stop executed before: its total less its unfilled volume. */
+export function stopExecutedText(stop: StopNode): string {
+  return formatValue(subScaled(stop.volumeTotal, stop.volume), stop.amountDecimals);
 }
 
 /** Takes a stop out of its stop book and the index, with its book change. */
@@ -67,7 +76,7 @@ export function cancelStop(
 ): { executed: string; remaining: string } {
   removeStop(s, stop, changes);
   s.orders.finish(stop.id);
-  const executed = formatValue(subScaled(stop.volumeTotal, stop.volume), stop.amountDecimals);
+  const executed = stopExecutedText(stop);
   log.pushOnPair(stop.pairId, "order.cancelled.v1", {
     orderId: stop.id,
     userId: stop.userId,
