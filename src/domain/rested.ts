@@ -1,7 +1,6 @@
 // An order that rests: its book change and its order.rested.v1, for a taker that rests, an
 // amended order that rests again, and an iceberg that shows its next part. No I/O, no clock.
 
-import { formatValue, subScaled } from "./decimal-scale";
 import type { EngineState } from "./engine-state";
 import type { EventLog, OrderRestedPayload } from "./events";
 import { executedText, showNext } from "./iceberg";
@@ -20,10 +19,7 @@ export function emitRested(node: OrderNode, log: EventLog, changes: BookChange[]
     price: node.priceText,
     volume: state.volume,
     volumeTotal: node.volumeTotalText,
-    executedVolume:
-      node.display === 0
-        ? formatValue(subScaled(node.volumeTotal, node.remaining), node.amountDecimals)
-        : executedText(node),
+    executedVolume: executedText(node),
     timestamp: node.timestamp,
     stp: node.stp,
   };
