@@ -29,13 +29,19 @@ const id = z.string().min(1).max(200);
  * When a good-till-date order expires: epoch milliseconds, an ISO-8601 time, or `+N` with a
  * unit (ms, s, m, h, d) from the client's clock at parse time.
  */
-const expiry = z.string().transform((text, context) => {
-  const relative = /^\+(\d+)(ms|s|m|h|d)$/.exec(text);
+/** `N` with a unit (ms, s, m, h, d) in milliseconds; undefined when the text is not one. */
+function durationMs(text: string): number | undefined {
+  const match = /^(\d+)(ms|s|m|h|d)$/.exec(text);
   const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+  return match === null ? undefined : Number(match[1]) * units[match[2]!]!;
+}
+
+const expiry = z.string().transform((text, context) => {
+  const ahead = text.startsWith("+") ? durationMs(text.slice(1)) : undefined;
   const ms = /^\d+$/.test(text)
     ? Number(text)
-    : relative !== null
-      ? Date.now() + Number(relative[1]) * units[relative[2]!]!
+    : ahead !== undefined
+      ? Date.now() + ahead
       : Date.parse(text);
   if (Number.isSafeInteger(ms) && ms >= 0) return ms;
   context.addIssue({
@@ -160,10 +166,8 @@ export const cancelAllSchema = z.object({
  * the range is the engine's check.
  */
 const timeout = z.string().transform((text, context) => {
-  const match = /^(\d+)(ms|s|m|h)$/.exec(text);
-  const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-  if (text === "0") return 0;
-  if (match !== null) return Number(match[1]) * units[match[2]!]!;
+  const ms = text === "0" ? 0 : durationMs(text);
+  if (ms !== undefined) return ms;
   context.addIssue({ code: "custom", message: "not a timeout: 0, or e.g. 1500ms, 60s, 5m, 1h" });
   return z.NEVER;
 });
