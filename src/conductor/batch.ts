@@ -170,6 +170,9 @@ function newStage({ config, store, keys, epoch }: BatchContext): BatchStage {
  * that passed, so every command of the batch sees one time. The time is recorded with the
  * batch; the expiries' events go to the stream like any command's (no marker, no reply).
  */
+/** A tick names no order, so it looks up no accepted-order marker. */
+const noMarkers: ReadonlySet<string> = new Set();
+
 function stageTick(context: BatchContext, stage: BatchStage): void {
   const { engine, config, keys } = context;
   const tick = tickFor(engine, config.partition, context.nowMs);
@@ -178,7 +181,7 @@ function stageTick(context: BatchContext, stage: BatchStage): void {
     engine,
     { kind: "command", command: tick },
     tick.commandId,
-    new Set(),
+    noMarkers,
   );
   stage.batch.hset(keys.clock, "now", String(engine.now()));
   for (const change of outcome.changes) stage.net.add(change, undefined, undefined);
