@@ -285,6 +285,7 @@ function stageFresh(
   const { keys } = context;
   const { commandId } = ids;
   const { outcome, amended } = applyItem(context.engine, item, commandId, accepted);
+  outcome.result.transactTime = context.engine.now();
   const resultJson = JSON.stringify(outcome.result);
   stage.batchResults.set(commandId, resultJson);
   const { batch, ttl } = stage;

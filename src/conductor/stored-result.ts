@@ -4,13 +4,18 @@
  * the code's name, the status spelled out). It holds one result for every command of the dedup
  * window, so its size is most of the window's memory; a result written as a JSON object (by an
  * earlier version, still inside its window) is read as it was.
+ *
+ * A result with a `transactTime` stores it eighth, before `reason`: an array without a number
+ * there (a string, null, or too short) was written before results carried the time, and is
+ * read in that layout.
  */
 import { resultCodeName } from "../domain/result-codes";
 import type { CommandResult, OcoLegResult, OrderStatus } from "../domain/types";
 
 const statuses = ["accepted", "rejected", "duplicate"] as const satisfies CommandResult["status"][];
 
-type Stored = [
+/** The fields before the time, which every layout has. */
+type Head = [
   code: number,
   status: number,
   orderId: string | null,
@@ -18,6 +23,10 @@ type Stored = [
   executedVolume: string | null,
   remainingVolume: string | null,
   events: number,
+];
+
+/** The fields after the time. */
+type Tail = [
   reason: string | null,
   cancelledOrders: number | null,
   triggeredStops: number | null,
@@ -30,9 +39,12 @@ type Stored = [
   legs: OcoLegResult[] | null,
 ];
 
+/** The layout without the time: what decode reads once it took the time out. */
+type WithoutTime = [...Head, ...Tail];
+
 /** The result as stored: the command id is the key's, the code's name is the table's. */
 export function encodeStoredResult(result: CommandResult): string {
-  const stored: Stored = [
+  const stored: WithoutTime = [
     result.code,
     statuses.indexOf(result.status),
     result.orderId ?? null,
@@ -48,15 +60,19 @@ export function encodeStoredResult(result: CommandResult): string {
     result.listId ?? null,
     result.legs ?? null,
   ];
-  let end = stored.length;
-  while (end > 0 && stored[end - 1] === null) end--;
-  return JSON.stringify(stored.slice(0, end));
+  const timed: unknown[] = stored;
+  if (result.transactTime !== undefined) timed.splice(7, 0, result.transactTime);
+  let end = timed.length;
+  while (end > 0 && timed[end - 1] === null) end--;
+  return JSON.stringify(timed.slice(0, end));
 }
 
 /** The result a stored value holds, as the command produced it. */
 export function decodeStoredResult(commandId: string, value: string): CommandResult {
   if (!value.startsWith("[")) return JSON.parse(value) as CommandResult;
-  const stored = JSON.parse(value) as Partial<Stored>;
+  const array = JSON.parse(value) as unknown[];
+  const transactTime = typeof array[7] === "number" ? (array.splice(7, 1)[0] as number) : undefined;
+  const stored = array as Partial<WithoutTime>;
   const [code = 0, status = 0, orderId, orderStatus, executed, remaining, events = 0] = stored;
   const [, , , , , , , reason, cancelledOrders, triggeredStops, codeName] = stored;
   const [, , , , , , , , , , , triggerAt, listId, legs] = stored;
@@ -77,6 +93,7 @@ export function decodeStoredResult(commandId: string, value: string): CommandRes
   if (triggerAt != null) result.triggerAt = triggerAt;
   if (listId != null) result.listId = listId;
   if (legs != null) result.legs = legs;
+  if (transactTime !== undefined) result.transactTime = transactTime;
   return result;
 }
 

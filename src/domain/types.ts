@@ -297,6 +297,11 @@ export interface CommandResult {
   /** order.place-oco: its list id and each leg's outcome, in the order given. */
   listId?: string;
   legs?: OcoLegResult[];
+  /**
+   * The engine's time when the command was applied (its batch's clock.tick), epoch ms. Set
+   * by the conductor, not the domain: a replay puts each command after the ticks up to it.
+   */
+  transactTime?: number;
 }
 
 export interface OcoLegResult {

@@ -158,11 +158,16 @@ describe("RPC and idempotency", () => {
       const workload = createWorkload("alternating", { seed: 12, partition, partitionCount });
       const bid = workload.next(0);
 
+      const sentAt = Date.now();
       await suite.publisher.publish(partition, [bid], {
         replyTo: replyQueue,
         correlationId: "rpc-1",
       });
       await eventually("first reply", () => replies.length === 1);
+      // The batch's time, read from the wall clock between the send and the reply.
+      const { transactTime } = replies[0]!.body as { transactTime: number };
+      expect(transactTime).toBeGreaterThanOrEqual(sentAt);
+      expect(transactTime).toBeLessThanOrEqual(Date.now());
       expect(replies[0]!.correlationId).toBe("rpc-1");
       expect(replies[0]!.body).toMatchObject({
         commandId: bid.commandId,
