@@ -129,6 +129,11 @@ export const flagDocs: Record<string, { arg: string; meaning: string }> = {
       "live (default: the sink reads during the drain, which ends when it has every event) | queued (the drain ends when the stream is empty and the sink's queue holds every event; the sink reads and checks them afterwards)",
   },
   "--outbox-url": { arg: "URL", meaning: "use a running outbox instead of starting one" },
+  "--clock": {
+    arg: "wall",
+    meaning:
+      "the exchange workload's good-till-date orders, icebergs, one-cancels-other lists and dead-man's switches on the wall clock (needs --rate); checked by a replay with the conductor's recorded times",
+  },
   "--boundary": {
     arg: "B",
     meaning: "the boundary searched: full-pipeline (default) | conductor | round-trip",

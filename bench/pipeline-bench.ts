@@ -20,6 +20,8 @@ import { AofRewriteWatch, describeRewrites } from "./aof-rewrites";
 import { LatencyHistogram } from "./histogram";
 import { LeanConsumer } from "./lean-consumer";
 import { sleepUntil } from "./pace";
+import { alignClock, bodyAtSend } from "./pipeline-clock";
+import { checkReplay, settleDeadlines, type WholeRunCounts } from "./pipeline-clock-checks";
 import { type PipelineCommands, preparePipelineCommands } from "./pipeline-commands";
 import { PipelineCompletions } from "./pipeline-completions";
 import { PipelineSampler } from "./pipeline-sampler";
@@ -44,6 +46,8 @@ export interface PipelineOptions {
   seed: number;
   /** Offered commands per second; undefined = closed loop (as fast as it goes). */
   rate?: number;
+  /** The exchange workload's lifecycle orders on the wall clock (needs a rate): --clock wall. */
+  wallClock?: boolean;
   /** Loops sending the conductor's HTTP queries during the timed run (see query-load.ts). */
   queryConnections?: number;
   /**
@@ -98,6 +102,10 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
   const run = await openPipelineRun(options);
   const { done, commands, valkey } = run;
   const counted = await conductorCounter(options.conductorUrl);
+  const initial = {
+    conductor: await fetchMetrics(options.conductorUrl),
+    outbox: options.outboxUrl ? await fetchMetrics(options.outboxUrl) : {},
+  };
   await warmUp(run);
   const base = {
     conductor: await counted(commands.timedFrom),
@@ -105,11 +113,23 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
     eventsReceived: done.eventsReceived,
   };
   const timed = await timedRun(run);
+  const created = "matching_events_created_total";
+  await settleDeadlines(
+    run,
+    async () =>
+      metricNumber(await fetchMetrics(options.conductorUrl), created) -
+      metricNumber(initial.conductor, created),
+    run.waitFor,
+  );
   const conductor = await counted(commands.bodies.length);
   const outbox = options.outboxUrl ? await fetchMetrics(options.outboxUrl) : {};
   const delta = (key: string, now = conductor, before = base.conductor) =>
     metricNumber(now, key) - metricNumber(before, key);
   const outboxDelta = (key: string) => delta(key, outbox, base.outbox);
+  const wholeRun = {
+    conductor: (key: string) => delta(key, conductor, initial.conductor),
+    outbox: (key: string) => delta(key, outbox, initial.outbox),
+  };
   const collections = {
     conductor: delta(gcMetricName),
     ...(options.outboxUrl === undefined ? {} : { outbox: outboxDelta(gcMetricName) }),
@@ -118,6 +138,7 @@ export async function runPipelineBench(options: PipelineOptions): Promise<Pipeli
   const { invariants, checks } = await checkPipeline(run, timed.sampler, {
     delta,
     outboxDelta,
+    wholeRun,
     eventsReceivedTimed: done.eventsReceived - base.eventsReceived,
   });
   const facts = await pipelineFacts(run, timed, collections);
@@ -159,7 +180,7 @@ async function openPipelineRun(options: PipelineOptions): Promise<PipelineRun> {
   // says how many its command emitted), so it needs no RPC reply traffic.
   const useReplies = !wantEvents;
   const commands = preparePipelineCommands(options);
-  const done = new PipelineCompletions(commands, useReplies, options.commands);
+  const done = new PipelineCompletions(commands, useReplies, options.commands, config.partition);
   const valkey = createValkey(options.datastoreUrl, {
     name: "matchd-bench",
     slotKey: partitionKeys(config.partition).ownerEpoch,
@@ -175,6 +196,9 @@ async function openPipelineRun(options: PipelineOptions): Promise<PipelineRun> {
   const publish = async (i: number, at?: number): Promise<void> => {
     const started = performance.now();
     done.sent(i, at ?? started);
+    const { clock } = commands;
+    // What went out is what the replay applies.
+    if (clock?.dated.has(i)) commands.bodies[i] = bodyAtSend(clock, commands.bodies[i]!);
     const ok = frames.publish(commandExchange, queue, commands.bodies[i]!, false, {
       persistent: true,
       contentType: "application/json",
@@ -245,15 +269,31 @@ async function openConsumers(
 
 /**
  * When only silent commands are left of what was published and no event is due, nothing would
- * complete them: the last one's stored result says they were all processed.
+ * complete them: the last one's stored result says they were all processed. On the wall clock
+ * the first command with no event yet is silent once its stored result says it emitted none.
  */
 async function settleSilent(options: PipelineOptions, done: PipelineCompletions): Promise<void> {
+  const quiet = done.quietLeft();
+  if (quiet !== undefined) {
+    const result = await storedResult(options, done.commandIdOf(quiet));
+    if (result?.events === 0) done.settleQuiet(quiet, performance.now());
+    return;
+  }
   const last = done.silentLeft();
   if (last === undefined) return;
-  const stored = await fetch(`${options.conductorUrl}/commands/${encodeURIComponent(last)}`, {
-    headers: bearerHeaders(options.config.httpToken),
-  }).catch(() => undefined);
-  if (stored?.status === 200) done.settleSilent(performance.now());
+  if ((await storedResult(options, last)) !== undefined) done.settleSilent(performance.now());
+}
+
+/** A command's stored result from the conductor, or undefined while it has none. */
+async function storedResult(
+  options: PipelineOptions,
+  commandId: string,
+): Promise<{ events: number } | undefined> {
+  const response = await fetch(
+    `${options.conductorUrl}/commands/${encodeURIComponent(commandId)}`,
+    { headers: bearerHeaders(options.config.httpToken) },
+  ).catch(() => undefined);
+  return response?.status === 200 ? ((await response.json()) as { events: number }) : undefined;
 }
 
 /**
@@ -284,6 +324,7 @@ async function warmUp(run: PipelineRun): Promise<void> {
   options.progress(
     `warm-up: ${commands.prefillCount} prefill + ${options.warmup} warm-up commands`,
   );
+  if (commands.clock !== undefined) alignClock(commands.clock, 0, Date.now());
   for (let i = 0; i < timedFrom; i++) await run.publish(i);
   await run.waitFor("warm-up commands", () => done.completed >= timedFrom, 120_000);
   if (!run.wantEvents) return;
@@ -336,6 +377,8 @@ async function timedRun(run: PipelineRun) {
     `${options.boundary}: timing ${options.commands} commands, ${options.rate === undefined ? "closed loop" : `${options.rate}/s offered`}`,
   );
   const startedAt = performance.now();
+  const { clock } = run.commands;
+  if (clock !== undefined) alignClock(clock, options.warmup, performance.timeOrigin + startedAt);
   done.recorder.start(startedAt * 1e6);
   rewrites.startsAt(startedAt);
   const queryLoad = startQueries(run);
@@ -426,6 +469,8 @@ async function checkPipeline(
   counts: {
     delta: (key: string) => number;
     outboxDelta: (key: string) => number;
+    /** Since before the prefill: a wall-clock run's replay covers every command. */
+    wholeRun: WholeRunCounts;
     eventsReceivedTimed: number;
   },
 ) {
@@ -449,17 +494,28 @@ async function checkPipeline(
   check("commandsProcessed", processed, processed === options.commands);
   check("commandFailures", failures, failures === 0);
   check("durabilityTimeouts", durabilityTimeouts, durabilityTimeouts === 0);
-  // The reference engine applied every command as it was made (pipeline-commands.ts).
-  check("rejectedResults", done.failedReplies, done.failedReplies === commands.referenceRejected);
-  invariants.rejectedExpected = commands.referenceRejected;
+  const replay =
+    commands.clock === undefined
+      ? undefined
+      : await checkReplay(
+          { valkey, commands, done, partition: options.config.partition },
+          counts.wholeRun,
+          check,
+          invariants,
+        );
+  if (replay === undefined) {
+    // The reference engine applied every command as it was made (pipeline-commands.ts).
+    check("rejectedResults", done.failedReplies, done.failedReplies === commands.referenceRejected);
+    invariants.rejectedExpected = commands.referenceRejected;
+    check("eventsCreated", eventsCreated, eventsCreated === commands.referenceEventsTimed);
+    invariants.eventsExpected = commands.referenceEventsTimed;
+  }
   if (options.config.durability === "aof-replicated") {
     // No successful sample proves nothing: that fails too.
     const connected = sampler.replicaSamples > 0 && sampler.minReplicas >= 1;
     check("replicaConnectedThroughout", connected, connected);
     invariants.replicaSamples = sampler.replicaSamples;
   }
-  check("eventsCreated", eventsCreated, eventsCreated === commands.referenceEventsTimed);
-  invariants.eventsExpected = commands.referenceEventsTimed;
   if (run.wantEvents) {
     const retries = outboxDelta("matching_outbox_publish_retries_total");
     const deadLetters = outboxDelta("matching_outbox_dead_letter_total");
@@ -469,11 +525,13 @@ async function checkPipeline(
     // counts no retry, so only this counter shows a stall on missing replica acknowledgements.
     const outboxTimeouts = outboxDelta("matching_outbox_durability_timeouts_total");
     check("outboxDurabilityTimeouts", outboxTimeouts, outboxTimeouts === 0);
-    check("eventsReceivedBySinks", eventsReceivedTimed, eventsReceivedTimed === eventsCreated);
-    // A copy republished after a failed stream acknowledgement counts no retry and may reach
-    // the sink after these counts are read: the outbox's confirmed publishes show it.
-    const published = outboxDelta("matching_outbox_events_published_total");
-    check("eventsPublished", published, published === eventsCreated);
+    if (replay === undefined) {
+      check("eventsReceivedBySinks", eventsReceivedTimed, eventsReceivedTimed === eventsCreated);
+      // A copy republished after a failed stream acknowledgement counts no retry and may
+      // reach the sink after these counts are read: the outbox's confirmed publishes show it.
+      const published = outboxDelta("matching_outbox_events_published_total");
+      check("eventsPublished", published, published === eventsCreated);
+    }
     check("duplicateEventsReceived", done.duplicateEvents, done.duplicateEvents === 0);
     const xlen = await valkey.xlen(keys.events);
     check("streamLengthAtEnd", xlen, xlen === 0);
@@ -491,7 +549,7 @@ async function checkPipeline(
     () => ({}),
   )) as { digest?: string; restingOrders?: number };
   // The conductor's books must be exactly what the domain made of the same commands.
-  const expectedDigest = commands.reference.digest();
+  const expectedDigest = replay?.digest ?? commands.reference.digest();
   check("finalBookDigest", digest.digest ?? "unavailable", digest.digest === expectedDigest);
   invariants.expectedBookDigest = expectedDigest;
   invariants.restingOrdersAtEnd = digest.restingOrders ?? -1;

@@ -6,6 +6,7 @@
  */
 import { type CommandEnvelope, MatchingEngine } from "../src/domain/index";
 import type { PipelineOptions } from "./pipeline-bench";
+import { isDated, type PipelineClock, pipelineClock } from "./pipeline-clock";
 import { createWorkload, type Workload } from "./workloads";
 
 export interface PipelineCommands {
@@ -22,6 +23,12 @@ export interface PipelineCommands {
   silent: number[];
   /** The timed commands by kind ("limit bid", "cancel", ...). */
   mix: Map<string, number>;
+  /**
+   * On the wall clock: what the conductor does depends on when each batch runs, so nothing
+   * is predicted (reference, silent and the counts stay empty) and the run is replayed
+   * afterwards with the times the conductor recorded (pipeline-replay.ts).
+   */
+  clock?: PipelineClock;
   /** The engine after every command: its digest is what the conductor's books must hash to. */
   reference: MatchingEngine;
   referenceRejected: number;
@@ -36,10 +43,15 @@ export interface PipelineCommands {
  */
 export function preparePipelineCommands(options: PipelineOptions): PipelineCommands {
   const { config } = options;
+  const clock =
+    options.wallClock === true && options.rate !== undefined
+      ? pipelineClock(options.rate, Date.now())
+      : undefined;
   const workload = createWorkload(options.workload, {
     seed: options.seed,
     partition: config.partition,
     partitionCount: config.partitionCount,
+    ...(clock === undefined ? {} : { clock }),
   });
   const prefill = workload.prefill();
   const total = options.warmup + options.commands;
@@ -51,6 +63,7 @@ export function preparePipelineCommands(options: PipelineOptions): PipelineComma
     commandIds: [],
     silent: [],
     mix: new Map(),
+    ...(clock === undefined ? {} : { clock }),
     reference: new MatchingEngine(),
     referenceRejected: 0,
     referenceEventsTimed: 0,
@@ -68,6 +81,12 @@ export function preparePipelineCommands(options: PipelineOptions): PipelineComma
 }
 
 function encode(made: PipelineCommands, command: CommandEnvelope): void {
+  if (made.clock !== undefined) {
+    if (isDated(command)) made.clock.dated.add(made.bodies.length);
+    made.commandIds.push(command.commandId);
+    made.bodies.push(Buffer.from(JSON.stringify(command)));
+    return;
+  }
   const outcome = made.reference.apply(command);
   if (outcome.events.length === 0) made.silent.push(made.bodies.length);
   if (outcome.result.status === "rejected") made.referenceRejected++;

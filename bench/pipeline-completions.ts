@@ -2,7 +2,9 @@
  * When each command of a pipeline run completed: its durable reply (conductor, round trip),
  * or the last of its events at a sink (full pipeline). Events arrive in stream order, and the
  * stream holds commands in queue order, so a later command's event also completes every
- * earlier command that emits none.
+ * earlier command that emits none: known beforehand, or (on the wall clock) any command with
+ * no event received by then. On the wall clock the sink also keeps every event id in the
+ * order received, the conductor's clock ticks' too, for the replay (pipeline-replay.ts).
  */
 import { SeenEvents } from "./event-dedup";
 import { LatencyHistogram } from "./histogram";
@@ -35,6 +37,16 @@ export class PipelineCompletions {
   private readonly seen: SeenEvents;
   private readonly halfway: number;
   private silentHead = 0;
+  /** On the wall clock: which commands emit no event is seen, not predicted. */
+  private readonly quiet: boolean;
+  private quietHead = 0;
+  /** On the wall clock: every first copy of an event id, in the order received. */
+  readonly eventIds: string[] = [];
+  /** On the wall clock: the times of the conductor's ticks that emitted events. */
+  readonly tickTimes = new Set<number>();
+  tickEvents = 0;
+  private readonly tickPrefix: string | undefined;
+  private readonly ticksSeen = new Set<string>();
   /** Commands published so far, and the silent ones among them (published in index order). */
   private published = 0;
   private silentPublished = 0;
@@ -43,7 +55,10 @@ export class PipelineCompletions {
     private readonly commands: PipelineCommands,
     private readonly useReplies: boolean,
     timedCommands: number,
+    partition: number,
   ) {
+    this.quiet = commands.clock !== undefined && !useReplies;
+    this.tickPrefix = commands.clock === undefined ? undefined : `clock.tick:${partition}:`;
     const n = commands.bodies.length;
     this.sentAt = new Float64Array(n);
     this.repliedAt = new Float64Array(n);
@@ -57,6 +72,10 @@ export class PipelineCompletions {
     commands.commandIds.forEach((commandId, i) => {
       this.indexOf.set(commandId, i);
     });
+  }
+
+  commandIdOf(i: number): string {
+    return this.commands.commandIds[i]!;
   }
 
   index(commandId: string): number | undefined {
@@ -123,11 +142,15 @@ export class PipelineCompletions {
     const i = this.indexOf.get(eventId.slice(0, colon));
     // Events of other runs (a shared broker) are neither received, nor duplicates, nor
     // rejections here.
-    if (i === undefined) return;
+    if (i === undefined) {
+      this.tickEvent(eventId);
+      return;
+    }
     if (!this.seen.isNew(eventId, i, colon)) {
       this.duplicateEvents++;
       return;
     }
+    if (this.tickPrefix !== undefined) this.eventIds.push(eventId);
     this.eventsReceived++;
     if (eventId.endsWith(":order.rejected.v1")) this.failedReplies++;
     if (eventId.endsWith(":deal.executed.v1")) this.fills[i]!++;
@@ -135,6 +158,7 @@ export class PipelineCompletions {
     if (this.expectedEvents[i]! < 0) this.expectedEvents[i] = eventsOf(message.body);
     const now = performance.now();
     if (now > this.lastEventAt[i]!) this.lastEventAt[i] = now;
+    if (this.quiet) this.completeQuiet(i, now);
     this.completeSilent(i, now);
     if (this.isComplete(i)) this.complete(i);
     // The last commands published (of the warm-up, or of the run) may be silent ones: once
@@ -154,6 +178,44 @@ export class PipelineCompletions {
   /** Completes every silent command published (their last one's result is stored). */
   settleSilent(now: number): void {
     this.completeSilent(this.published, now);
+  }
+
+  /**
+   * On the wall clock, the first command published and not completed when no event of it came
+   * yet: silent if its stored result says it emitted none (settleQuiet), else still under way.
+   */
+  quietLeft(): number | undefined {
+    if (!this.quiet) return undefined;
+    while (this.quietHead < this.published && this.completedOnce[this.quietHead] === 1)
+      this.quietHead++;
+    const i = this.quietHead;
+    return i < this.published && this.receivedEvents[i] === 0 ? i : undefined;
+  }
+
+  /** Command `i` (from quietLeft) emitted no event: it completed. */
+  settleQuiet(i: number, now: number): void {
+    this.completeQuiet(i + 1, now);
+  }
+
+  /** A clock tick's event (ids `clock.tick:<partition>:<ms>:...`), on the wall clock only. */
+  private tickEvent(eventId: string): void {
+    const prefix = this.tickPrefix;
+    if (prefix === undefined || !eventId.startsWith(prefix) || this.ticksSeen.has(eventId)) return;
+    this.ticksSeen.add(eventId);
+    this.eventIds.push(eventId);
+    this.tickEvents++;
+    this.tickTimes.add(Number(eventId.slice(prefix.length, eventId.indexOf(":", prefix.length))));
+  }
+
+  /** Every command before `before` with no event received emitted none. */
+  private completeQuiet(before: number, now: number): void {
+    while (this.quietHead < before) {
+      const i = this.quietHead++;
+      if (this.receivedEvents[i] !== 0 || this.completedOnce[i] === 1) continue;
+      this.expectedEvents[i] = 0;
+      this.lastEventAt[i] = now;
+      this.complete(i);
+    }
   }
 
   private onlySilentLeft(): boolean {

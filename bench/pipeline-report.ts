@@ -168,7 +168,7 @@ function pipelineRunSize(flags: ReadonlyMap<string, string>, boundary: PipelineB
     commands += commands % 2;
     warmup += warmup % 2;
   }
-  return { seed, workload, commands, warmup, rate };
+  return { seed, workload, commands, warmup, rate, wallClock: flags.get("--clock") === "wall" };
 }
 
 /** The report's extra figures: what was offered, the settings, and what the services did. */
@@ -223,7 +223,7 @@ export async function pipelineRunReport(
 ): Promise<StackReport> {
   const { config, flags, progress, envFacts } = context;
   const pipelineBoundary = boundary;
-  const { seed, workload, commands, warmup, rate } = pipelineRunSize(flags, boundary);
+  const { seed, workload, commands, warmup, rate, wallClock } = pipelineRunSize(flags, boundary);
   const result = await runPipelineBench({
     boundary: pipelineBoundary,
     config: config,
@@ -236,6 +236,7 @@ export async function pipelineRunReport(
     warmup,
     seed,
     rate,
+    wallClock,
     queryConnections: flags.has("--query-load") ? intFlag(flags, "--query-load", 1) : undefined,
     progress,
   });

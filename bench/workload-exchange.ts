@@ -43,6 +43,9 @@ const GTD_SHARE = 0.2;
 const ICEBERG_SHARE = 0.1;
 const BRACKET_SHARE = 0.2;
 const SWITCH_TIMEOUT_MS = 1500;
+/** The longest a deadline lies after its command's time: the last good-till-date lifetime. */
+export const LONGEST_DEADLINE_MS = 5000;
+const SHORTEST_LIFETIME_MS = 100;
 
 /** Orders an amend or cancel may name: the most recent limit and stop orders placed. */
 const POOL = 2000;
@@ -66,7 +69,9 @@ export function exchange(
   // Drawn only with a clock, so a run without one makes today's commands, byte for byte.
   const expiry = (i: number): number | undefined =>
     clock !== undefined && random() < GTD_SHARE
-      ? timeOf(i) + 100 + Math.floor(random() * 4900)
+      ? timeOf(i) +
+        SHORTEST_LIFETIME_MS +
+        Math.floor(random() * (LONGEST_DEADLINE_MS - SHORTEST_LIFETIME_MS))
       : undefined;
   const pool: Placed[] = [];
   // Recent orders are the likeliest to rest still: the pick leans towards the end.

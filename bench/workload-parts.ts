@@ -28,7 +28,8 @@ export interface WorkloadOptions {
   /**
    * A clock of the workload's own, for a run that applies clock.tick itself (the domain
    * bench): the exchange workload then mixes in good-till-date orders and dead-man's
-   * switches. A conductor ticks by the wall clock, so pipeline runs go without one.
+   * switches. A conductor ticks by the wall clock, so pipeline runs go without one, unless
+   * `--clock wall` gives them one whose expiries move to the wall clock at the send.
    */
   clock?: WorkloadClock;
 }

@@ -41,3 +41,14 @@ export function durationNeedsRate(flags: ReadonlyMap<string, string>): string[] 
     ? ["--duration needs --rate (closed loop runs a command count)"]
     : [];
 }
+
+/** Lifecycle orders need the exchange workload, and a rate to set their virtual clock. */
+export function wallClockNeeds(flags: ReadonlyMap<string, string>): string[] {
+  if (!flags.has("--clock")) return [];
+  const problems: string[] = [];
+  if (!flags.has("--rate"))
+    problems.push("--clock wall needs --rate (the orders' lifetimes count from each send)");
+  if (flags.get("--workload") !== "exchange")
+    problems.push("--clock wall needs --workload exchange (the one with lifecycle orders)");
+  return problems;
+}

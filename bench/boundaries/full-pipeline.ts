@@ -1,6 +1,6 @@
 /** The `full-pipeline` boundary: conductor and outbox until the sinks hold every event. */
 import { z } from "zod";
-import { type BoundaryEntry, textFlag } from "../boundary";
+import { type BoundaryEntry, oneOf, textFlag } from "../boundary";
 import {
   durationNeedsRate,
   floorFields,
@@ -8,6 +8,7 @@ import {
   openLoopFields,
   serviceFields,
   stackFields,
+  wallClockNeeds,
 } from "./fields";
 
 export const fullPipelineBoundary: BoundaryEntry = {
@@ -21,8 +22,9 @@ export const fullPipelineBoundary: BoundaryEntry = {
     ...floorFields,
     ...serviceFields,
     "--outbox-url": textFlag().optional(),
+    "--clock": oneOf(["wall"]).optional(),
   }),
-  check: durationNeedsRate,
+  check: (flags) => [...durationNeedsRate(flags), ...wallClockNeeds(flags)],
   run: async (options) => {
     const { runOnStack } = await import("../stack-boundary");
     const { pipelineStackReport } = await import("../pipeline-report");

@@ -289,6 +289,36 @@ describe("matchd bench pipeline boundaries", () => {
     expect(exchange.code).toBe(0);
   }, 150_000);
 
+  test("full-pipeline --clock wall: lifecycle orders on the conductor's clock, replayed with its times", async () => {
+    const run = await bench([
+      "full-pipeline",
+      ...["--workload", "exchange", "--clock", "wall", "--rate", "500", "--commands", "3000"],
+      ...["--floor-seconds", "0"],
+    ]);
+    const invariants = run.report.invariants as Record<string, number | boolean | string>;
+    expect(invariants.ok).toBe(true);
+    // The replay gave the sink's events in the sink's order and the conductor's books.
+    expect(invariants.eventOrderDiffersAt).toBe(-1);
+    expect(invariants.finalBookDigest).toBe(invariants.expectedBookDigest!);
+    expect(invariants.ordersExpired).toBeGreaterThan(0);
+    expect(invariants.switchesFired).toBeGreaterThan(0);
+    expect(invariants.deadlinesNotInFirstBatch).toBe(0);
+    expect(String(run.report.workloadDescription)).toContain("good till");
+    expect(run.code).toBe(0);
+  }, 150_000);
+
+  test("--clock wall is refused without a rate or with another workload, before any stack starts", async () => {
+    const refused = Bun.spawnSync(
+      [...matchdCommand, "bench", "full-pipeline", "--clock", "wall", "--workload", "mixed"],
+      { stdout: "pipe", stderr: "pipe" },
+    );
+    const stderr = refused.stderr.toString();
+    expect(refused.exitCode).not.toBe(0);
+    expect(stderr).toContain("--clock wall needs --rate");
+    expect(stderr).toContain("--clock wall needs --workload exchange");
+    expect(stderr).not.toContain("private stack");
+  });
+
   test("commands an earlier run left in the partition's queue are purged before the run", async () => {
     // 25 bids of another seed, as an interrupted run leaves them: matched first, they would
     // take this run's asks and leave its own bids resting.
