@@ -67,6 +67,11 @@ export interface BatchContext {
   unacknowledged: Map<string, number>;
   /** The batch's time, epoch milliseconds: the wall clock, read once by the caller. */
   nowMs: number;
+  /**
+   * Whether the stored deadlines may hold the backlog marker (see stageBacklog); true after
+   * a load, which cannot tell. Kept by the caller from batch to batch.
+   */
+  backlog: { marked: boolean };
 }
 
 /** Bound on remembered unacknowledged commands: a purged queue never redelivers them. */
@@ -186,6 +191,27 @@ function stageTick(context: BatchContext, stage: BatchStage): void {
   stage.batch.hset(keys.clock, "now", String(engine.now()));
   for (const change of outcome.changes) stage.net.add(change, undefined, undefined);
   stageEvents(stage, keys, outcome);
+  stageBacklog(context, stage);
+}
+
+/** The stored deadlines' member that stands for work a tick left to the next one. */
+export const BACKLOG_MEMBER = "backlog";
+
+/**
+ * Work the tick left to the next (a switch's sweep, or expiries past its 1,000) is due again
+ * a millisecond after the batch: stored as a deadline then, so a conductor that does not own
+ * the partition sees it due and nudges the queue if the owner dies before its next tick
+ * (service.ts nudgeIfDue); taken out again by the first tick that leaves nothing over.
+ */
+function stageBacklog({ engine, keys, backlog }: BatchContext, stage: BatchStage): void {
+  const next = engine.nextExpiry();
+  if (next !== undefined && next <= engine.now()) {
+    stage.batch.zadd(keys.deadlines, String(engine.now() + 1), BACKLOG_MEMBER);
+    backlog.marked = true;
+  } else if (backlog.marked) {
+    stage.batch.zrem(keys.deadlines, BACKLOG_MEMBER);
+    backlog.marked = false;
+  }
 }
 
 /** The command ids whose stored results, and the order ids whose markers, the batch needs. */

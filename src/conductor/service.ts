@@ -86,6 +86,8 @@ export class Conductor {
   private failureConnection = -1;
   /** See BatchContext.unacknowledged; bounded (rememberUnacknowledged). */
   private readonly unacknowledged = new Map<string, number>();
+  /** See BatchContext.backlog. */
+  private readonly backlog = { marked: true };
   /** Stage times of a sample of commands (GET /trace). */
   readonly trace = new CommandTrace();
   /** Set when another conductor took the partition over: this one must exit. */
@@ -190,6 +192,7 @@ export class Conductor {
     for (const [userId, deadline] of switches) this.engine.loadSwitch(userId, deadline);
     for (const [userId, deadline] of sweeps) this.engine.loadSweep(userId, deadline);
     this.engine.check();
+    this.backlog.marked = true;
     // Hashed now, while nothing is served: a first GET /digest would otherwise hash every
     // loaded order, in steps between batches, and slow them while it lasts.
     this.engine.digest();
@@ -301,6 +304,7 @@ export class Conductor {
         epoch: this.epoch,
         unacknowledged: this.unacknowledged,
         nowMs,
+        backlog: this.backlog,
       },
       batch,
     );
@@ -363,8 +367,9 @@ export class Conductor {
   /**
    * A conductor that does not own the partition yet (it started, or became the queue's active
    * consumer, and has had no delivery since) cannot tick. When a stored deadline is due and no
-   * batch has recorded a time past it, it nudges the queue, at most every NUDGE_EVERY_MS: the
-   * active consumer takes the nudge as a batch of no command, claims the partition and ticks.
+   * batch has recorded a time past it (work a tick left over counts: see stageBacklog), it
+   * nudges the queue, at most every NUDGE_EVERY_MS: the active consumer takes the nudge as a
+   * batch of no command, claims the partition and ticks.
    */
   private async nudgeIfDue(): Promise<void> {
     if (!this.running || !this.loaded || this.halted !== undefined || this.mayTick()) return;
@@ -372,8 +377,8 @@ export class Conductor {
     if (now - this.lastNudgeMs < NUDGE_EVERY_MS) return;
     this.lastNudgeMs = now;
     try {
-      const due = await this.store.earliestDeadline();
-      if (due === undefined || due > now || (await this.store.loadClock()) >= due) return;
+      const due = await this.store.earliestDeadlineAfter(await this.store.loadClock());
+      if (due === undefined || due > now) return;
       this.log.info("a stored deadline is due and no batch passed it: nudging the queue", { due });
       this.consumer.nudge();
     } catch (error) {

@@ -367,9 +367,20 @@ export class ConductorStore {
     }
   }
 
-  /** The earliest armed deadline of the partition as stored (undefined: none). */
-  async earliestDeadline(): Promise<number | undefined> {
-    const [, score] = await this.writer.zrange(this.keys.deadlines, 0, 0, "WITHSCORES");
+  /**
+   * The earliest stored deadline after `afterMs` (undefined: none): the ones a batch has
+   * passed are left out, whatever is stored before them.
+   */
+  async earliestDeadlineAfter(afterMs: number): Promise<number | undefined> {
+    const [, score] = await this.writer.zrangebyscore(
+      this.keys.deadlines,
+      `(${afterMs}`,
+      "+inf",
+      "WITHSCORES",
+      "LIMIT",
+      0,
+      1,
+    );
     return score === undefined ? undefined : Number(score);
   }
 

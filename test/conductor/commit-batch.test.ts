@@ -118,6 +118,7 @@ describe("group commit", () => {
       unacknowledged: new Map<string, number>(),
       // One time for every batch: the first ticks, the rest see the same millisecond.
       nowMs: 1_800_000_000_000,
+      backlog: { marked: false },
     };
   }
 
@@ -154,6 +155,7 @@ describe("group commit", () => {
       unacknowledged: new Map<string, number>(),
       // One time for every batch: the first ticks, the rest see the same millisecond.
       nowMs: 1_800_000_000_000,
+      backlog: { marked: false },
     };
     for (let start = 0; start < commands.length; start += batchSize) {
       await commitBatch(

@@ -159,6 +159,49 @@ describe("good-till-date orders in the conductor", () => {
     }
   }, 60_000);
 
+  test("kill -9 between the ticks of a switch's sweep, no command after: it is finished, each order once", async () => {
+    const partition = uniquePartition();
+    const store = new PartitionStore(suite.stack.datastoreUrl, partition);
+    try {
+      await suite.publisher.declare(partition);
+      let conductor = await startConductor(suite.stack, partition);
+      const b = new OrderCommands(partition);
+      // 2,500 orders of one user: a tick cancels 1,000, so the sweep takes three ticks.
+      const orders = Array.from({ length: 2500 }, (_, i) =>
+        b.place(`s${i}`, "bid", String(10 + (i % 80)), "1", { userId: "big" }),
+      );
+      await suite.publisher.publish(partition, [...orders, b.cancelAfter("big", 1000)]);
+      // The first tick of the sweep commits the sweep's record with its first 1,000 cancels;
+      // the next comes at least 100 ms later: the kill lands between them.
+      const deadline = Date.now() + 20_000;
+      while ((await store.valkey.hlen(store.keys.cancelAfterSweeps)) === 0) {
+        if (Date.now() > deadline) throw new Error("the sweep never began");
+        await Bun.sleep(2);
+      }
+      await conductor.kill9();
+      expect(await store.valkey.hlen(store.keys.cancelAfterSweeps)).toBe(1);
+      expect((await switchEffects(store)).cancelled.size).toBeLessThan(2500);
+      // No command follows: the restarted conductor sees the work left over as due.
+      conductor = await startConductor(suite.stack, partition);
+      await eventually(
+        "every order cancelled",
+        async () => (await switchEffects(store)).cancelled.size >= 2500,
+        20_000,
+      );
+      await Bun.sleep(300);
+      const { cancelled, fired } = await switchEffects(store);
+      expect(fired).toHaveLength(1);
+      expect(new Set(cancelled.values())).toEqual(new Set([1]));
+      expect(await store.bookSizes(partition)).toEqual({ bids: 0, asks: 0 });
+      expect(await store.valkey.hlen(store.keys.cancelAfterSweeps)).toBe(0);
+      // The work-left-over marker went with the last of the work.
+      expect(await store.valkey.zcard(store.keys.deadlines)).toBe(0);
+      expect(await conductor.stop()).toBe(0);
+    } finally {
+      await removePartition(store, suite.publisher, partition);
+    }
+  }, 90_000);
+
   test("a standby takes over with orders and a switch armed: each fires once, none is forgotten", async () => {
     const partition = uniquePartition();
     const store = new PartitionStore(suite.stack.datastoreUrl, partition);
