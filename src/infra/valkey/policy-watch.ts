@@ -38,11 +38,20 @@ export const policyWatchIntervalMs = 2000;
  */
 export const replicaWatchIntervalMs = 200;
 
+/**
+ * How long a failing-over primary's writes stay paused: past the promotion (a Sentinel timer
+ * tick or two after +try-failover) and the replicas' reconfiguration (up to a second after
+ * it, once the leader's INFO shows the promotion).
+ */
+export const failoverPauseMs = 3000;
+
 /** What the watch asks the Sentinels (SentinelPoller): one round of their views. */
 export interface SentinelSource {
   /** Sentinels in the URL. */
   readonly count: number;
   poll(): Promise<SentinelReplicaView[]>;
+  /** Calls `listener` at each step of a failover a Sentinel publishes, with its channel. */
+  onFailoverEvent?(listener: (channel: string) => void): void;
   close(): void;
 }
 
@@ -65,6 +74,8 @@ export class FsyncPolicyWatch {
   private watched: string | undefined;
   /** The round in flight: a new one never starts before it ends. */
   private inFlight: Promise<void> | undefined;
+  /** A failover step was published during the round in flight: another round follows it. */
+  private recountAfter = false;
   /** Why every wait holds for a replica the count needs that is not acknowledging. */
   private waitingFor: string | undefined;
   private heldSince: number | undefined;
@@ -148,7 +159,42 @@ export class FsyncPolicyWatch {
   async start(): Promise<void> {
     this.timer = setInterval(() => void this.check(), this.intervalMs);
     this.replicaTimer = setInterval(() => void this.countReplicas(), replicaWatchIntervalMs);
+    this.sentinels?.onFailoverEvent?.((channel) => {
+      if (channel === "+try-failover") this.pauseWrites();
+      this.recount();
+    });
     await this.countReplicas();
+  }
+
+  /**
+   * A failover of the watched primary begins: its writes are paused (CLIENT PAUSE WRITE, the
+   * replicas' pings and the Sentinels' hello messages included) until the replicas follow the
+   * promoted one. Its replication offset then stops where the promoted replica's history
+   * forks, so every replica resynchronises partially with the new primary, instead of in full
+   * with an AOF rewrite, and waits are acknowledged again within milliseconds of the switch.
+   * A primary that is down does not answer, which changes nothing. The pause ends by itself;
+   * a failover that is called off holds writes that long, as the Sentinels' flag does anyway.
+   */
+  private pauseWrites(): void {
+    this.valkey
+      .call("CLIENT", "PAUSE", String(failoverPauseMs), "WRITE")
+      .then(() => this.log.info("a failover of the primary began: its writes are paused", {}))
+      .catch((error: unknown) =>
+        // Down (the usual reason for a failover), or a user not allowed CLIENT PAUSE: the
+        // failover goes on, and the replicas may have to resynchronise in full.
+        this.log.info("a failover of the primary began; its writes could not be paused", {
+          error: (error as Error).message,
+        }),
+      );
+  }
+
+  /**
+   * A round now, on a failover step a Sentinel published: after the round in flight, if one
+   * is, since that round may have read the Sentinels before the step.
+   */
+  private recount(): void {
+    if (this.inFlight === undefined) void this.countReplicas();
+    else this.recountAfter = true;
   }
 
   /**
@@ -160,6 +206,10 @@ export class FsyncPolicyWatch {
     this.inFlight ??= this.countRound().finally(() => {
       this.inFlight = undefined;
       this.noteHeld();
+      if (this.recountAfter) {
+        this.recountAfter = false;
+        void this.countReplicas();
+      }
     });
     return this.inFlight;
   }

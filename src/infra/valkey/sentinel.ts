@@ -100,16 +100,42 @@ export async function checkSentinels(
 }
 
 /**
+ * What a Sentinel publishes as a failover begins, moves on or ends. The first, `+try-failover`,
+ * comes with the failover flag already set, at least a timer tick (about 100 ms) before the
+ * replica is promoted: a watch that asks at once holds its writes before the promotion, so the
+ * old primary takes nothing the promoted one lacks, and the replicas resynchronise partially.
+ */
+export const failoverChannels = [
+  "+try-failover",
+  "+elected-leader",
+  "+failover-state-select-slave",
+  "+selected-slave",
+  "+failover-state-send-slaveof-noone",
+  "+promoted-slave",
+  "+failover-state-reconf-slaves",
+  "+failover-end",
+  "+failover-end-for-timeout",
+  "-failover-abort-not-elected",
+  "-failover-abort-no-good-slave",
+  "-failover-abort-slave-timeout",
+  "+switch-master",
+  "+odown",
+  "-odown",
+] as const;
+
+/**
  * Asks every Sentinel of a URL, on a connection of its own kept open, what the durability rule
  * needs (replica-rule.ts): the primary it names with its flags, and each replica's flags.
  * A Sentinel that does not answer within `timeoutMs` is left out of that round.
  */
 export class SentinelPoller {
   private readonly clients: Redis[];
+  /** One subscriber per Sentinel once someone listens (onFailoverEvent). */
+  private subscribers: Redis[] = [];
 
   constructor(
     private readonly address: SentinelTarget,
-    sentinelPassword: string,
+    private readonly sentinelPassword: string,
     timeoutMs = 500,
   ) {
     this.clients = address.sentinels.map((sentinel) => {
@@ -176,8 +202,34 @@ export class SentinelPoller {
     }
   }
 
+  /**
+   * Calls `listener` whenever a Sentinel publishes a step of a failover of the monitored
+   * primary (failoverChannels): the rounds of poll() would see it up to an interval late.
+   */
+  onFailoverEvent(listener: (channel: string) => void): void {
+    const name = this.address.masterName;
+    this.subscribers = this.address.sentinels.map((sentinel) => {
+      const client = new Redis({
+        host: sentinel.host,
+        port: sentinel.port,
+        ...(this.sentinelPassword === "" ? {} : { password: this.sentinelPassword }),
+        maxRetriesPerRequest: null,
+        retryStrategy: () => 200,
+      });
+      client.on("error", () => undefined);
+      // Every payload names the primary: `master <name> <ip> <port>`, a replica's
+      // `slave <addr> <ip> <port> @ <name> ...`, or +switch-master's `<name> <old> <new>`;
+      // another primary's failover is not ours.
+      client.on("message", (channel: string, message: string) => {
+        if (message.split(" ").includes(name)) listener(channel);
+      });
+      client.subscribe(...failoverChannels).catch(() => undefined);
+      return client;
+    });
+  }
+
   close(): void {
-    for (const client of this.clients) client.disconnect();
+    for (const client of [...this.clients, ...this.subscribers]) client.disconnect();
   }
 }
 
