@@ -28,6 +28,7 @@ import {
   sentinelReplicaRule,
 } from "./replica-rule";
 import { SentinelPoller } from "./sentinel";
+import { sentinelHoldMaxMs } from "./sentinel-hold";
 
 /** How often the setting is read: a change is acted on within this, plus one read. */
 export const policyWatchIntervalMs = 2000;
@@ -40,10 +41,12 @@ export const replicaWatchIntervalMs = 200;
 
 /**
  * How long a failing-over primary's writes stay paused: past the promotion (a Sentinel timer
- * tick or two after +try-failover) and the replicas' reconfiguration (up to a second after
- * it, once the leader's INFO shows the promotion).
+ * tick or two after +try-failover, after an election when the primary is down to them) and
+ * the replicas' reconfiguration (up to a second after it, once the leader's INFO shows the
+ * promotion). Writes blocked by the pause run when it ends: before that, the replicas must
+ * follow the promoted one. As long as a service holds its own writes (sentinelHoldMaxMs).
  */
-export const failoverPauseMs = 3000;
+export const failoverPauseMs = sentinelHoldMaxMs;
 
 /** What the watch asks the Sentinels (SentinelPoller): one round of their views. */
 export interface SentinelSource {
@@ -161,6 +164,7 @@ export class FsyncPolicyWatch {
     this.replicaTimer = setInterval(() => void this.countReplicas(), replicaWatchIntervalMs);
     this.sentinels?.onFailoverEvent?.((channel) => {
       if (channel === "+try-failover") this.pauseWrites();
+      else if (channel.startsWith("-failover-abort")) this.unpauseWrites();
       this.recount();
     });
     await this.countReplicas();
@@ -186,6 +190,11 @@ export class FsyncPolicyWatch {
           error: (error as Error).message,
         }),
       );
+  }
+
+  /** A failover was called off: the primary takes writes again at once. */
+  private unpauseWrites(): void {
+    this.valkey.call("CLIENT", "UNPAUSE").catch(() => undefined);
   }
 
   /**
