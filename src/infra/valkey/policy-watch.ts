@@ -171,8 +171,8 @@ export class FsyncPolicyWatch {
   }
 
   /**
-   * A failover of the watched primary begins: its writes are paused (CLIENT PAUSE WRITE, the
-   * replicas' pings and the Sentinels' hello messages included) until the replicas follow the
+   * A failover of the watched primary begins: its writes are paused (CLIENT PAUSE WRITE, which
+   * blocks PUBLISH, so the Sentinels' hello messages too) until the replicas follow the
    * promoted one. Its replication offset then stops where the promoted replica's history
    * forks, so every replica resynchronises partially with the new primary, instead of in full
    * with an AOF rewrite, and waits are acknowledged again within milliseconds of the switch.
