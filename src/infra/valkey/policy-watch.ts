@@ -164,7 +164,10 @@ export class FsyncPolicyWatch {
     this.replicaTimer = setInterval(() => void this.countReplicas(), replicaWatchIntervalMs);
     this.sentinels?.onFailoverEvent?.((channel) => {
       if (channel === "+try-failover") this.pauseWrites();
-      else if (channel.startsWith("-failover-abort")) this.unpauseWrites();
+      // A Sentinel not elected leader gives up while another goes on: only the leader's own
+      // aborts end the failover.
+      else if (channel.startsWith("-failover-abort") && channel !== "-failover-abort-not-elected")
+        this.unpauseWrites();
       this.recount();
     });
     await this.countReplicas();
