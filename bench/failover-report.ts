@@ -310,9 +310,15 @@ function oneFaultStatement(kind: string): string {
  * first event: the outages are inside the span, the final drain wait is not.
  */
 function achievedRate(o: FailoverObservation): number {
-  const arrived = o.firstEventMs.filter((t) => t > 0);
-  const lastMs = Math.max(...arrived);
-  return arrived.length / ((lastMs - o.loadStartMs) / 1000);
+  // A loop, not Math.max(...): a run of 30 faults has 700,000 commands, past the call stack.
+  let arrived = 0;
+  let lastMs = Number.NEGATIVE_INFINITY;
+  for (const t of o.firstEventMs) {
+    if (!(t > 0)) continue;
+    arrived++;
+    if (t > lastMs) lastMs = t;
+  }
+  return arrived / ((lastMs - o.loadStartMs) / 1000);
 }
 
 function fmtMs(ms: number | undefined): string {
