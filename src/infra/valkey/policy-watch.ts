@@ -19,6 +19,7 @@ import { connectionGeneration, createValkey, nodeAddress, parseInfo, type Valkey
 import type { DurabilityRule } from "./durability";
 import { appendfsyncOf, type ListedReplica, listedReplicas } from "./fsync-policy";
 import { partitionKeys } from "./keys";
+import { probeClient } from "./probe-client";
 import {
   announcedAddress,
   defaultReplicaLagLimitS,
@@ -53,8 +54,8 @@ export interface SentinelSource {
   /** Sentinels in the URL. */
   readonly count: number;
   poll(): Promise<SentinelReplicaView[]>;
-  /** Calls `listener` at each step of a failover a Sentinel publishes, with its channel. */
-  onFailoverEvent?(listener: (channel: string) => void): void;
+  /** Calls `listener` at each step of a failover a Sentinel publishes: channel, payload. */
+  onFailoverEvent?(listener: (channel: string, message: string) => void): void;
   close(): void;
 }
 
@@ -162,12 +163,20 @@ export class FsyncPolicyWatch {
   async start(): Promise<void> {
     this.timer = setInterval(() => void this.check(), this.intervalMs);
     this.replicaTimer = setInterval(() => void this.countReplicas(), replicaWatchIntervalMs);
-    this.sentinels?.onFailoverEvent?.((channel) => {
-      if (channel === "+try-failover") this.pauseWrites();
+    this.sentinels?.onFailoverEvent?.((channel, message) => {
+      // `master <name> <ip> <port>`: the server being failed over, and no other.
+      const [kind, , host, port] = message.split(" ");
+      const server =
+        kind === "master" && host !== undefined ? { host, port: Number(port) } : undefined;
+      if (server !== undefined && channel === "+try-failover") void this.pause(server, true);
       // A Sentinel not elected leader gives up while another goes on: only the leader's own
       // aborts end the failover.
-      else if (channel.startsWith("-failover-abort") && channel !== "-failover-abort-not-elected")
-        this.unpauseWrites();
+      else if (
+        server !== undefined &&
+        channel.startsWith("-failover-abort") &&
+        channel !== "-failover-abort-not-elected"
+      )
+        void this.pause(server, false);
       this.recount();
     });
     await this.countReplicas();
@@ -179,25 +188,38 @@ export class FsyncPolicyWatch {
    * promoted one. Its replication offset then stops where the promoted replica's history
    * forks, so every replica resynchronises partially with the new primary, instead of in full
    * with an AOF rewrite, and waits are acknowledged again within milliseconds of the switch.
-   * A primary that is down does not answer, which changes nothing. The pause ends by itself;
-   * a failover that is called off holds writes that long, as the Sentinels' flag does anyway.
+   * Sent on a connection of its own to the address the Sentinel names, never on the watch's:
+   * that one may already have moved to the promoted replica, which must not be paused. A
+   * primary that is down does not answer, which changes nothing. The pause ends by itself, or
+   * (`pause` false) when the leader calls the failover off.
    */
-  private pauseWrites(): void {
-    this.valkey
-      .call("CLIENT", "PAUSE", String(failoverPauseMs), "WRITE")
-      .then(() => this.log.info("a failover of the primary began: its writes are paused", {}))
-      .catch((error: unknown) =>
-        // Down (the usual reason for a failover), or a user not allowed CLIENT PAUSE: the
-        // failover goes on, and the replicas may have to resynchronise in full.
+  private async pause(server: { host: string; port: number }, pause: boolean): Promise<void> {
+    const { username, password } = this.valkey.options;
+    const client = probeClient({
+      ...server,
+      ...(username === undefined ? {} : { username }),
+      ...(password === undefined ? {} : { password }),
+    });
+    const address = `${server.host}:${server.port}`;
+    try {
+      await client.connect();
+      if (pause) {
+        await client.call("CLIENT", "PAUSE", String(failoverPauseMs), "WRITE");
+        this.log.info("a failover of the primary began: its writes are paused", { address });
+      } else {
+        await client.call("CLIENT", "UNPAUSE");
+      }
+    } catch (error) {
+      // Down (the usual reason for a failover), or a user not allowed CLIENT PAUSE: the
+      // failover goes on, and the replicas may have to resynchronise in full.
+      if (pause)
         this.log.info("a failover of the primary began; its writes could not be paused", {
+          address,
           error: (error as Error).message,
-        }),
-      );
-  }
-
-  /** A failover was called off: the primary takes writes again at once. */
-  private unpauseWrites(): void {
-    this.valkey.call("CLIENT", "UNPAUSE").catch(() => undefined);
+        });
+    } finally {
+      client.disconnect();
+    }
   }
 
   /**

@@ -206,7 +206,7 @@ export class SentinelPoller {
    * Calls `listener` whenever a Sentinel publishes a step of a failover of the monitored
    * primary (failoverChannels): the rounds of poll() would see it up to an interval late.
    */
-  onFailoverEvent(listener: (channel: string) => void): void {
+  onFailoverEvent(listener: (channel: string, message: string) => void): void {
     const name = this.address.masterName;
     this.subscribers = this.address.sentinels.map((sentinel) => {
       const client = new Redis({
@@ -221,7 +221,7 @@ export class SentinelPoller {
       // `slave <addr> <ip> <port> @ <name> ...`, or +switch-master's `<name> <old> <new>`;
       // another primary's failover is not ours.
       client.on("message", (channel: string, message: string) => {
-        if (message.split(" ").includes(name)) listener(channel);
+        if (message.split(" ").includes(name)) listener(channel, message);
       });
       client.subscribe(...failoverChannels).catch(() => undefined);
       return client;
