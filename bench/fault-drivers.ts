@@ -3,7 +3,7 @@
  * bench knows the system recovered: a broker node (the queue elects a leader elsewhere), or the
  * active conductor or outbox (the standby takes over; the victim restarts as the new standby).
  */
-import { createValkey, parseInfo } from "../src/infra/valkey/client";
+import { createValkey, parseInfo, type Valkey } from "../src/infra/valkey/client";
 import { listedReplicas } from "../src/infra/valkey/fsync-policy";
 import {
   brokerNodesRunning,
@@ -138,7 +138,12 @@ export function serviceFaults(pool: ServicePool): FaultDriver {
   };
 }
 
-/** Waits until the primary the Sentinels name lists `count` online replicas. */
+/**
+ * Waits until the primary the Sentinels name lists `count` online replicas, and each of them
+ * fsyncs again: a replica listed online may still be loading a full resync's snapshot and
+ * rewriting its AOF, and a fault then would find it unable to acknowledge anything. A publish
+ * (replicated, no key) and a WAITAOF for `count` replicas tell.
+ */
 export async function waitForSettledPrimary(
   info: StackInfo,
   count: number,
@@ -153,12 +158,13 @@ export async function waitForSettledPrimary(
         name: "matchd-bench-failover-watch",
       });
       node.on("error", () => undefined);
-      const replication = parseInfo(
-        await node.info("replication").finally(() => node.disconnect()),
-      );
-      const online = listedReplicas(replication).filter((r) => r.state === "online").length;
+      const { replication, online, fsyncing } = await (async () => {
+        const replication = parseInfo(await node.info("replication"));
+        const online = listedReplicas(replication).filter((r) => r.state === "online").length;
+        return { replication, online, fsyncing: online >= count && (await fsyncs(node, count)) };
+      })().finally(() => node.disconnect());
       last = {
-        ok: replication.get("role") === "master" && online >= count,
+        ok: replication.get("role") === "master" && fsyncing,
         name: primary.name,
         replicas: online,
       };
@@ -169,4 +175,11 @@ export async function waitForSettledPrimary(
     await Bun.sleep(200);
   }
   return last;
+}
+
+/** Whether `count` replicas fsync a write made now, within a second. */
+async function fsyncs(node: Valkey, count: number): Promise<boolean> {
+  await node.publish("matchd-bench-settle", "1");
+  const [, replicas] = (await node.call("WAITAOF", "0", String(count), "1000")) as number[];
+  return (replicas ?? 0) >= count;
 }
