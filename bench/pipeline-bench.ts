@@ -5,6 +5,7 @@
  * full pipeline, every event has reached the sink queues), checking invariants.
  */
 import type { ChannelModel, ConfirmChannel } from "amqplib";
+import { fetchResult } from "../src/cli/client/queries";
 import type { TraceRecord } from "../src/conductor/trace";
 import type { Config } from "../src/config/schema";
 import type { CommandEnvelope } from "../src/domain/index";
@@ -285,15 +286,11 @@ async function settleSilent(options: PipelineOptions, done: PipelineCompletions)
 }
 
 /** A command's stored result from the conductor, or undefined while it has none. */
-async function storedResult(
-  options: PipelineOptions,
-  commandId: string,
-): Promise<{ events: number } | undefined> {
-  const response = await fetch(
-    `${options.conductorUrl}/commands/${encodeURIComponent(commandId)}`,
-    { headers: bearerHeaders(options.config.httpToken) },
-  ).catch(() => undefined);
-  return response?.status === 200 ? ((await response.json()) as { events: number }) : undefined;
+function storedResult(options: PipelineOptions, commandId: string) {
+  // fetchResult throws for a result not stored yet (404), as for a failed request.
+  return fetchResult(options.conductorUrl, commandId, options.config.httpToken).catch(
+    () => undefined,
+  );
 }
 
 /**
