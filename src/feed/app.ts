@@ -22,6 +22,8 @@ function socketOf(raw: ServerWebSocket<unknown>): ClientSocket {
     send: (text) => raw.send(text),
     bufferedAmount: () => raw.getBufferedAmount(),
     close: (code, reason) => raw.close(code, reason),
+    subscribe: (topic) => raw.subscribe(topic),
+    unsubscribe: (topic) => raw.unsubscribe(topic),
   };
 }
 
@@ -87,9 +89,11 @@ export function feedWebSocket(clientBufferBytes: number) {
   return {
     ...websocket,
     maxPayloadLength: maxRequestBytes,
-    // The hub cuts a client off with a reason past its bound; Bun's own limit is above it.
+    // The hub cuts a client off with a reason past its bound (FeedHub.cutSlowClients). Bun's
+    // limit is above it, a backstop: past it Bun closes the socket, where it would otherwise
+    // drop a broadcast message and go on sending the ones after it.
     backpressureLimit: clientBufferBytes * 2,
-    closeOnBackpressureLimit: false,
+    closeOnBackpressureLimit: true,
     idleTimeout: 60,
     sendPings: true,
   };

@@ -1,7 +1,8 @@
 /**
  * The feed's subscribers: WebSocket connections, what each subscribed to, and the pairs'
- * streams they read. A change set is built into each stream's message once; a client that
- * leaves more than its buffer unread is cut off with a reason and slows no one else.
+ * streams they read. A change set is built into each stream's message once and broadcast to
+ * the stream's topic; a client that leaves more than its buffer unread is cut off with a
+ * reason and slows no one else.
  */
 
 import type { ChangeSet, FeedBook } from "./feed-book";
@@ -10,12 +11,18 @@ import { PairStreams } from "./pair-streams";
 import { type FeedRequest, parseRequest } from "./requests";
 import type { FeedStream, Subscriber } from "./streams";
 
+/** Sends a message to every socket subscribed to a topic (Bun's `server.publish`). */
+export type TopicPublish = (topic: string, text: string) => void;
+
 /** The socket under a connection (Bun's ServerWebSocket, or a test's). */
 export interface ClientSocket {
   /** Bun's answer: bytes sent, -1 when queued behind unsent data, 0 when dropped. */
   send(text: string): number;
   bufferedAmount(): number;
   close(code: number, reason: string): void;
+  /** From now on, what is published to the topic reaches this socket too, after what was sent. */
+  subscribe(topic: string): void;
+  unsubscribe(topic: string): void;
 }
 
 /** The books the hub serves, as the partition feed keeps them. */
@@ -105,6 +112,17 @@ export class FeedHub {
   private readonly pairs = new Map<number, PairStreams>();
   readonly connections = new Set<FeedConnection>();
   readonly counters: HubCounters = { slowClientsCut: 0, messagesSent: 0, resumes: 0, snapshots: 0 };
+  /**
+   * How a stream's message reaches its subscribers: set to the server's publish once it
+   * listens (nobody can subscribe before that). Bun copies the message into each socket's
+   * buffer in native code and writes each socket once an event-loop turn, however many
+   * messages the turn published; a send per subscriber from here cost a write each.
+   */
+  publishToTopic: TopicPublish = () => undefined;
+  private readonly broadcast = (topic: string, text: string, members: number) => {
+    this.counters.messagesSent += members;
+    this.publishToTopic(topic, text);
+  };
 
   constructor(
     private readonly books: BookSource,
@@ -181,7 +199,7 @@ export class FeedHub {
     if (streams !== undefined) return streams.snapshot(channel, depth);
     // Nobody subscribes to the pair: its snapshot from streams made for this answer alone.
     const book = this.books.book(pairId, false);
-    return book && new PairStreams(book, 0).snapshot(channel, depth);
+    return book && new PairStreams(book, 0, this.broadcast).snapshot(channel, depth);
   }
 
   /** After the feed rebuilt its books: every subscriber gets a fresh snapshot. */
@@ -207,7 +225,7 @@ export class FeedHub {
     if (streams !== undefined) return streams;
     const book = this.books.book(pairId);
     if (book === undefined) return undefined;
-    streams = new PairStreams(book, this.limits.resumeMessages);
+    streams = new PairStreams(book, this.limits.resumeMessages, this.broadcast);
     this.pairs.set(pairId, streams);
     return streams;
   }
@@ -242,7 +260,7 @@ export class FeedHub {
     let ended = 0;
     for (const [id, stream] of connection.subscriptions) {
       if (id !== prefix && !(request.depth === undefined && id.startsWith(prefix))) continue;
-      stream.subscribers.delete(connection);
+      this.leave(connection, stream);
       connection.subscriptions.delete(id);
       ended++;
     }
@@ -275,7 +293,8 @@ export class FeedHub {
     }
     const stream =
       channel === "book" ? streams.depth(depth) : channel === "l3" ? streams.l3 : streams.trades;
-    connection.subscriptions.get(id)?.subscribers.delete(connection);
+    const before = connection.subscriptions.get(id);
+    if (before !== undefined) this.leave(connection, before);
     connection.subscriptions.set(id, stream);
     stream.subscribers.add(connection);
     const missed = request.resumeFrom === undefined ? undefined : stream.since(request.resumeFrom);
@@ -283,9 +302,32 @@ export class FeedHub {
     if (missed === undefined) {
       this.counters.snapshots++;
       connection.reply(streams.snapshot(channel, depth));
-      return;
+    } else {
+      this.counters.resumes++;
+      for (const text of missed) if (!connection.send(text)) return;
     }
-    this.counters.resumes++;
-    for (const text of missed) if (!connection.send(text)) return;
+    // Joined only now that it holds the stream's latest state: what is published from here on
+    // chains to it. Bun keeps a socket's sends and publishes in the order they were made.
+    if (!connection.closed) connection.socket.subscribe(stream.topic);
+  }
+
+  /** Ends a connection's subscription to a stream (its socket leaves the topic). */
+  private leave(connection: FeedConnection, stream: FeedStream): void {
+    stream.subscribers.delete(connection);
+    if (!connection.closed) connection.socket.unsubscribe(stream.topic);
+  }
+
+  /**
+   * Cuts off every client that has more than its buffer unread. Called on a timer: a message
+   * broadcast to a topic does not pass through here, so its subscribers are checked apart.
+   */
+  cutSlowClients(): void {
+    const bound = this.limits.clientBufferBytes;
+    for (const connection of this.connections) {
+      const unsent = connection.socket.bufferedAmount();
+      if (unsent <= bound) continue;
+      this.counters.slowClientsCut++;
+      this.close(connection, closeCodes.slowConsumer, `slow consumer: ${unsent} bytes unsent`);
+    }
   }
 }

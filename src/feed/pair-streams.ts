@@ -18,7 +18,7 @@ import {
   tradesSnapshot,
   tradesUpdate,
 } from "./messages";
-import { FeedStream } from "./streams";
+import { type Broadcast, FeedStream } from "./streams";
 
 interface DepthStream {
   stream: FeedStream;
@@ -44,16 +44,20 @@ export class PairStreams {
   constructor(
     private book: FeedBook,
     private readonly keep: number,
+    private readonly broadcast: Broadcast,
   ) {
-    this.l3 = new FeedStream(book.seq, keep);
-    this.trades = new FeedStream(book.seq, keep);
+    this.l3 = new FeedStream(book.seq, keep, broadcast);
+    this.trades = new FeedStream(book.seq, keep, broadcast);
   }
 
   /** The stream of the book at `depth`, started from the book as it is now. */
   depth(depth: BookDepth): FeedStream {
     let entry = this.depths.get(depth);
     if (entry === undefined) {
-      entry = { stream: new FeedStream(this.book.seq, this.keep), sent: this.sentNow(depth) };
+      entry = {
+        stream: new FeedStream(this.book.seq, this.keep, this.broadcast),
+        sent: this.sentNow(depth),
+      };
       this.depths.set(depth, entry);
     }
     return entry.stream;

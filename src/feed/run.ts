@@ -93,6 +93,7 @@ export async function runFeed(config: Config, log: Logger): Promise<number> {
       feedWebSocket(config.feedClientBufferBytes),
     );
     cleanup.defer(() => server.stop());
+    service.hub.publishToTopic = server.publish;
     log.info("feed started", { httpPort: server.port });
     if (!(await awaitDurabilityPolicy(config, log, shutdown.reason))) return ExitCode.ok;
     await policyWatch?.start();

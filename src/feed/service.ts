@@ -18,6 +18,11 @@ import { readSnapshot } from "./snapshot";
 /** A gap open this long means the event will not come to this queue: start again. */
 export const gapTimeoutMs = 10_000;
 const heartbeatMs = 5_000;
+/**
+ * How often each client's unsent bytes are checked against its bound. Bun closes a socket at
+ * twice the bound; a client that reads nothing reaches that in seconds, not in this interval.
+ */
+const slowClientCheckMs = 100;
 
 export interface FeedStatus {
   ready: boolean;
@@ -68,6 +73,7 @@ export class FeedService {
   async start(): Promise<void> {
     await this.resync("starting");
     this.timers.push(setInterval(() => this.hub.heartbeat(this.feed.seq), heartbeatMs));
+    this.timers.push(setInterval(() => this.hub.cutSlowClients(), slowClientCheckMs));
     this.timers.push(
       setInterval(() => {
         const since = this.feed.gapSince;

@@ -10,6 +10,14 @@ export interface Subscriber {
   send(text: string): boolean;
 }
 
+/**
+ * Sends a message to the `members` sockets subscribed to a topic (see FeedHub.broadcast).
+ */
+export type Broadcast = (topic: string, text: string, members: number) => void;
+
+/** Topics are numbered: a stream dropped and made again is a new topic, with new members. */
+let topicsMade = 0;
+
 interface Kept {
   prevSeq: number;
   seq: number;
@@ -18,6 +26,8 @@ interface Kept {
 
 export class FeedStream {
   readonly subscribers = new Set<Subscriber>();
+  /** The topic its subscribers' sockets join once they hold its latest state. */
+  readonly topic = `s${++topicsMade}`;
   private readonly kept: Kept[] = [];
   private start = 0;
 
@@ -25,6 +35,7 @@ export class FeedStream {
   constructor(
     public lastSeq: number,
     private readonly keep: number,
+    private readonly broadcast: Broadcast,
   ) {}
 
   /** Sends a message chained after the last one to every subscriber, and keeps it. */
@@ -40,7 +51,8 @@ export class FeedStream {
       }
     }
     this.lastSeq = seq;
-    for (const subscriber of this.subscribers) subscriber.send(text);
+    if (this.subscribers.size === 0) return;
+    this.broadcast(this.topic, text, this.subscribers.size);
   }
 
   /**

@@ -11,9 +11,10 @@ import { MatchingEngine } from "../../src/domain/index";
 import { bookChecksum } from "../../src/feed/checksum";
 import { formatDecimal, parseDecimal } from "../../src/feed/decimal-text";
 import { FeedBook } from "../../src/feed/feed-book";
-import { type ClientSocket, FeedHub } from "../../src/feed/hub";
+import { FeedHub } from "../../src/feed/hub";
 import type { LevelView, OrderView } from "../../src/feed/price-levels";
 import { pairControl } from "../domain/helpers";
+import { TestSockets } from "./topics";
 
 type Message = Record<string, unknown>;
 
@@ -33,16 +34,8 @@ class Copy {
 
   lastChecksum: number | undefined;
 
-  socket(): ClientSocket {
-    return {
-      send: (text) => {
-        this.receive(JSON.parse(text) as Message);
-        return text.length;
-      },
-      bufferedAmount: () => 0,
-      close: () => undefined,
-    };
-  }
+  /** What a message the copy's socket receives does. */
+  readonly take = (text: string) => this.receive(JSON.parse(text) as Message);
 
   levels(side: "bid" | "ask"): LevelView[] {
     if (this.channel === "book") {
@@ -152,12 +145,13 @@ function run(name: string, seed: number, commands: number) {
     },
     { clientBufferBytes: 1 << 30, maxSubscriptions: 50, resumeMessages: 100 },
   );
+  const sockets = new TestSockets(hub);
   const pairId = workload.pairIds[0]!;
   const copies: { copy: Copy; depth: number | "all" }[] = [];
   const subscribe = (channel: "book" | "l3", depth: number | "all") => {
     const copy = new Copy(channel, channel === "book" && depth !== "all");
     hub.receive(
-      hub.open(copy.socket()),
+      hub.open(sockets.socket(copy.take)),
       JSON.stringify({
         op: "subscribe",
         channel,

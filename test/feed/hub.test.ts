@@ -1,12 +1,14 @@
 // The hub's limits without a server: the subscribe budget (a burst, then a steady rate) and
 // the subscription count, each refused with a clear error; idle depth streams dropped; an
-// event the feed cannot read refused before it changes a book.
+// event the feed cannot read refused before it changes a book; a client past its unsent bound
+// cut off.
 
 import { expect, test } from "bun:test";
 import { BadEventError, FeedBook } from "../../src/feed/feed-book";
-import { FeedHub, subscribeBudget } from "../../src/feed/hub";
+import { closeCodes, FeedHub, subscribeBudget } from "../../src/feed/hub";
 import { idleDepthStreamMs, PairStreams } from "../../src/feed/pair-streams";
 import { PartitionFeed } from "../../src/feed/partition-feed";
+import { TestSockets } from "./topics";
 
 function hubWithClient(maxSubscriptions = 50) {
   const books = new Map<number, FeedBook>();
@@ -24,14 +26,11 @@ function hubWithClient(maxSubscriptions = 50) {
     { clientBufferBytes: 1 << 20, maxSubscriptions, resumeMessages: 10 },
   );
   const received: Record<string, unknown>[] = [];
-  const connection = hub.open({
-    send: (text) => {
-      received.push(JSON.parse(text) as Record<string, unknown>);
-      return text.length;
-    },
-    bufferedAmount: () => 0,
-    close: () => undefined,
-  });
+  const connection = hub.open(
+    new TestSockets(hub).socket((text) =>
+      received.push(JSON.parse(text) as Record<string, unknown>),
+    ),
+  );
   return { hub, connection, received };
 }
 
@@ -65,7 +64,7 @@ test("subscribes past the budget or the subscription limit are refused with a re
 
 test("a depth stream nobody reads is dropped after a while; one read is kept", () => {
   const book = new FeedBook(1, 0);
-  const streams = new PairStreams(book, 10);
+  const streams = new PairStreams(book, 10, () => undefined);
   streams.depth(25);
   streams.depth(10).subscribers.add({ send: () => true });
   const change = (seq: number) => {
@@ -117,8 +116,8 @@ function hubOverFeed() {
     { clientBufferBytes: 1 << 20, maxSubscriptions: 50, resumeMessages: 10 },
   );
   feed.load({ seq: 0, pairs: [], halted: new Map() });
-  const open = () =>
-    hub.open({ send: (text) => text.length, bufferedAmount: () => 0, close: () => undefined });
+  const sockets = new TestSockets(hub);
+  const open = () => hub.open(sockets.socket(() => undefined));
   return { feed, hub, open };
 }
 
@@ -153,4 +152,22 @@ test("a pair an event reached keeps its book after its last subscriber leaves", 
     seq: 1,
     bids: [{ price: "10", volume: "1", orders: 1 }],
   });
+});
+
+test("a client past its unsent bound is cut off with a reason; one within it is kept", () => {
+  const { hub } = hubOverFeed();
+  const closes: string[] = [];
+  const socketWith = (unsent: number) => ({
+    ...new TestSockets(hub).socket(() => undefined),
+    bufferedAmount: () => unsent,
+    close: (code: number, reason: string) => closes.push(`${unsent}: ${code} ${reason}`),
+  });
+  const slow = hub.open(socketWith((1 << 20) + 1));
+  const keeping = hub.open(socketWith(1 << 20));
+  hub.cutSlowClients();
+  expect(closes).toEqual([
+    `${(1 << 20) + 1}: ${closeCodes.slowConsumer} slow consumer: ${(1 << 20) + 1} bytes unsent`,
+  ]);
+  expect([slow.closed, keeping.closed]).toEqual([true, false]);
+  expect(hub.counters.slowClientsCut).toBe(1);
 });

@@ -118,6 +118,8 @@ export function prefersPrometheusText(accept: string): boolean {
 export interface HttpServer {
   port: number;
   stop(): Promise<void>;
+  /** Sends a WebSocket message to every socket subscribed to the topic. */
+  publish(topic: string, text: string): void;
 }
 
 /** `websocket`: Bun's handlers for the routes that upgrade (the feed's), when there are any. */
@@ -136,5 +138,11 @@ export function serveHttp(
   };
   const server =
     websocket === undefined ? Bun.serve(options) : Bun.serve({ ...options, websocket });
-  return { port: server.port ?? port, stop: () => server.stop(true) };
+  return {
+    port: server.port ?? port,
+    stop: () => server.stop(true),
+    publish: (topic, text) => {
+      server.publish(topic, text);
+    },
+  };
 }
