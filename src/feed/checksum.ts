@@ -27,8 +27,12 @@ export function crc32(text: string): number {
 }
 
 /** "0.0500" -> "500": the point removed, then the leading zeros. */
-function checksumField(text: string): string {
-  return text.replace(".", "").replace(/^0+/, "");
+export function checksumField(text: string): string {
+  const point = text.indexOf(".");
+  const digits = point < 0 ? text : text.slice(0, point) + text.slice(point + 1);
+  let zeros = 0;
+  while (zeros < digits.length && digits.charCodeAt(zeros) === 48) zeros++;
+  return digits.slice(zeros);
 }
 
 /** The checksum of a book given its sides best first (at least their top 10 levels). */

@@ -9,9 +9,62 @@ import { bookChecksum, checksumLevels } from "./checksum";
 import { parseDecimal } from "./decimal-text";
 import type { LevelView } from "./price-levels";
 
+/**
+ * One side of the copy, best first, kept sorted as levels come: a client checks the checksum
+ * after every message, so its top levels are read far more often than they change.
+ */
+class ClientSide {
+  /** Each level's price as a scaled integer, in the same order as `levels`. */
+  private readonly prices: bigint[] = [];
+  private readonly levels: LevelView[] = [];
+
+  constructor(
+    private readonly descending: boolean,
+    list: readonly LevelView[] = [],
+  ) {
+    for (const level of list) this.set(level);
+  }
+
+  /** Puts a level in its place; a volume of "0" takes it out (it left the book or the depth). */
+  set(level: LevelView): void {
+    const price = parseDecimal(level.price);
+    const at = this.placeOf(price);
+    const found = at < this.prices.length && this.prices[at] === price;
+    if (level.volume === "0") {
+      if (found) {
+        this.prices.splice(at, 1);
+        this.levels.splice(at, 1);
+      }
+    } else if (found) {
+      this.levels[at] = level;
+    } else {
+      this.prices.splice(at, 0, price);
+      this.levels.splice(at, 0, level);
+    }
+  }
+
+  /** The first `count` levels (all when undefined), best first. */
+  top(count?: number): LevelView[] {
+    return this.levels.slice(0, count);
+  }
+
+  /** Where a price is, or would go: the first place whose price is not better than it. */
+  private placeOf(price: bigint): number {
+    let low = 0;
+    let high = this.prices.length;
+    while (low < high) {
+      const mid = (low + high) >>> 1;
+      const other = this.prices[mid]!;
+      if (this.descending ? other > price : other < price) low = mid + 1;
+      else high = mid;
+    }
+    return low;
+  }
+}
+
 export class ClientBook {
-  private bids = new Map<string, LevelView>();
-  private asks = new Map<string, LevelView>();
+  private bids = new ClientSide(true);
+  private asks = new ClientSide(false);
   seq: number | undefined;
   /** The halt's reason while the pair is halted. */
   halted: string | undefined;
@@ -27,16 +80,16 @@ export class ClientBook {
    */
   apply(m: Record<string, unknown>): boolean {
     if (m.type === "snapshot") {
-      this.bids = levelsOf(m.bids);
-      this.asks = levelsOf(m.asks);
+      this.bids = new ClientSide(true, m.bids as LevelView[]);
+      this.asks = new ClientSide(false, m.asks as LevelView[]);
       this.snapshots++;
     } else {
       if (m.prevSeq !== this.seq) {
         this.chainBreaks++;
         return false;
       }
-      for (const level of m.bids as LevelView[]) set(this.bids, level);
-      for (const level of m.asks as LevelView[]) set(this.asks, level);
+      for (const level of m.bids as LevelView[]) this.bids.set(level);
+      for (const level of m.asks as LevelView[]) this.asks.set(level);
       this.updates++;
     }
     if (m.halted !== undefined) {
@@ -50,26 +103,10 @@ export class ClientBook {
 
   /** A side best first: bids by price descending, asks ascending. */
   side(side: "bid" | "ask"): LevelView[] {
-    const levels = [...(side === "bid" ? this.bids : this.asks).values()];
-    const sign = side === "bid" ? -1 : 1;
-    return levels.sort((a, b) => {
-      const d = parseDecimal(a.price) - parseDecimal(b.price);
-      return d === 0n ? 0 : d < 0n ? -sign : sign;
-    });
+    return (side === "bid" ? this.bids : this.asks).top();
   }
 
   private checksum(): number {
-    const top = (side: "bid" | "ask") => this.side(side).slice(0, checksumLevels);
-    return bookChecksum(top("bid"), top("ask"));
+    return bookChecksum(this.bids.top(checksumLevels), this.asks.top(checksumLevels));
   }
-}
-
-function levelsOf(list: unknown): Map<string, LevelView> {
-  return new Map((list as LevelView[]).map((level) => [level.price, level]));
-}
-
-/** A level of volume "0" left the book (or the subscription's depth). */
-function set(side: Map<string, LevelView>, level: LevelView): void {
-  if (level.volume === "0") side.delete(level.price);
-  else side.set(level.price, level);
 }
