@@ -38,6 +38,7 @@ function decode(message: ConsumeMessage, partition: number): FeedEvent | undefin
     pairId: e.pairId,
     commandId: String(e.commandId),
     payload: payload as Record<string, unknown>,
+    commandLast: String(message.properties.headers?.["x-command-last"]) === "1",
   };
 }
 

@@ -14,6 +14,8 @@ export interface FeedEvent {
   pairId: number;
   commandId: string;
   payload: Record<string, unknown>;
+  /** The last event its command's commit wrote (the outbox's `x-command-last` header). */
+  commandLast?: boolean;
 }
 
 /** An L3 change: `add` puts the order at the back of its level; `change` keeps its place. */

@@ -2,7 +2,8 @@
  * The books of one partition, kept from its events: a snapshot first (events that arrive
  * meanwhile wait), then every event in `x-partition-sequence` order (a later one waits for
  * a gap to fill, a copy is dropped). Each command's changes are handed on as change sets, at
- * the next command's first event or a millisecond after a burst of arrivals began.
+ * its last event when the outbox marked it so, else at the next command's first event or a
+ * millisecond after a burst of arrivals began.
  */
 
 import { type ChangeSet, FeedBook, type FeedEvent } from "./feed-book";
@@ -135,5 +136,7 @@ export class PartitionFeed {
     if (book === undefined) return;
     book.apply(event, seq);
     this.dirty.add(book);
+    // The commit's last event: nothing of the command is to come, so no need to wait for it.
+    if (event.commandLast === true) this.flush();
   }
 }

@@ -18,7 +18,7 @@ import {
 import { SentinelHold } from "../infra/valkey/sentinel-hold";
 import { AckQueue, ackBacklogMax, type InFlight } from "./ack-queue";
 import { BrokerCutOff } from "./broker-cutoff";
-import { decodeEntry, type StreamEntry } from "./envelope";
+import { decodeEntry, markCommandEnds, type StreamEntry } from "./envelope";
 import type { PartitionLease } from "./lease";
 import type { OutboxMetrics } from "./metrics";
 import type { ConfirmOutcome, EventPublisher } from "./publisher";
@@ -414,7 +414,7 @@ export class DeliveryLoop {
         this.acks.add(vanished.map((entryId) => ({ entryId, eventId: "" })));
       }
       cursor = lastId;
-      await this.publishBatch(entries);
+      await this.publishBatch(entries, false);
     }
   }
 
@@ -448,7 +448,9 @@ export class DeliveryLoop {
           if (this.acks.caughtUp) this.retry.clearFailure();
           continue;
         }
-        await this.publishBatch(entries);
+        // Fewer than asked for: the read took all there was, and a commit adds its entries at
+        // once, so its last entry ends its command.
+        await this.publishBatch(entries, entries.length < readCount);
       }
     } finally {
       // Its entries are in this consumer's pending list, so the next session re-reads them.
@@ -456,19 +458,22 @@ export class DeliveryLoop {
     }
   }
 
-  private async publishBatch(entries: readonly StreamEntry[]): Promise<void> {
+  /** `complete`: the batch's last entry ends its command (see markCommandEnds). */
+  private async publishBatch(entries: readonly StreamEntry[], complete: boolean): Promise<void> {
     if (entries.length === 0) return;
     // Under aof-replicated, entries reach here only once their read was confirmed durable.
     this.retry.readDurable();
     this.metrics.batchSize.observe(entries.length);
     const publisher = this.publisher!;
     const generation = this.generation;
-    for (const entry of entries) {
+    const batch = markCommandEnds(entries.map(decodeEntry), complete);
+    for (let i = 0; i < entries.length; i++) {
+      const entry = entries[i]!;
       // Also stops a read that completed after an interrupt (e.g. one resent after a
       // reconnect, whose first attempt's entries are still unpublished in the pending
       // list): the next session re-delivers the pending list in order.
       this.checkInterrupt();
-      const decoded = decodeEntry(entry);
+      const decoded = batch[i]!;
       if (!decoded.ok) {
         await this.stream.deadLetter(entry, decoded.reason);
         this.metrics.deadLetters.inc();

@@ -23,6 +23,10 @@ export interface OutboxEvent {
   body: string;
   /** The entry's per-partition sequence number (`seq`); undefined on entries written without one. */
   sequence: string | undefined;
+  /** The command whose event it is ("" when the envelope names none). */
+  commandId: string;
+  /** Known to be its command's last event: published with `x-command-last` (see delivery.ts). */
+  commandLast: boolean;
 }
 
 export type Decoded = { ok: true; event: OutboxEvent } | { ok: false; reason: string };
@@ -49,7 +53,11 @@ export function decodeEntry(entry: StreamEntry): Decoded {
   if (typeof envelope !== "object" || envelope === null || Array.isArray(envelope)) {
     return { ok: false, reason: "event is not a JSON object" };
   }
-  const { eventId, type } = envelope as { eventId?: unknown; type?: unknown };
+  const { eventId, type, commandId } = envelope as {
+    eventId?: unknown;
+    type?: unknown;
+    commandId?: unknown;
+  };
   if (typeof eventId !== "string" || eventId.length === 0) {
     return { ok: false, reason: "event has no eventId" };
   }
@@ -75,6 +83,8 @@ export function decodeEntry(entry: StreamEntry): Decoded {
       exchange: eventExchanges[type],
       body: raw,
       sequence,
+      commandId: typeof commandId === "string" ? commandId : "",
+      commandLast: false,
     },
   };
 }
@@ -83,4 +93,24 @@ export function decodeEntry(entry: StreamEntry): Decoded {
 export function entryTimeMs(entryId: string): number {
   const dash = entryId.indexOf("-");
   return Number(dash < 0 ? entryId : entryId.slice(0, dash));
+}
+
+/**
+ * Marks each event known to be the last its command's commit wrote: the next entry is
+ * another command's, or it ends a batch that `complete` says ends a commit (a read that
+ * took all there was: a commit adds its entries at once). An entry that cannot be decoded,
+ * or names no command, leaves the one before it unmarked. A consumer that sees the mark
+ * need not wait for more of the command's events (the feed publishes its change set at once).
+ */
+export function markCommandEnds(batch: Decoded[], complete: boolean): Decoded[] {
+  for (let i = 0; i < batch.length; i++) {
+    const decoded = batch[i]!;
+    if (!decoded.ok || decoded.event.commandId === "") continue;
+    const next = batch[i + 1];
+    if (next === undefined) decoded.event.commandLast = complete;
+    else if (next.ok && next.event.commandId !== "") {
+      decoded.event.commandLast = next.event.commandId !== decoded.event.commandId;
+    }
+  }
+  return batch;
 }

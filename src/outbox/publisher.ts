@@ -1,18 +1,30 @@
 /**
  * One broker connection and ONE confirm channel carrying a partition's events in
  * stream order, as the contract publishes them: persistent, mandatory, messageId =
- * eventId, type = event type, headers x-partition-offset = stream entry id and
- * x-partition-sequence = the entry's contiguous number. Reports
+ * eventId, type = event type, headers x-partition-offset = stream entry id,
+ * x-partition-sequence = the entry's contiguous number and, on an event known to be its
+ * command's last, x-command-last = "1". Reports
  * each publish's outcome (ack, nack, returned as unroutable, channel closed) and the
  * first channel or connection failure; a failed publisher is closed and replaced.
  */
 import type { ChannelModel, ConfirmChannel, Message } from "amqplib";
 import { connectBroker } from "../infra/amqp/connect";
 import { FramePublisher } from "../infra/amqp/fast-publish";
+import type { PublishHeader } from "../infra/amqp/publish-frames";
 import { declareEventExchanges } from "../infra/amqp/topology";
 import type { Logger } from "../infra/log";
 import { withinMs } from "../infra/within";
 import type { OutboxEvent } from "./envelope";
+
+/** The headers of an event's message, as the contract gives them. */
+function headersOf(event: OutboxEvent): PublishHeader[] {
+  const headers: PublishHeader[] = [{ name: "x-partition-offset", value: event.entryId }];
+  if (event.sequence !== undefined) {
+    headers.push({ name: "x-partition-sequence", value: event.sequence });
+  }
+  if (event.commandLast) headers.push({ name: "x-command-last", value: "1" });
+  return headers;
+}
 
 export type ConfirmOutcome = "ack" | "nack" | "returned" | "closed";
 
@@ -115,13 +127,7 @@ export class EventPublisher {
       true,
       {
         contentType: "application/json",
-        headers:
-          event.sequence === undefined
-            ? [{ name: "x-partition-offset", value: event.entryId }]
-            : [
-                { name: "x-partition-offset", value: event.entryId },
-                { name: "x-partition-sequence", value: event.sequence },
-              ],
+        headers: headersOf(event),
         persistent: true,
         messageId: event.eventId,
         type: event.type,

@@ -1,10 +1,10 @@
 /**
- * Pure pieces of the outbox: envelope decoding (what is dead-lettered and why) and the
- * retry backoff's bounds.
+ * Pure pieces of the outbox: envelope decoding (what is dead-lettered and why), which event
+ * ends its command's commit, and the retry backoff's bounds.
  */
 import { describe, expect, test } from "bun:test";
 import { backoffCapMs, backoffDelayMs } from "../../src/infra/backoff";
-import { decodeEntry, entryTimeMs } from "../../src/outbox/envelope";
+import { decodeEntry, entryTimeMs, markCommandEnds } from "../../src/outbox/envelope";
 
 const good = JSON.stringify({
   schemaVersion: 1,
@@ -98,5 +98,30 @@ describe("backoffDelayMs", () => {
       expect(backoffDelayMs(attempt, {}, () => 1)).toBe(backoffCapMs);
       expect(backoffDelayMs(attempt, {}, () => 0)).toBe(backoffCapMs / 2);
     }
+  });
+});
+
+describe("markCommandEnds", () => {
+  const entry = (id: string, commandId: string | undefined) =>
+    decodeEntry({
+      id,
+      fields: ["event", JSON.stringify({ eventId: `e${id}`, type: "order.rested.v1", commandId })],
+    });
+  const marks = (complete: boolean, ...commands: (string | undefined | null)[]) =>
+    markCommandEnds(
+      commands.map((c, i) =>
+        c === null ? decodeEntry({ id: `${i}-0`, fields: [] }) : entry(`${i}-0`, c),
+      ),
+      complete,
+    ).map((d) => (d.ok ? d.event.commandLast : "dead"));
+
+  test("an event followed by another command's ends its command", () => {
+    expect(marks(false, "a", "a", "b", "c", "c")).toEqual([false, true, true, false, false]);
+  });
+  test("the batch's last event ends its command only when the read took all there was", () => {
+    expect(marks(true, "a", "b", "b")).toEqual([true, false, true]);
+  });
+  test("nothing is marked before an undecodable entry or on an event without a command", () => {
+    expect(marks(true, "a", null, "b", undefined)).toEqual([false, "dead", false, false]);
   });
 });

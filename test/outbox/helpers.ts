@@ -67,6 +67,8 @@ export interface Received {
   type: string;
   /** The AMQP delivery mode: 2 when published persistent, as the contract says. */
   deliveryMode: number;
+  /** Published with `x-command-last`: the last event of its command's commit. */
+  commandLast: boolean;
 }
 
 /**
@@ -119,6 +121,7 @@ export class Inbox {
       offset: String(message.properties.headers?.["x-partition-offset"]),
       type: String(message.properties.type),
       deliveryMode: Number(message.properties.deliveryMode),
+      commandLast: message.properties.headers?.["x-command-last"] === "1",
     };
     this.deliveries.push(received);
     if (!this.byId.has(received.messageId)) this.byId.set(received.messageId, received);

@@ -85,6 +85,11 @@ describe("outbox", () => {
     expect(offsets.every((id, i) => i === 0 || compareIds(offsets[i - 1]!, id) < 0)).toBe(true);
     expect(inbox.deliveries[0]!.type).toBe("order.rested.v1");
     expect(inbox.deliveries.every((d) => d.deliveryMode === 2)).toBe(true);
+    // Each command here has two events (seq 2k and 2k + 1). The second is marked as its
+    // command's last, except where a full read of 500 ended on it; the first never is.
+    const marked = inbox.deliveries.filter((d) => d.commandLast).map((d) => d.seq % 2);
+    expect(marked.filter((ordinal) => ordinal === 0)).toEqual([]);
+    expect(marked.length).toBeGreaterThanOrEqual(1500 - 3000 / 500);
 
     const metrics = await child.metrics();
     expect(metricNumber(metrics, "matching_outbox_events_published_total")).toBe(3000);
