@@ -291,8 +291,7 @@ export class FeedHub {
       connection.reply({ type: "error", error: this.books.notServed(pairId) });
       return;
     }
-    const stream =
-      channel === "book" ? streams.depth(depth) : channel === "l3" ? streams.l3 : streams.trades;
+    const stream = channel === "book" ? streams.depth(depth) : streams.other(channel);
     const before = connection.subscriptions.get(id);
     if (before !== undefined) this.leave(connection, before);
     connection.subscriptions.set(id, stream);

@@ -1,6 +1,8 @@
 /**
- * Every stream of one pair: the book at each depth asked for, L3 and trades. A change set is
- * turned into one message per stream, each built once and sent to all of its subscribers.
+ * Every stream of one pair that someone reads: the book at each depth asked for, L3 and
+ * trades. A change set is turned into one message per stream, each built once and sent to
+ * all of its subscribers. A stream nobody has read for a while is dropped, and made again
+ * from the book as it is when someone subscribes.
  */
 
 import type { ChangeSet, FeedBook, Trade } from "./feed-book";
@@ -20,24 +22,29 @@ import {
 } from "./messages";
 import { type Broadcast, FeedStream } from "./streams";
 
-interface DepthStream {
+interface KeptStream {
   stream: FeedStream;
-  sent: { bid: SentLevels; ask: SentLevels };
   /** When its last subscriber left (performance.now()), while it has none. */
   emptySince?: number;
 }
 
+interface DepthStream extends KeptStream {
+  sent: { bid: SentLevels; ask: SentLevels };
+}
+
+/** The streams of a pair other than its book's. */
+export type OtherChannel = "l3" | "trades";
+
 /**
- * How long a depth stream nobody reads is kept: long enough for a client that lost its
- * connection to resume, short enough that deep streams left behind (a client gone, or cut off)
- * stop costing a diff of their depth at every change.
+ * How long a stream nobody reads is kept: long enough for a client that lost its connection
+ * to resume, short enough that streams left behind (a client gone, or cut off) stop costing a
+ * message at every change (and a diff of their depth, for a deep book stream).
  */
 export const idleDepthStreamMs = 5000;
 
 export class PairStreams {
   private readonly depths = new Map<BookDepth, DepthStream>();
-  readonly l3: FeedStream;
-  readonly trades: FeedStream;
+  private readonly others = new Map<OtherChannel, KeptStream>();
   /** The last trades, for a trades snapshot. */
   private readonly lastTrades: Trade[] = [];
 
@@ -45,9 +52,16 @@ export class PairStreams {
     private book: FeedBook,
     private readonly keep: number,
     private readonly broadcast: Broadcast,
-  ) {
-    this.l3 = new FeedStream(book.seq, keep, broadcast);
-    this.trades = new FeedStream(book.seq, keep, broadcast);
+  ) {}
+
+  /** The pair's L3 or trades stream, started from the book as it is now if nobody read it. */
+  other(channel: OtherChannel): FeedStream {
+    let entry = this.others.get(channel);
+    if (entry === undefined) {
+      entry = { stream: new FeedStream(this.book.seq, this.keep, this.broadcast) };
+      this.others.set(channel, entry);
+    }
+    return entry.stream;
   }
 
   /** The stream of the book at `depth`, started from the book as it is now. */
@@ -66,7 +80,10 @@ export class PairStreams {
   publish(set: ChangeSet, now = performance.now()): void {
     const checksum = checksumOf(this.book);
     for (const [depth, entry] of this.depths) {
-      if (this.dropIdle(depth, entry, now)) continue;
+      if (idle(entry, now)) {
+        this.depths.delete(depth);
+        continue;
+      }
       const { stream, sent } = entry;
       stream.publish(set.seq, (prevSeq) => {
         const bids = sideUpdate(this.book, "bid", depth, set.levels.bid, sent.bid);
@@ -74,11 +91,23 @@ export class PairStreams {
         return JSON.stringify(bookUpdate(set, depth, prevSeq, bids, asks, checksum));
       });
     }
-    this.l3.publish(set.seq, (prevSeq) => JSON.stringify(l3Update(set, prevSeq, checksum)));
+    this.live("l3", now)?.publish(set.seq, (prevSeq) =>
+      JSON.stringify(l3Update(set, prevSeq, checksum)),
+    );
+    const trades = this.live("trades", now);
     if (set.trades.length === 0) return;
     this.lastTrades.push(...set.trades);
     if (this.lastTrades.length > 2 * tradesInSnapshot) this.lastTrades.splice(0, tradesInSnapshot);
-    this.trades.publish(set.seq, (prevSeq) => JSON.stringify(tradesUpdate(set, prevSeq)));
+    trades?.publish(set.seq, (prevSeq) => JSON.stringify(tradesUpdate(set, prevSeq)));
+  }
+
+  /** The L3 or trades stream while someone reads it or lately did; undefined (dropped) else. */
+  private live(channel: OtherChannel, now: number): FeedStream | undefined {
+    const entry = this.others.get(channel);
+    if (entry === undefined) return undefined;
+    if (!idle(entry, now)) return entry.stream;
+    this.others.delete(channel);
+    return undefined;
   }
 
   /** True when no stream of the pair has a subscriber. */
@@ -86,22 +115,10 @@ export class PairStreams {
     return this.streams().every(({ stream }) => stream.subscribers.size === 0);
   }
 
-  /** Forgets a depth stream nobody has read for idleDepthStreamMs; true when it did. */
-  private dropIdle(depth: BookDepth, entry: DepthStream, now: number): boolean {
-    if (entry.stream.subscribers.size > 0) {
-      entry.emptySince = undefined;
-      return false;
-    }
-    entry.emptySince ??= now;
-    if (now - entry.emptySince < idleDepthStreamMs) return false;
-    this.depths.delete(depth);
-    return true;
-  }
-
-  snapshot(channel: "book" | "l3" | "trades", depth: BookDepth): Record<string, unknown> {
-    if (channel === "l3") return l3Snapshot(this.book, this.l3.lastSeq);
+  snapshot(channel: "book" | OtherChannel, depth: BookDepth): Record<string, unknown> {
+    if (channel === "l3") return l3Snapshot(this.book, this.other("l3").lastSeq);
     if (channel === "trades")
-      return tradesSnapshot(this.book.pairId, this.lastTrades, this.trades.lastSeq);
+      return tradesSnapshot(this.book.pairId, this.lastTrades, this.other("trades").lastSeq);
     return bookSnapshot(this.book, depth, this.depth(depth).lastSeq);
   }
 
@@ -115,8 +132,7 @@ export class PairStreams {
       entry.stream.reset(book.seq);
       entry.sent = this.sentNow(depth);
     }
-    this.l3.reset(book.seq);
-    this.trades.reset(book.seq);
+    for (const { stream } of this.others.values()) stream.reset(book.seq);
   }
 
   /** Every stream with its subscribers, for a resynchronisation or a disconnect. */
@@ -127,8 +143,11 @@ export class PairStreams {
         depth,
         stream: entry.stream,
       })),
-      { channel: "l3", depth: "all", stream: this.l3 },
-      { channel: "trades", depth: "all", stream: this.trades },
+      ...[...this.others].map(([channel, { stream }]) => ({
+        channel,
+        depth: "all" as const,
+        stream,
+      })),
     ];
   }
 
@@ -136,4 +155,14 @@ export class PairStreams {
     const top = depth === "all" ? undefined : depth;
     return { bid: sentLevels(this.book.bids.top(top)), ask: sentLevels(this.book.asks.top(top)) };
   }
+}
+
+/** True when nobody has read the stream for idleDepthStreamMs (it is to be dropped). */
+function idle(entry: KeptStream, now: number): boolean {
+  if (entry.stream.subscribers.size > 0) {
+    entry.emptySince = undefined;
+    return false;
+  }
+  entry.emptySince ??= now;
+  return now - entry.emptySince >= idleDepthStreamMs;
 }

@@ -62,11 +62,13 @@ test("subscribes past the budget or the subscription limit are refused with a re
   });
 });
 
-test("a depth stream nobody reads is dropped after a while; one read is kept", () => {
+test("a stream nobody reads is dropped after a while; one read is kept", () => {
   const book = new FeedBook(1, 0);
   const streams = new PairStreams(book, 10, () => undefined);
   streams.depth(25);
+  streams.other("trades");
   streams.depth(10).subscribers.add({ send: () => true });
+  streams.other("l3").subscribers.add({ send: () => true });
   const change = (seq: number) => {
     book.apply(
       {
@@ -81,9 +83,12 @@ test("a depth stream nobody reads is dropped after a while; one read is kept", (
   };
   streams.publish(change(1), 0);
   streams.publish(change(2), idleDepthStreamMs - 1);
-  expect(streams.streams().map((s) => s.depth)).toEqual([25, 10, "all", "all"]);
+  const kept = () => streams.streams().map((s) => `${s.channel}:${s.depth}`);
+  expect(kept()).toEqual(["book:25", "book:10", "trades:all", "l3:all"]);
   streams.publish(change(3), idleDepthStreamMs + 1);
-  expect(streams.streams().map((s) => s.depth)).toEqual([10, "all", "all"]);
+  expect(kept()).toEqual(["book:10", "l3:all"]);
+  // Asked for again, a dropped stream starts from the book as it is now.
+  expect(streams.other("trades").lastSeq).toBe(3);
 });
 
 test("an event whose payload the feed cannot read is refused, not half-applied", () => {
