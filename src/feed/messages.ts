@@ -80,7 +80,9 @@ export function sentLevels(levels: readonly LevelView[]): SentLevels {
 /**
  * The levels of one side a subscriber at `depth` must apply: every level of its top that
  * changed or entered it, and every level that left it with volume "0" (so no truncation is
- * needed). Updates `sent` to the new top.
+ * needed). Updates `sent` to the new top. `sent` held the top before the change set and
+ * `changed` names every price the change set touched, so the work is in proportion to the
+ * change, not the depth: only changed levels, and unchanged ones at the top's edge, can differ.
  */
 export function sideUpdate(
   book: FeedBook,
@@ -93,19 +95,32 @@ export function sideUpdate(
   if (depth === "all") {
     return [...changed].map((price) => levels.level(price) ?? { price, volume: "0", orders: 0 });
   }
-  const top = levels.top(depth);
   const out: LevelView[] = [];
-  const now = new Set<string>();
-  for (const level of top) {
-    now.add(level.price);
-    if (sent.get(level.price) === level) continue;
+  for (const price of changed) {
+    const rank = levels.rank(price);
+    const level = rank >= 0 && rank < depth ? levels.at(rank)! : undefined;
+    if (level !== undefined) {
+      if (sent.get(price) !== level) {
+        out.push(level);
+        sent.set(price, level);
+      }
+    } else if (sent.delete(price)) {
+      out.push({ price, volume: "0", orders: 0 });
+    }
+  }
+  // Unchanged levels that crossed the edge: pushed out by levels added above them, or pulled
+  // in by levels removed above them. Both at once cannot happen: unchanged levels keep their
+  // order, and one that entered ranks below one that left.
+  const size = Math.min(depth, levels.size);
+  for (let rank = depth; sent.size > size && rank < levels.size; rank++) {
+    const price = levels.at(rank)!.price;
+    if (sent.delete(price)) out.push({ price, volume: "0", orders: 0 });
+  }
+  for (let rank = size - 1; sent.size < size && rank >= 0; rank--) {
+    const level = levels.at(rank)!;
+    if (sent.has(level.price)) continue;
     out.push(level);
     sent.set(level.price, level);
-  }
-  for (const price of sent.keys()) {
-    if (now.has(price)) continue;
-    out.push({ price, volume: "0", orders: 0 });
-    sent.delete(price);
   }
   return out;
 }

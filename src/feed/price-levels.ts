@@ -106,6 +106,18 @@ export class PriceLevels {
     return out;
   }
 
+  /** The rank of the level at `price` (0 = the best), or -1 when nothing rests there. */
+  rank(price: string): number {
+    const level = this.byPrice.get(price);
+    return level === undefined ? -1 : this.position(level.key);
+  }
+
+  /** The level at `rank` (0 = the best), or undefined past the last. */
+  at(rank: number): LevelView | undefined {
+    const level = this.sorted[rank];
+    return level === undefined ? undefined : view(level);
+  }
+
   /** True when `price` ranks among the best `depth` levels (or would, were it resting). */
   withinDepth(price: string, depth: number): boolean {
     return this.position(parseDecimal(price)) < depth;
