@@ -13,6 +13,25 @@ import { fetchMetrics, metricNumber } from "./services";
 
 type Message = Record<string, unknown>;
 
+/**
+ * The messages the subscribers received lately, parsed. Every subscriber of a stream gets the
+ * same text and the bench's clients share one process, where real ones would not: a text is
+ * parsed once here, keyed by the text itself. Each client still applies what it received to
+ * its own book and checks its own checksum. Nothing mutates a parsed message.
+ */
+const parsedTexts = new Map<string, Message>();
+const parsedTextsKept = 256;
+
+function parseShared(text: string): Message {
+  let message = parsedTexts.get(text);
+  if (message === undefined) {
+    message = JSON.parse(text) as Message;
+    if (parsedTexts.size >= parsedTextsKept) parsedTexts.clear();
+    parsedTexts.set(text, message);
+  }
+  return message;
+}
+
 export class BenchFeedClient {
   readonly book = new ClientBook();
   closed: string | undefined;
@@ -23,7 +42,7 @@ export class BenchFeedClient {
     private readonly ws: WebSocket,
     readonly pairId: number,
   ) {
-    ws.onmessage = (event) => this.receive(JSON.parse(String(event.data)) as Message);
+    ws.onmessage = (event) => this.receive(parseShared(String(event.data)));
     ws.onclose = (event) => {
       this.closed = `${event.code} ${event.reason}`;
     };
