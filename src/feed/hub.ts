@@ -82,11 +82,7 @@ export class FeedConnection implements Subscriber {
     if (this.closed) return false;
     const sent = this.socket.send(text);
     this.hub.counters.messagesSent++;
-    const unsent = this.socket.bufferedAmount();
-    if (sent !== 0 && unsent <= this.hub.limits.clientBufferBytes) return true;
-    this.hub.counters.slowClientsCut++;
-    this.hub.close(this, closeCodes.slowConsumer, `slow consumer: ${unsent} bytes unsent`);
-    return false;
+    return !this.hub.cutIfSlow(this, sent === 0);
   }
 
   reply(message: Record<string, unknown>): void {
@@ -321,12 +317,18 @@ export class FeedHub {
    * broadcast to a topic does not pass through here, so its subscribers are checked apart.
    */
   cutSlowClients(): void {
-    const bound = this.limits.clientBufferBytes;
-    for (const connection of this.connections) {
-      const unsent = connection.socket.bufferedAmount();
-      if (unsent <= bound) continue;
-      this.counters.slowClientsCut++;
-      this.close(connection, closeCodes.slowConsumer, `slow consumer: ${unsent} bytes unsent`);
-    }
+    for (const connection of this.connections) this.cutIfSlow(connection);
+  }
+
+  /**
+   * Cuts a client off with a reason when it has more than its buffer unsent (or `dropped`:
+   * Bun refused a message for it); true when it did.
+   */
+  cutIfSlow(connection: FeedConnection, dropped = false): boolean {
+    const unsent = connection.socket.bufferedAmount();
+    if (!dropped && unsent <= this.limits.clientBufferBytes) return false;
+    this.counters.slowClientsCut++;
+    this.close(connection, closeCodes.slowConsumer, `slow consumer: ${unsent} bytes unsent`);
+    return true;
   }
 }
