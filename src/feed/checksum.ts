@@ -37,12 +37,14 @@ export function checksumField(text: string): string {
 
 /** The checksum of a book given its sides best first (at least their top 10 levels). */
 export function bookChecksum(bids: readonly LevelView[], asks: readonly LevelView[]): number {
+  return crc32(topFields(asks) + topFields(bids));
+}
+
+/** The checksum's text of a side's top 10 levels: price then volume, each as a field. */
+function topFields(levels: readonly LevelView[]): string {
   let text = "";
-  for (const level of asks.slice(0, checksumLevels)) {
-    text += checksumField(level.price) + checksumField(level.volume);
+  for (let i = 0; i < levels.length && i < checksumLevels; i++) {
+    text += checksumField(levels[i]!.price) + checksumField(levels[i]!.volume);
   }
-  for (const level of bids.slice(0, checksumLevels)) {
-    text += checksumField(level.price) + checksumField(level.volume);
-  }
-  return crc32(text);
+  return text;
 }

@@ -5,7 +5,7 @@
  * subscribers and the tests keep their books with it.
  */
 
-import { bookChecksum, checksumLevels } from "./checksum";
+import { bookChecksum } from "./checksum";
 import { parseDecimal } from "./decimal-text";
 import type { LevelView } from "./price-levels";
 
@@ -43,9 +43,9 @@ class ClientSide {
     }
   }
 
-  /** The first `count` levels (all when undefined), best first. */
-  top(count?: number): LevelView[] {
-    return this.levels.slice(0, count);
+  /** Every level, best first: the side itself, not a copy. */
+  bestFirst(): readonly LevelView[] {
+    return this.levels;
   }
 
   /** Where a price is, or would go: the first place whose price is not better than it. */
@@ -103,10 +103,11 @@ export class ClientBook {
 
   /** A side best first: bids by price descending, asks ascending. */
   side(side: "bid" | "ask"): LevelView[] {
-    return (side === "bid" ? this.bids : this.asks).top();
+    return [...(side === "bid" ? this.bids : this.asks).bestFirst()];
   }
 
   private checksum(): number {
-    return bookChecksum(this.bids.top(checksumLevels), this.asks.top(checksumLevels));
+    // bookChecksum reads the top 10 levels itself: no copy of a side per message.
+    return bookChecksum(this.bids.bestFirst(), this.asks.bestFirst());
   }
 }
