@@ -40,7 +40,7 @@ export type OtherChannel = "l3" | "trades";
  * to resume, short enough that streams left behind (a client gone, or cut off) stop costing a
  * message at every change (and a diff of their depth, for a deep book stream).
  */
-export const idleDepthStreamMs = 5000;
+export const idleStreamMs = 5000;
 
 export class PairStreams {
   private readonly depths = new Map<BookDepth, DepthStream>();
@@ -157,12 +157,12 @@ export class PairStreams {
   }
 }
 
-/** True when nobody has read the stream for idleDepthStreamMs (it is to be dropped). */
+/** True when nobody has read the stream for idleStreamMs (it is to be dropped). */
 function idle(entry: KeptStream, now: number): boolean {
   if (entry.stream.subscribers.size > 0) {
     entry.emptySince = undefined;
     return false;
   }
   entry.emptySince ??= now;
-  return now - entry.emptySince >= idleDepthStreamMs;
+  return now - entry.emptySince >= idleStreamMs;
 }

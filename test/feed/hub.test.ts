@@ -6,7 +6,7 @@
 import { expect, test } from "bun:test";
 import { BadEventError, FeedBook } from "../../src/feed/feed-book";
 import { closeCodes, FeedHub, subscribeBudget } from "../../src/feed/hub";
-import { idleDepthStreamMs, PairStreams } from "../../src/feed/pair-streams";
+import { idleStreamMs, PairStreams } from "../../src/feed/pair-streams";
 import { PartitionFeed } from "../../src/feed/partition-feed";
 import { TestSockets } from "./topics";
 
@@ -82,10 +82,10 @@ test("a stream nobody reads is dropped after a while; one read is kept", () => {
     return book.flush()!;
   };
   streams.publish(change(1), 0);
-  streams.publish(change(2), idleDepthStreamMs - 1);
+  streams.publish(change(2), idleStreamMs - 1);
   const kept = () => streams.streams().map((s) => `${s.channel}:${s.depth}`);
   expect(kept()).toEqual(["book:25", "book:10", "trades:all", "l3:all"]);
-  streams.publish(change(3), idleDepthStreamMs + 1);
+  streams.publish(change(3), idleStreamMs + 1);
   expect(kept()).toEqual(["book:10", "l3:all"]);
   // Asked for again, a dropped stream starts from the book as it is now.
   expect(streams.other("trades").lastSeq).toBe(3);

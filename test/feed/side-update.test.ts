@@ -4,19 +4,10 @@
 // applied equals the book's whole top.
 
 import { expect, test } from "bun:test";
+import { mulberry32 } from "../../bench/workload-parts";
 import { FeedBook } from "../../src/feed/feed-book";
 import { type BookDepth, type SentLevels, sentLevels, sideUpdate } from "../../src/feed/messages";
 import type { LevelView } from "../../src/feed/price-levels";
-
-function mulberry32(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const depths: BookDepth[] = [10, 25];
 const key = (levels: readonly LevelView[]) =>
