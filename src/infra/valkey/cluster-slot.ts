@@ -51,12 +51,7 @@ export async function slotOwner({
 }: ClusterTarget): Promise<{ host: string; port: number }> {
   const problems: string[] = [];
   for (const seed of address.seeds) {
-    const client = probeClient({
-      host: seed.host,
-      port: seed.port,
-      ...(address.username === undefined ? {} : { username: address.username }),
-      ...(address.password === undefined ? {} : { password: address.password }),
-    });
+    const client = probeClient({ ...seed, username: address.username, password: address.password });
     try {
       await client.connect();
       const slot = Number(await client.call("CLUSTER", "KEYSLOT", slotKey));

@@ -195,11 +195,7 @@ export class FsyncPolicyWatch {
    */
   private async pause(server: { host: string; port: number }, pause: boolean): Promise<void> {
     const { username, password } = this.valkey.options;
-    const client = probeClient({
-      ...server,
-      ...(username === undefined ? {} : { username }),
-      ...(password === undefined ? {} : { password }),
-    });
+    const client = probeClient({ ...server, username, password });
     const address = `${server.host}:${server.port}`;
     try {
       await client.connect();

@@ -7,8 +7,9 @@ import Redis from "ioredis";
 export interface ProbeTarget {
   host: string;
   port: number;
-  username?: string;
-  password?: string;
+  /** Left out when undefined, as a URL without them leaves them. */
+  username?: string | undefined;
+  password?: string | undefined;
 }
 
 export function probeClient({ host, port, username, password }: ProbeTarget): Redis {
