@@ -158,16 +158,10 @@ export async function waitForSettledPrimary(
         name: "matchd-bench-failover-watch",
       });
       node.on("error", () => undefined);
-      const { replication, online, fsyncing } = await (async () => {
-        const replication = parseInfo(await node.info("replication"));
-        const online = listedReplicas(replication).filter((r) => r.state === "online").length;
-        return { replication, online, fsyncing: online >= count && (await fsyncs(node, count)) };
-      })().finally(() => node.disconnect());
-      last = {
-        ok: replication.get("role") === "master" && fsyncing,
-        name: primary.name,
-        replicas: online,
-      };
+      const { primaryNow, online, fsyncing } = await settledState(node, count).finally(() =>
+        node.disconnect(),
+      );
+      last = { ok: primaryNow && fsyncing, name: primary.name, replicas: online };
       if (last.ok) return last;
     } catch {
       // A node or Sentinel in the middle of a switch: asked again.
@@ -175,6 +169,14 @@ export async function waitForSettledPrimary(
     await Bun.sleep(200);
   }
   return last;
+}
+
+/** Whether the node is a primary, its online replicas, and whether `count` of them fsync. */
+async function settledState(node: Valkey, count: number) {
+  const replication = parseInfo(await node.info("replication"));
+  const online = listedReplicas(replication).filter((r) => r.state === "online").length;
+  const primaryNow = replication.get("role") === "master";
+  return { primaryNow, online, fsyncing: online >= count && (await fsyncs(node, count)) };
 }
 
 /** Whether `count` replicas fsync a write made now, within a second. */
