@@ -66,6 +66,8 @@ interface InFlight {
   takenMs: number;
   committedMs: number;
   durableMs: number;
+  /** Acknowledged and replied to (settle): by settleEarly once durable, or by finish. */
+  settled: boolean;
 }
 
 export class Conductor {
@@ -88,6 +90,8 @@ export class Conductor {
   private readonly unacknowledged = new Map<string, number>();
   /** See BatchContext.backlog. */
   private readonly backlog = { marked: true };
+  /** Batches committed and not yet taken off by the loop, oldest first (see loop()). */
+  private readonly inFlight: InFlight[] = [];
   /** Stage times of a sample of commands (GET /trace). */
   readonly trace = new CommandTrace();
   /** Set when another conductor took the partition over: this one must exit. */
@@ -231,8 +235,10 @@ export class Conductor {
    * command is acknowledged only once its own batch is durable.
    */
   private async loop(): Promise<void> {
-    const inFlight: InFlight[] = [];
+    const inFlight = this.inFlight;
     while (this.running || inFlight.length > 0) {
+      // Batches settleEarly acknowledged while the loop awaited something else.
+      while (inFlight[0]?.settled) inFlight.shift();
       const room = this.running && inFlight.length < pipelineDepth;
       const batch = room ? this.consumer.take(this.config.batchMax) : [];
       if (batch.length === 0) {
@@ -273,6 +279,7 @@ export class Conductor {
           await this.halt(error, batch, inFlight);
           return;
         }
+        while (inFlight[0]?.settled) inFlight.shift();
         await this.fail([...inFlight.flatMap((f) => f.batch), ...batch], error, inFlight);
         inFlight.length = 0;
         continue;
@@ -316,6 +323,7 @@ export class Conductor {
       takenMs,
       committedMs: epochMs(),
       durableMs: 0,
+      settled: false,
     };
     const waitMs = durabilityWaitMs(this.config);
     const durable =
@@ -327,8 +335,11 @@ export class Conductor {
         : Promise.resolve(0).finally(() => {
             entry.durableMs = epochMs();
           });
-    // Observed by finish(); this only keeps an early rejection from being "unhandled".
-    durable.catch(() => undefined);
+    // A rejection is finish()'s to handle; this only keeps it from being "unhandled".
+    durable.then(
+      () => this.settleEarly(entry),
+      () => undefined,
+    );
     entry.durable = durable;
     return entry;
   }
@@ -450,11 +461,10 @@ export class Conductor {
    */
   private async finish(inFlight: InFlight[]): Promise<boolean> {
     const entry = inFlight[0]!;
-    const { batch, committed } = entry;
-    const items = committed.items;
     try {
       await entry.durable;
-      await this.deadLetter(items);
+      // settleEarly ran first when it could (no dead letters): the batch is done.
+      if (!entry.settled) await this.deadLetter(entry.committed.items);
     } catch (error) {
       await this.fail(
         inFlight.flatMap((f) => f.batch),
@@ -463,8 +473,33 @@ export class Conductor {
       );
       return false;
     }
-    killPoint("after-durable");
     inFlight.shift();
+    if (!entry.settled) this.settle(entry);
+    return true;
+  }
+
+  /**
+   * Acknowledges and replies to a batch the moment it is durable, when every batch before it
+   * is settled and it has nothing to dead-letter (finish() does that, then settles it). The
+   * loop may be committing the next batch then, a Valkey round trip or two: waiting for it
+   * would add that to every reply. Acknowledgements still go strictly in order.
+   */
+  private settleEarly(entry: InFlight): void {
+    for (const earlier of this.inFlight) {
+      if (earlier === entry) break;
+      if (!earlier.settled) return;
+    }
+    if (entry.settled || !this.inFlight.includes(entry)) return;
+    if (entry.committed.items.some((item) => item.deadLetterReason !== undefined)) return;
+    this.settle(entry);
+  }
+
+  /** Acknowledges a durable batch with one frame, then replies, traces and counts it. */
+  private settle(entry: InFlight): void {
+    entry.settled = true;
+    killPoint("after-durable");
+    const { batch, committed } = entry;
+    const items = committed.items;
     const t0 = performance.now();
     if (batch.length > 0 && !this.consumer.ack(batch)) {
       this.log.warn("batch committed but its channel is gone; it will be redelivered", {
@@ -473,7 +508,7 @@ export class Conductor {
       // As after a failure: the redelivery replies and is these commands' first counted
       // outcome, so a client gets one reply and each command is counted once.
       rememberUnacknowledged(this.unacknowledged, committed.committed);
-      return true;
+      return;
     }
     const now = epochMs();
     let fresh = 0;
@@ -502,7 +537,6 @@ export class Conductor {
     this.metrics.acknowledge.observe((performance.now() - t0) / 1000);
     this.failureAttempts = 0;
     this.lastFailure = undefined;
-    return true;
   }
 
   /** Dead-letters the batch's unreadable commands, once durable, and says so for each. */
@@ -532,9 +566,10 @@ export class Conductor {
     this.loaded = false;
     // Let every outstanding durability wait settle before the connection is reused.
     await Promise.allSettled(inFlight.map((f) => f.durable));
-    // Committed but never acknowledged: their redelivery is their first counted outcome.
+    // Committed but never acknowledged: their redelivery is their first counted outcome. A
+    // batch that became durable meanwhile was acknowledged (settleEarly): no redelivery.
     for (const entry of inFlight)
-      rememberUnacknowledged(this.unacknowledged, entry.committed.committed);
+      if (!entry.settled) rememberUnacknowledged(this.unacknowledged, entry.committed.committed);
     this.consumer.requeueFrom(batch);
     const fenced = error instanceof FencedError;
     if (fenced && error.keyspaceReset) {
