@@ -20,7 +20,7 @@ export interface ConductorBoot {
 
 /** Every reason the conductor is not ready now; none means ready. */
 function notReadyReasons(parts: ConductorParts, boot: ConductorBoot): string[] {
-  const { writer, reader, consumer, owner, policyWatch } = parts;
+  const { writer, committer, reader, consumer, owner, policyWatch } = parts;
   const reasons: string[] = [];
   if (!boot.policyVerified) {
     const waiting = boot.progress.waitingFor;
@@ -29,6 +29,7 @@ function notReadyReasons(parts: ConductorParts, boot: ConductorBoot): string[] {
     );
   }
   if (writer.status !== "ready") reasons.push(`datastore ${writer.status}`);
+  if (committer.status !== "ready") reasons.push(`datastore committer ${committer.status}`);
   if (reader.status !== "ready") reasons.push(`datastore reader ${reader.status}`);
   if (!consumer.connected) reasons.push("broker not connected");
   if (!owner.loaded) reasons.push("books not loaded");

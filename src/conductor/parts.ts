@@ -32,6 +32,7 @@ export interface ConductorParts {
   engine: MatchingEngine;
   keys: PartitionKeys;
   writer: Valkey;
+  committer: Valkey;
   reader: Valkey;
   queries: Valkey;
   policyWatch: FsyncPolicyWatch | undefined;
@@ -63,13 +64,15 @@ export function openConductorParts(
   };
   const writer = connect("");
   const reader = connect("-reader");
+  // Commits alternate between the writer and this one (see ConductorStore's committer).
+  const committer = connect("-committer");
   // GET /commands/:commandId waits for durability on a connection of its own: a WAITAOF on
   // the reader would hold up every batch's dedup lookup queued behind it. Connected on
   // first use.
   const queries = connect("-queries", true);
   const policyWatch = watchFsyncPolicy(config, log, `matchd-conductor-p${config.partition}-policy`);
   if (policyWatch) cleanup.defer(() => policyWatch.stop());
-  const store = new ConductorStore(writer, keys, reader, queries, policyWatch?.rule());
+  const store = new ConductorStore(writer, keys, reader, queries, policyWatch?.rule(), committer);
   const engine = conductorEngine();
   let owner: Conductor | undefined;
   const consumer = new CommandConsumer(config, log, () => owner?.notify());
@@ -95,5 +98,17 @@ export function openConductorParts(
     "1 while this conductor holds the partition's current owner epoch (active), 0 as a standby",
     () => (conductor.role() === "active" ? 1 : 0),
   );
-  return { engine, keys, writer, reader, queries, policyWatch, store, consumer, metrics, owner };
+  return {
+    engine,
+    keys,
+    writer,
+    committer,
+    reader,
+    queries,
+    policyWatch,
+    store,
+    consumer,
+    metrics,
+    owner,
+  };
 }

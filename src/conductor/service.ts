@@ -295,10 +295,6 @@ export class Conductor {
    * those stages to this one.
    */
   private async commit(batch: Delivery[], takenMs: number): Promise<InFlight> {
-    // WAITAOF covers only the writes of its own physical connection: if the writer
-    // reconnected between this commit and the end of its wait (a resent WAITAOF on a fresh
-    // connection answers at once), the batch is not known to be durable and fails instead.
-    const connection = this.store.writerConnection();
     const nowMs = this.clock();
     this.lastBatchMs = nowMs;
     const committed = await commitBatch(
@@ -315,6 +311,10 @@ export class Conductor {
       },
       batch,
     );
+    // WAITAOF covers only the writes of its own physical connection: if the commit's
+    // connection reconnected between the commit and the end of its wait (a resent WAITAOF on
+    // a fresh connection answers at once), the batch is not known to be durable and fails.
+    const connection = this.store.lastCommitOn();
     const committedAt = performance.now();
     const entry: InFlight = {
       batch,

@@ -85,9 +85,18 @@ export interface DedupLookup {
   accepted: Set<string>;
 }
 
+/** A connection writes went out on, and its connectionGeneration then (see waitDurable). */
+export interface WrittenOn {
+  valkey: Valkey;
+  generation: number;
+}
+
 export class ConductorStore {
   constructor(
-    /** The one connection that commits: WAITAOF waits for this connection's writes. */
+    /**
+     * Claims ownership, loads the books and takes every other commit: WAITAOF waits for the
+     * writes of its own connection.
+     */
     private readonly writer: Valkey,
     private readonly keys: PartitionKeys,
     /**
@@ -99,7 +108,19 @@ export class ConductorStore {
     private readonly queries: Valkey = reader,
     /** What every durability wait asks of the policy watch (FsyncPolicyWatch.rule). */
     private readonly rule: DurabilityRule = {},
+    /**
+     * Takes the commits the writer does not: they alternate. A WAITAOF blocks its connection
+     * until it answers (a 2 ms slice at most), and the next batch's commit, sent while the
+     * last one waits, would queue behind it on a shared connection.
+     */
+    private readonly committer: Valkey = writer,
   ) {}
+
+  /** Which connection the next commit goes out on: 0 the writer, 1 the committer. */
+  private turn = 0;
+
+  /** Where the last commit that succeeded went out; its durability wait goes there too. */
+  private lastCommit: WrittenOn | undefined;
 
   /**
    * The commit count the next commit builds on: the count read with the books, plus one per
@@ -139,7 +160,7 @@ export class ConductorStore {
     durableWithinMs?: number,
     seenEpoch = 0,
   ): Promise<{ epoch: number; previous: number }> {
-    const claimedOn = connectionGeneration(this.writer);
+    const claimedOn = { valkey: this.writer, generation: connectionGeneration(this.writer) };
     const [epoch, previous] = (await runScript(
       this.writer,
       claimOwnershipLua,
@@ -228,11 +249,19 @@ export class ConductorStore {
     return stored;
   }
 
-  /** Runs a batch's commit (built on chainFor()); the next one builds on it. */
+  /**
+   * Runs a batch's commit (built on chainFor()); the next one builds on it, on the other
+   * connection. Each commit checks the count it builds on, so two connections that a failover
+   * left on different nodes cannot both commit (DIVERGED).
+   */
   async commit(batch: CommitBuilder): Promise<void> {
+    const valkey = this.turn === 0 ? this.writer : this.committer;
+    const on = { valkey, generation: connectionGeneration(valkey) };
     try {
-      await runEncodedScript(this.writer, commitLua, batch.keys, batch.args);
+      await runEncodedScript(valkey, commitLua, batch.keys, batch.args);
       this.chain++;
+      this.turn ^= 1;
+      this.lastCommit = on;
     } catch (error) {
       // Whatever happened, the count is not known any more: a reload reads it again.
       this.chain = -1;
@@ -245,9 +274,18 @@ export class ConductorStore {
     }
   }
 
-  /** Waits for the writes made on the writer connection of `writtenOn` (see writerConnection). */
-  async waitDurable(timeoutMs: number, writtenOn: number): Promise<number> {
-    const waitedMs = await waitDurable(this.writer, timeoutMs, { writtenOn, ...this.rule });
+  /** The connection of the last commit that succeeded (see commit). */
+  lastCommitOn(): WrittenOn {
+    if (this.lastCommit === undefined) throw new Error("no commit has succeeded yet");
+    return this.lastCommit;
+  }
+
+  /** Waits until the writes made on `on` (a connection, as it was then) are durable. */
+  async waitDurable(timeoutMs: number, on: WrittenOn): Promise<number> {
+    const waitedMs = await waitDurable(on.valkey, timeoutMs, {
+      writtenOn: on.generation,
+      ...this.rule,
+    });
     this.onDurable();
     return waitedMs;
   }
@@ -407,18 +445,19 @@ export class ConductorStore {
   }
 
   /**
-   * Resolves when a writer that is down now connects again (after a failover: on the newly
-   * promoted primary); never while it is connected. A retry can start at once then.
+   * Resolves when the writing connections that are down now have connected again (after a
+   * failover: to the newly promoted primary); never while both are connected. A retry can
+   * start at once then.
    */
   writerReconnected(): Promise<void> {
-    if (this.writer.status === "ready") return new Promise(() => undefined);
-    // One listener per outage, however many retries wait on it.
-    this.reconnected ??= new Promise((resolve) =>
-      this.writer.once("ready", () => {
-        this.reconnected = undefined;
-        resolve();
-      }),
-    );
+    const down = [this.writer, this.committer].filter((valkey) => valkey.status !== "ready");
+    if (down.length === 0) return new Promise(() => undefined);
+    // One set of listeners per outage, however many retries wait on it.
+    this.reconnected ??= Promise.all(
+      down.map((valkey) => new Promise((resolve) => valkey.once("ready", resolve))),
+    ).then(() => {
+      this.reconnected = undefined;
+    });
     return this.reconnected;
   }
 
