@@ -214,12 +214,17 @@ export class Conductor {
 
   start(): void {
     this.running = true;
-    this.stopped = this.loop().catch((error: unknown) => {
-      // Nothing is acknowledged after this; the process exits non-zero (see run.ts) so a
-      // supervisor restarts it, rather than serving HTTP in front of a dead loop.
-      this.crashed = error instanceof Error ? error : new Error(String(error));
-      this.log.error("batch loop failed; stopping", { error: this.crashed });
-    });
+    this.stopped = this.loop().catch((error: unknown) => this.crash(error));
+  }
+
+  /**
+   * Nothing is acknowledged after this; the process exits non-zero (see run.ts) so a
+   * supervisor restarts it, rather than serving HTTP in front of a dead loop.
+   */
+  private crash(error: unknown): void {
+    this.running = false;
+    this.crashed = error instanceof Error ? error : new Error(String(error));
+    this.log.error("batch loop failed; stopping", { error: this.crashed });
   }
 
   /** Stops after the batch in flight is committed and acknowledged. */
@@ -336,10 +341,12 @@ export class Conductor {
             entry.durableMs = epochMs();
           });
     // A rejection is finish()'s to handle; this only keeps it from being "unhandled".
-    durable.then(
-      () => this.settleEarly(entry),
-      () => undefined,
-    );
+    durable
+      .then(
+        () => this.settleEarly(entry),
+        () => undefined,
+      )
+      .catch((error: unknown) => this.crash(error));
     entry.durable = durable;
     return entry;
   }
