@@ -24,7 +24,12 @@ import type { OutboxMetrics } from "./metrics";
 import type { ConfirmOutcome, EventPublisher } from "./publisher";
 import { RetryState } from "./retry-state";
 import { Wakeup } from "./signal";
-import { isMissingGroup, type NewEntries, type OutboxStream } from "./stream-reader";
+import {
+  isMissingGroup,
+  type NewEntriesRead,
+  type OutboxStream,
+  type ReaderSide,
+} from "./stream-reader";
 
 export interface DeliveryOptions {
   stream: OutboxStream;
@@ -418,43 +423,53 @@ export class DeliveryLoop {
     }
   }
 
+  /**
+   * Reads new entries and publishes them, with the next read in flight on the other reader
+   * while a batch waits for its durability and is published (see readNewOn): entries committed
+   * meanwhile are read as they arrive, and their read barrier shares their commit's fsync.
+   */
   private async deliverNew(): Promise<void> {
-    let readAhead: Promise<NewEntries> | null = null;
     const abandon = this.abandonOutside(this.generation);
     const { readCount, readBlockMs } = this.limits;
+    let side: ReaderSide = 0;
+    let next: Promise<NewEntriesRead> | null = null;
     try {
       for (;;) {
         this.checkInterrupt();
-        const { entries, othersPending } = await (readAhead ??
-          this.stream.readNew(readCount, readBlockMs, abandon));
-        readAhead = null;
-        if (entries.length === readCount) {
-          // A full batch means a backlog: fetch the next one while this one is published.
-          readAhead = this.stream.readNew(readCount, 0, abandon);
-          // Its failure (NOGROUP after a deleted stream, a dropped connection) is seen when it
-          // is awaited; until then it must not count as an unhandled rejection, which ends
-          // the process.
-          readAhead.catch(() => undefined);
-        }
+        const read = await (next ?? this.stream.readNewOn(side, readCount, readBlockMs, abandon));
+        next = null;
         // A read by another consumer since the session claimed everything (a former holder's
         // read that ran late: sent before its lease ran out, or resent or queued by its client
         // across a reconnect) took entries older than these. Deliver nothing until a new
         // session has claimed them; an idle outbox finds them at its next empty read.
-        if (othersPending > 0) throw new SessionInterrupted("others-pending");
-        if (entries.length === 0) {
+        if (read.othersPending > 0) throw new SessionInterrupted("others-pending");
+        // Sent while the lease is trusted, as every read: it ends within the lease's margin.
+        this.checkInterrupt();
+        side = side === 0 ? 1 : 0;
+        // A full batch means a backlog: the next read does not wait for entries.
+        const blockMs = read.entries.length === readCount ? 0 : readBlockMs;
+        next = this.stream.readNewOn(side, readCount, blockMs, abandon);
+        // Its failure (NOGROUP after a deleted stream, a dropped connection) is seen when it
+        // is awaited; until then it must not count as an unhandled rejection, which ends
+        // the process.
+        next.catch(() => undefined);
+        if (read.entries.length === 0) {
           // Caught up only when nothing failed meanwhile (a return or nack that arrived while
           // the read waited) and everything published so far was acknowledged by the broker.
           this.checkInterrupt();
           if (this.acks.caughtUp) this.retry.clearFailure();
           continue;
         }
+        await read.durable();
         // Fewer than asked for: the read took all there was, and a commit adds its entries at
         // once, so its last entry ends its command.
-        await this.publishBatch(entries, entries.length < readCount);
+        await this.publishBatch(read.entries, read.entries.length < readCount);
       }
     } finally {
-      // Its entries are in this consumer's pending list, so the next session re-reads them.
-      readAhead?.catch(() => undefined);
+      // A read still in flight moves entries into this consumer's pending list. The next
+      // session reads that list first, so the read must have ended (within readBlockMs)
+      // before it starts, or its entries would be passed over.
+      await next?.catch(() => undefined);
     }
   }
 

@@ -45,15 +45,16 @@ export interface OutboxParts {
   loop: DeliveryLoop;
 }
 
-/** The three datastore connections, each watched (watchConnection) and closed on cleanup. */
+/** The four datastore connections, each watched (watchConnection) and closed on cleanup. */
 function openConnections(
   config: Config,
   log: Logger,
   cleanup: AsyncDisposableStack,
   onRestored: () => void,
-): [control: Valkey, reader: Valkey, writer: Valkey] {
+): [control: Valkey, reader: Valkey, reader2: Valkey, writer: Valkey] {
   const keys = partitionKeys(config.partition);
-  const [control, reader, writer] = (["control", "reader", "writer"] as const).map((role) => {
+  const roles = ["control", "reader", "reader2", "writer"] as const;
+  const [control, reader, reader2, writer] = roles.map((role) => {
     const client = createValkey(config.datastoreUrl, {
       name: `matchd-outbox-p${config.partition}-${role}`,
       sentinelPassword: config.sentinelPassword,
@@ -66,8 +67,8 @@ function openConnections(
     });
     cleanup.defer(() => client.disconnect());
     return watchConnection(client, role, log, onRestored);
-  }) as [Valkey, Valkey, Valkey];
-  return [control, reader, writer];
+  }) as [Valkey, Valkey, Valkey, Valkey];
+  return [control, reader, reader2, writer];
 }
 
 export function openOutboxParts(
@@ -81,7 +82,8 @@ export function openOutboxParts(
   // re-reads nothing by accident and its predecessor's entries are claimed explicitly.
   const ownerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   let loop: DeliveryLoop | undefined;
-  const [control, reader, writer] = openConnections(config, log, cleanup, () =>
+  // Reads of new entries alternate between the two readers (see OutboxStream.readNewOn).
+  const [control, reader, reader2, writer] = openConnections(config, log, cleanup, () =>
     loop?.datastoreReconnected(),
   );
   const policyWatch = watchFsyncPolicy(config, log, `matchd-outbox-p${partition}-policy`);
@@ -107,7 +109,15 @@ export function openOutboxParts(
           ...policyWatch?.rule(),
         }
       : null;
-  const stream = new OutboxStream(reader, writer, keys, outboxConsumerGroup, ownerId, durability);
+  const stream = new OutboxStream(
+    reader,
+    writer,
+    keys,
+    outboxConsumerGroup,
+    ownerId,
+    durability,
+    reader2,
+  );
   const lease = new PartitionLease({
     valkey: control,
     key: keys.outboxLease,
@@ -163,7 +173,7 @@ function watchConnection(
   valkey.on("ready", () => {
     // Only a reader can lose a read to a clean close; the others restart the session after
     // an error, as before (an idle writer closed by a proxy would otherwise restart it often).
-    if (connectedBefore && (down || role === "reader")) {
+    if (connectedBefore && (down || role === "reader" || role === "reader2")) {
       log.info("datastore connection restored", { role, afterError: down });
       onRestored();
     }

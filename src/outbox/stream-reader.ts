@@ -45,6 +45,15 @@ export interface NewEntries {
   othersPending: number;
 }
 
+/** New entries whose durability wait is the caller's to run (see readNewOn). */
+export interface NewEntriesRead extends NewEntries {
+  /** Resolves once the entries are durable (at once under the memory policy, or for none). */
+  durable: () => Promise<void>;
+}
+
+/** Which of the two readers a read of new entries goes out on. */
+export type ReaderSide = 0 | 1;
+
 export interface AckItem {
   entryId: string;
   eventId: string;
@@ -74,6 +83,11 @@ export class OutboxStream {
     readonly consumer: string,
     /** Null under the memory policy: entries are published as soon as they are read. */
     private readonly durability: ReadDurability | null = null,
+    /**
+     * Reads new entries in turn with `reader` (see readNewOn): a WAITAOF blocks its
+     * connection, and the next read, queued behind the last one's wait, would wait for it.
+     */
+    private readonly secondReader: Valkey = reader,
   ) {}
 
   /**
@@ -124,7 +138,7 @@ export class OutboxStream {
       if (fields === null) vanished.push(id);
       else entries.push({ id, fields });
     }
-    if (entries.length > 0) await this.durableThroughRead(generation, true, abandon);
+    if (entries.length > 0) await this.durableThroughRead(this.reader, generation, true, abandon);
     return { entries, vanished, lastId };
   }
 
@@ -165,10 +179,29 @@ export class OutboxStream {
     blockMs: number,
     abandon: () => boolean = () => false,
   ): Promise<NewEntries> {
+    const read = await this.readNewOn(0, count, blockMs, abandon);
+    await read.durable();
+    return read;
+  }
+
+  /**
+   * As readNew, on reader `side`, leaving the durability wait to the caller: the next read can
+   * go out on the other reader while this one's entries wait for their fsync, so entries
+   * committed meanwhile are read at once, and their read barrier shares their commit's fsync.
+   * Only one read at a time: the next is sent once this one has answered, so reads stay in
+   * stream order.
+   */
+  async readNewOn(
+    side: ReaderSide,
+    count: number,
+    blockMs: number,
+    abandon: () => boolean = () => false,
+  ): Promise<NewEntriesRead> {
+    const reader = side === 0 ? this.reader : this.secondReader;
     const read: (string | number)[] = ["GROUP", this.group, this.consumer, "COUNT", count];
     if (blockMs > 0) read.push("BLOCK", blockMs);
     read.push("STREAMS", this.keys.events, ">");
-    const generation = connectionGeneration(this.reader);
+    const generation = connectionGeneration(reader);
     // One round trip, in this order on one connection: the barrier goes out right behind the
     // read (behind a blocking read the server runs it as soon as the read is served, in the
     // same pass, so it costs no round trip or fsync of its own; when the read times out
@@ -176,14 +209,14 @@ export class OutboxStream {
     // that. Pipelined rather than in a MULTI (as the read that does not wait once was): the
     // same single round trip, and one code path for both kinds of read.
     const [reply, , pendingReply] = await Promise.all([
-      this.reader.call("XREADGROUP", ...read),
-      this.durability !== null ? this.reader.call("EVAL", ...this.barrierCommand()) : undefined,
-      this.reader.call("XPENDING", this.keys.events, this.group),
+      reader.call("XREADGROUP", ...read),
+      this.durability !== null ? reader.call("EVAL", ...this.barrierCommand()) : undefined,
+      reader.call("XPENDING", this.keys.events, this.group),
     ]);
     // A read that was resent on a new connection may have had a first attempt that moved
     // entries into this consumer's pending list with its reply lost: what this reply holds
     // comes after them, so it is not delivered; the next session re-reads the pending list.
-    if (connectionGeneration(this.reader) !== generation) {
+    if (connectionGeneration(reader) !== generation) {
       throw new ConnectionChangedError(
         "the datastore connection was re-established while a read of new entries was in flight",
       );
@@ -193,8 +226,11 @@ export class OutboxStream {
       const [id, fields] = item as [string, string[]];
       return { id, fields };
     });
-    if (entries.length > 0) await this.durableThroughRead(generation, false, abandon);
-    return { entries, othersPending: others };
+    const durable =
+      entries.length > 0
+        ? () => this.durableThroughRead(reader, generation, false, abandon)
+        : () => Promise.resolve();
+    return { entries, othersPending: others, durable };
   }
 
   /**
@@ -213,14 +249,15 @@ export class OutboxStream {
    * in order.
    */
   private async durableThroughRead(
+    reader: Valkey,
     generation: number,
     barrier: boolean,
     abandon: () => boolean,
   ): Promise<void> {
     if (this.durability === null) return;
-    if (barrier) await this.reader.call("EVAL", ...this.barrierCommand());
+    if (barrier) await reader.call("EVAL", ...this.barrierCommand());
     const { timeoutMs, observeWaitMs: _, ...rule } = this.durability;
-    const waitedMs = await waitDurable(this.reader, timeoutMs, {
+    const waitedMs = await waitDurable(reader, timeoutMs, {
       abandon,
       writtenOn: generation,
       ...rule,

@@ -3,7 +3,8 @@
  * on the primary and a replica (on a private primary + replica pair, so the shared stack is
  * untouched): with the replica paused nothing leaves and each wait times out and is retried
  * without growing the backoff; once it resumes every event arrives once, in order, and a
- * stop during a wait ends at once. `appendfsync` changed away from `always` while it runs
+ * stop during a wait ends at once. Entries committed while a read waits are read meanwhile,
+ * on the other reader. `appendfsync` changed away from `always` while it runs
  * publishes nothing until it is back.
  */
 import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
@@ -14,7 +15,14 @@ import { OutboxStream } from "../../src/outbox/stream-reader";
 import type { RunningValkey } from "../../src/stack/index";
 import { type TestStack, testStack, uniquePartition } from "../support/stack";
 import { startValkeyPair } from "../support/valkey-pair";
-import { eventually, Inbox, metricNumber, startOutbox, writeEvents } from "./helpers";
+import {
+  commitEvents,
+  eventually,
+  Inbox,
+  metricNumber,
+  startOutbox,
+  writeEvents,
+} from "./helpers";
 
 let stack: TestStack;
 let primary: RunningValkey;
@@ -98,6 +106,42 @@ test("entries not yet fsynced on the replica are not published until they are", 
     expect(outbox.stderr()).toContain("outbox reads confirmed durable again");
     expect(inbox.firstDeliveryOrderKept()).toBe(true);
     expect(metricNumber(await outbox.metrics(), "matching_outbox_dead_letter_total")).toBe(0);
+    expect(await outbox.stop()).toBe(0);
+  } finally {
+    if (paused) resume();
+    await outbox.kill9().catch(() => undefined);
+    await inbox.close();
+  }
+}, 60_000);
+
+test("entries committed while a read waits for its durability are read during the wait", async () => {
+  const partition = uniquePartition();
+  const events = partitionKeys(partition).events;
+  const inbox = await Inbox.open(stack.brokerUrl, partition);
+  const outbox = await startOn(partition, 20_000).catch(async (error: unknown) => {
+    await inbox.close();
+    throw error;
+  });
+  const pending = async () =>
+    Number(((await valkey.call("XPENDING", events, outboxConsumerGroup)) as unknown[])[0]);
+  try {
+    await writeEvents(valkey, partition, 0, 10);
+    await inbox.waitFor(10, 15_000);
+    pause();
+    await commitEvents(valkey, partition, 10, 20);
+    await eventually("the first batch read", async () => (await pending()) === 10, 10_000);
+    // The first batch cannot be durable while the replica is paused; the next read is already
+    // out, on the other reader, and takes the second batch as it arrives. Only one read is
+    // out at a time: a third batch waits for the first to be published.
+    await commitEvents(valkey, partition, 20, 30);
+    await eventually("the second batch read", async () => (await pending()) === 20, 10_000);
+    await commitEvents(valkey, partition, 30, 40);
+    await Bun.sleep(500);
+    expect(await pending()).toBe(20);
+    expect(inbox.byId.size).toBe(10);
+    resume();
+    await inbox.waitFor(40, 15_000);
+    expect(inbox.firstDeliveryOrderKept()).toBe(true);
     expect(await outbox.stop()).toBe(0);
   } finally {
     if (paused) resume();

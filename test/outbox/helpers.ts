@@ -55,6 +55,20 @@ export async function writeEvents(
   });
 }
 
+/** Appends events `from..to-1` in one transaction, as a commit does: a blocked read gets all. */
+export async function commitEvents(
+  valkey: Redis,
+  partition: number,
+  from: number,
+  to: number,
+): Promise<void> {
+  const stream = partitionKeys(partition).events;
+  const transaction = valkey.multi();
+  for (let n = from; n < to; n++)
+    transaction.xadd(stream, "*", "event", JSON.stringify(envelope(partition, n)));
+  await transaction.exec();
+}
+
 export async function deletePartitionKeys(valkey: Redis, partition: number): Promise<void> {
   const keys = await valkey.keys(`${partitionKeys(partition).prefix}*`);
   if (keys.length > 0) await valkey.del(...keys);

@@ -37,6 +37,7 @@ function stubStream(readNew: () => Promise<{ entries: StubEntry[]; othersPending
     othersPending: async () => 0,
     readOwnPending: async () => ({ entries: [], vanished: [], lastId: null }),
     readNew,
+    readNewOn: async () => ({ ...(await readNew()), durable: async () => undefined }),
     acknowledge: async () => undefined,
     deadLetter: async () => undefined,
     recordAttempts: async () => undefined,
