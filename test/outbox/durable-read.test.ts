@@ -15,14 +15,7 @@ import { OutboxStream } from "../../src/outbox/stream-reader";
 import type { RunningValkey } from "../../src/stack/index";
 import { type TestStack, testStack, uniquePartition } from "../support/stack";
 import { startValkeyPair } from "../support/valkey-pair";
-import {
-  commitEvents,
-  eventually,
-  Inbox,
-  metricNumber,
-  startOutbox,
-  writeEvents,
-} from "./helpers";
+import { commitEvents, eventually, Inbox, metricNumber, startOutbox, writeEvents } from "./helpers";
 
 let stack: TestStack;
 let primary: RunningValkey;
