@@ -23,7 +23,7 @@ import { DeliveryLoop } from "./delivery";
 import { PartitionLease } from "./lease";
 import { createOutboxMetrics, type OutboxMetrics } from "./metrics";
 import { EventPublisher } from "./publisher";
-import { OutboxStream } from "./stream-reader";
+import { OutboxStream, type ReadDurability } from "./stream-reader";
 
 /** The lease keeper's command timeout: a quarter of the TTL, so renewals fail in time. */
 export function leaseCommandTimeoutMs(config: Config): number {
@@ -95,20 +95,7 @@ export function openOutboxParts(
   // The reader's: its reads and their durability waits are what a failover interrupts.
   const failovers = new FailoverTracker(reader, registry, log);
   if (policyWatch) exposeReplicaRule(registry, policyWatch);
-  // Under aof-replicated an event leaves only once its commit is fsynced on primary and
-  // replica, the same promise the conductor's acknowledgement makes for its command.
-  const waitMs = durabilityWaitMs(config);
-  const durability =
-    waitMs !== undefined
-      ? {
-          timeoutMs: waitMs,
-          observeWaitMs: (waitedMs: number) => {
-            metrics.durabilityWait.observe(waitedMs / 1000);
-            failovers.durableWrite();
-          },
-          ...policyWatch?.rule(),
-        }
-      : null;
+  const durability = readDurability(config, metrics, failovers, policyWatch);
   const stream = new OutboxStream(
     reader,
     writer,
@@ -149,6 +136,29 @@ export function openOutboxParts(
         }),
   });
   return { ownerId, control, policyWatch, registry, metrics, stream, lease, loop };
+}
+
+/**
+ * Under aof-replicated an event leaves only once its commit is fsynced on primary and
+ * replica, the same promise the conductor's acknowledgement makes for its command; null
+ * under the memory policy.
+ */
+function readDurability(
+  config: Config,
+  metrics: OutboxMetrics,
+  failovers: FailoverTracker,
+  policyWatch: FsyncPolicyWatch | undefined,
+): ReadDurability | null {
+  const waitMs = durabilityWaitMs(config);
+  if (waitMs === undefined) return null;
+  return {
+    timeoutMs: waitMs,
+    observeWaitMs: (waitedMs: number) => {
+      metrics.durabilityWait.observe(waitedMs / 1000);
+      failovers.durableWrite();
+    },
+    ...policyWatch?.rule(),
+  };
 }
 
 /**
