@@ -116,10 +116,10 @@ export class ConductorStore {
     private readonly committer: Valkey = writer,
   ) {}
 
-  /** Which connection the next commit goes out on: 0 the writer, 1 the committer. */
-  private turn = 0;
-
-  /** Where the last commit that succeeded went out; its durability wait goes there too. */
+  /**
+   * Where the last commit that succeeded went out: its durability wait goes there too, and
+   * the next commit to the other connection.
+   */
   private lastCommit: WrittenOn | undefined;
 
   /**
@@ -255,12 +255,11 @@ export class ConductorStore {
    * left on different nodes cannot both commit (DIVERGED).
    */
   async commit(batch: CommitBuilder): Promise<void> {
-    const valkey = this.turn === 0 ? this.writer : this.committer;
+    const valkey = this.lastCommit?.valkey === this.writer ? this.committer : this.writer;
     const on = { valkey, generation: connectionGeneration(valkey) };
     try {
       await runEncodedScript(valkey, commitLua, batch.keys, batch.args);
       this.chain++;
-      this.turn ^= 1;
       this.lastCommit = on;
     } catch (error) {
       // Whatever happened, the count is not known any more: a reload reads it again.
