@@ -26,7 +26,7 @@ import { RetryState } from "./retry-state";
 import { Wakeup } from "./signal";
 import {
   isMissingGroup,
-  type NewEntriesRead,
+  type NewEntries,
   type OutboxStream,
   type ReaderSide,
 } from "./stream-reader";
@@ -432,7 +432,7 @@ export class DeliveryLoop {
     const abandon = this.abandonOutside(this.generation);
     const { readCount, readBlockMs } = this.limits;
     let side: ReaderSide = 0;
-    let next: Promise<NewEntriesRead> | null = null;
+    let next: Promise<NewEntries> | null = null;
     try {
       for (;;) {
         this.checkInterrupt();

@@ -39,14 +39,11 @@ export interface StreamStats {
   oldestEntryMs: number | null;
 }
 
+/** New entries, whose durability wait is the caller's to run (see readNewOn). */
 export interface NewEntries {
   entries: StreamEntry[];
   /** Entries pending for other consumers right after the read. */
   othersPending: number;
-}
-
-/** New entries whose durability wait is the caller's to run (see readNewOn). */
-export interface NewEntriesRead extends NewEntries {
   /** Resolves once the entries are durable (at once under the memory policy, or for none). */
   durable: () => Promise<void>;
 }
@@ -170,33 +167,20 @@ export class OutboxStream {
   }
 
   /**
-   * New entries (`>`), waiting up to `blockMs` when there are none (0 = do not wait), with how
-   * many entries other consumers had pending right after the read, taken in the same round
-   * trip, so a backlog costs no extra one.
-   */
-  async readNew(
-    count: number,
-    blockMs: number,
-    abandon: () => boolean = () => false,
-  ): Promise<NewEntries> {
-    const read = await this.readNewOn(0, count, blockMs, abandon);
-    await read.durable();
-    return read;
-  }
-
-  /**
-   * As readNew, on reader `side`, leaving the durability wait to the caller: the next read can
-   * go out on the other reader while this one's entries wait for their fsync, so entries
-   * committed meanwhile are read at once, and their read barrier shares their commit's fsync.
-   * Only one read at a time: the next is sent once this one has answered, so reads stay in
-   * stream order.
+   * New entries (`>`) on reader `side`, waiting up to `blockMs` when there are none (0 = do
+   * not wait), with how many entries other consumers had pending right after the read, taken
+   * in the same round trip, so a backlog costs no extra one. The durability wait is left to
+   * the caller (`durable`): the next read can go out on the other reader while this one's
+   * entries wait for their fsync, so entries committed meanwhile are read at once, and their
+   * read barrier shares their commit's fsync. Only one read at a time: the next is sent once
+   * this one has answered, so reads stay in stream order.
    */
   async readNewOn(
     side: ReaderSide,
     count: number,
     blockMs: number,
     abandon: () => boolean = () => false,
-  ): Promise<NewEntriesRead> {
+  ): Promise<NewEntries> {
     const reader = side === 0 ? this.reader : this.secondReader;
     const read: (string | number)[] = ["GROUP", this.group, this.consumer, "COUNT", count];
     if (blockMs > 0) read.push("BLOCK", blockMs);

@@ -61,15 +61,33 @@ function startOn(partition: number, timeoutMs: number) {
   });
 }
 
-test("entries not yet fsynced on the replica are not published until they are", async () => {
-  const partition = uniquePartition();
+/** An inbox on the partition's events, then an outbox; the inbox closed if the outbox fails. */
+async function startWithInbox(partition: number, timeoutMs: number) {
   const inbox = await Inbox.open(stack.brokerUrl, partition);
-  // Long enough for the boot check's probe on a slow disk; short against the pause. An
-  // outbox that fails to start must not leave the inbox bound to every exchange behind.
-  const outbox = await startOn(partition, 1000).catch(async (error: unknown) => {
+  // An outbox that fails to start must not leave the inbox bound to every exchange behind.
+  const outbox = await startOn(partition, timeoutMs).catch(async (error: unknown) => {
     await inbox.close();
     throw error;
   });
+  return { inbox, outbox };
+}
+
+async function stopBoth(outbox: { kill9(): Promise<unknown> }, inbox: Inbox): Promise<void> {
+  await outbox.kill9().catch(() => undefined);
+  await inbox.close();
+}
+
+/** A read of new entries and its durability wait, as the delivery loop does them. */
+async function readDurably(stream: OutboxStream, count: number, blockMs: number) {
+  const read = await stream.readNewOn(0, count, blockMs);
+  await read.durable();
+  return read;
+}
+
+test("entries not yet fsynced on the replica are not published until they are", async () => {
+  const partition = uniquePartition();
+  // Long enough for the boot check's probe on a slow disk; short against the pause.
+  const { inbox, outbox } = await startWithInbox(partition, 1000);
   try {
     await writeEvents(valkey, partition, 0, 10);
     await inbox.waitFor(10, 15_000);
@@ -102,19 +120,14 @@ test("entries not yet fsynced on the replica are not published until they are", 
     expect(await outbox.stop()).toBe(0);
   } finally {
     if (paused) resume();
-    await outbox.kill9().catch(() => undefined);
-    await inbox.close();
+    await stopBoth(outbox, inbox);
   }
 }, 60_000);
 
 test("entries committed while a read waits for its durability are read during the wait", async () => {
   const partition = uniquePartition();
   const events = partitionKeys(partition).events;
-  const inbox = await Inbox.open(stack.brokerUrl, partition);
-  const outbox = await startOn(partition, 20_000).catch(async (error: unknown) => {
-    await inbox.close();
-    throw error;
-  });
+  const { inbox, outbox } = await startWithInbox(partition, 20_000);
   const pending = async () =>
     Number(((await valkey.call("XPENDING", events, outboxConsumerGroup)) as unknown[])[0]);
   try {
@@ -138,18 +151,13 @@ test("entries committed while a read waits for its durability are read during th
     expect(await outbox.stop()).toBe(0);
   } finally {
     if (paused) resume();
-    await outbox.kill9().catch(() => undefined);
-    await inbox.close();
+    await stopBoth(outbox, inbox);
   }
 }, 60_000);
 
 test("appendfsync changed to everysec under a running outbox: nothing published until it is always again", async () => {
   const partition = uniquePartition();
-  const inbox = await Inbox.open(stack.brokerUrl, partition);
-  const outbox = await startOn(partition, 3000).catch(async (error: unknown) => {
-    await inbox.close();
-    throw error;
-  });
+  const { inbox, outbox } = await startWithInbox(partition, 3000);
   try {
     await writeEvents(valkey, partition, 0, 10);
     await inbox.waitFor(10, 15_000);
@@ -180,8 +188,7 @@ test("appendfsync changed to everysec under a running outbox: nothing published 
     expect(await outbox.stop()).toBe(0);
   } finally {
     await valkey.call("CONFIG", "SET", "appendfsync", "always").catch(() => undefined);
-    await outbox.kill9().catch(() => undefined);
-    await inbox.close();
+    await stopBoth(outbox, inbox);
   }
 }, 60_000);
 
@@ -221,11 +228,7 @@ test("a datastore at maxmemory refuses new writes, and the outbox still drains w
   // deleting delivered entries: were its reads or its session starts refused too, the
   // partition would stay stuck.
   const partition = uniquePartition();
-  const inbox = await Inbox.open(stack.brokerUrl, partition);
-  const outbox = await startOn(partition, 500).catch(async (error: unknown) => {
-    await inbox.close();
-    throw error;
-  });
+  const { inbox, outbox } = await startWithInbox(partition, 500);
   let limited = false;
   try {
     await writeEvents(valkey, partition, 0, 10);
@@ -265,8 +268,7 @@ test("a datastore at maxmemory refuses new writes, and the outbox still drains w
   } finally {
     if (paused) resume();
     if (limited) await valkey.config("SET", "maxmemory", "0");
-    await outbox.kill9().catch(() => undefined);
-    await inbox.close();
+    await stopBoth(outbox, inbox);
   }
 }, 60_000);
 
@@ -321,18 +323,20 @@ test("every kind of read waits: one that does not block, one that blocks, a re-r
     await freshStream("a").ensureGroup();
     // Durable entries: a read of them succeeds.
     await writeEvents(valkey, partition, 0, 3);
-    expect((await freshStream("a", 2_000).readNew(10, 0)).entries).toHaveLength(3);
+    expect((await readDurably(freshStream("a", 2_000), 10, 0)).entries).toHaveLength(3);
 
     // A read that does not wait for entries (the one that follows a full batch).
     pause();
     await writeEvents(valkey, partition, 3, 6);
-    await expect(freshStream("a").readNew(10, 0)).rejects.toBeInstanceOf(DurabilityTimeoutError);
+    await expect(readDurably(freshStream("a"), 10, 0)).rejects.toBeInstanceOf(
+      DurabilityTimeoutError,
+    );
     resume();
 
     // A blocking read, served when an entry arrives.
     const blocking = freshStream("b");
     pause();
-    const blocked = blocking.readNew(10, 2_000);
+    const blocked = readDurably(blocking, 10, 2_000);
     await Bun.sleep(100);
     await writeEvents(valkey, partition, 6, 7);
     await expect(blocked).rejects.toBeInstanceOf(DurabilityTimeoutError);
@@ -341,7 +345,9 @@ test("every kind of read waits: one that does not block, one that blocks, a re-r
     // A re-read of pending entries, taken by an earlier read on another connection.
     pause();
     await writeEvents(valkey, partition, 7, 9);
-    await expect(freshStream("c").readNew(10, 0)).rejects.toBeInstanceOf(DurabilityTimeoutError);
+    await expect(readDurably(freshStream("c"), 10, 0)).rejects.toBeInstanceOf(
+      DurabilityTimeoutError,
+    );
     await expect(freshStream("c").readOwnPending("0", 10)).rejects.toBeInstanceOf(
       DurabilityTimeoutError,
     );

@@ -36,7 +36,6 @@ function stubStream(readNew: () => Promise<{ entries: StubEntry[]; othersPending
     claimIdle: async () => 0,
     othersPending: async () => 0,
     readOwnPending: async () => ({ entries: [], vanished: [], lastId: null }),
-    readNew,
     readNewOn: async () => ({ ...(await readNew()), durable: async () => undefined }),
     acknowledge: async () => undefined,
     deadLetter: async () => undefined,
